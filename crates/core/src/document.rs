@@ -1,0 +1,472 @@
+//! Reading YAML and JSON documents into typed models, with errors a person can act on.
+//!
+//! Every model in this crate rejects unknown fields. serde reports such a field as a bare
+//! message; [`parse`] turns it into a [`DocumentError`] that names the file, the line and column,
+//! the field, and the nearest known field (`input_mappings` → "did you mean `input_mapping`?"),
+//! and renders the offending line with a caret under it.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+
+/// The text formats a document may be written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// YAML 1.2 (which also reads most JSON).
+    Yaml,
+    /// JSON.
+    Json,
+}
+
+impl Format {
+    /// The format a file name implies: `.yaml`/`.yml` → YAML, `.json` → JSON, anything else none.
+    ///
+    /// ```
+    /// use wayline_core::document::Format;
+    /// assert_eq!(Format::from_path("tools/a.yml".as_ref()), Some(Format::Yaml));
+    /// assert_eq!(Format::from_path("notes.txt".as_ref()), None);
+    /// ```
+    pub fn from_path(path: &Path) -> Option<Format> {
+        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "yaml" | "yml" => Some(Format::Yaml),
+            "json" => Some(Format::Json),
+            _ => None,
+        }
+    }
+}
+
+/// A problem in a document: what, where, and how to fix it.
+///
+/// `Display` renders it for people, e.g.
+///
+/// ```text
+/// workflow.yaml:7:5: unknown field `input_mappings` (did you mean `input_mapping`?)
+///   |
+/// 7 |     input_mappings:
+///   |     ^
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DocumentError {
+    /// Where the text came from (a file path, or a name such as `<stdin>`).
+    pub origin: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// What is wrong, as a lower-case fragment.
+    pub message: String,
+    /// The field the problem is about, when there is one (an unknown or missing field).
+    pub field: Option<String>,
+    /// The nearest known field to an unknown one.
+    pub suggestion: Option<String>,
+    /// The text of the offending line, for the caret rendering.
+    pub snippet: Option<String>,
+}
+
+impl DocumentError {
+    /// A problem that has no position in the text (an unreadable file, a whole-document rule).
+    pub fn new(origin: impl Into<String>, message: impl Into<String>) -> Self {
+        DocumentError {
+            origin: origin.into(),
+            line: None,
+            column: None,
+            message: message.into(),
+            field: None,
+            suggestion: None,
+            snippet: None,
+        }
+    }
+
+    /// Sets the position and takes the offending line from `text`.
+    pub fn at(mut self, text: &str, line: usize, column: usize) -> Self {
+        self.line = Some(line);
+        self.column = Some(column);
+        self.snippet = line
+            .checked_sub(1)
+            .and_then(|index| text.lines().nth(index))
+            .map(str::to_owned);
+        self
+    }
+
+    /// Re-reads the snippet from another text with the same lines: used when the parsed text
+    /// had `${VAR}` expanded, so that an expanded value (possibly a secret) is never shown.
+    pub fn with_snippet_from(mut self, original: &str) -> Self {
+        self.snippet = self
+            .line
+            .and_then(|line| line.checked_sub(1))
+            .and_then(|index| original.lines().nth(index))
+            .map(str::to_owned);
+        self
+    }
+
+    /// `origin:line:column`, as far as it is known.
+    pub fn location(&self) -> String {
+        match (self.line, self.column) {
+            (Some(line), Some(column)) => format!("{}:{line}:{column}", self.origin),
+            (Some(line), None) => format!("{}:{line}", self.origin),
+            _ => self.origin.clone(),
+        }
+    }
+}
+
+impl fmt::Display for DocumentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location(), self.message)?;
+        if let Some(suggestion) = &self.suggestion {
+            write!(f, " (did you mean `{suggestion}`?)")?;
+        }
+        if let (Some(line), Some(snippet)) = (self.line, &self.snippet) {
+            let gutter = line.to_string().len();
+            let column = self.column.unwrap_or(1).max(1);
+            // The caret goes under the character the column names; tabs keep their width.
+            let pad: String = snippet
+                .chars()
+                .take(column - 1)
+                .map(|c| if c == '\t' { '\t' } else { ' ' })
+                .collect();
+            write!(
+                f,
+                "\n{:gutter$} |\n{line} | {snippet}\n{:gutter$} | {pad}^",
+                "", ""
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DocumentError {}
+
+/// Parses `text` as `format` into `T`, which should reject unknown fields.
+///
+/// ```
+/// use wayline_core::document::{parse, Format};
+/// use wayline_core::Edge;
+///
+/// let err = parse::<Edge>("from_step_id: a\nto_step: b\n", Format::Yaml, "edge.yaml").unwrap_err();
+/// assert_eq!(err.line, Some(2));
+/// assert_eq!(err.suggestion.as_deref(), Some("to_step_id"));
+/// ```
+pub fn parse<T: DeserializeOwned>(
+    text: &str,
+    format: Format,
+    origin: &str,
+) -> Result<T, Box<DocumentError>> {
+    match format {
+        Format::Yaml => serde_norway::from_str(text).map_err(|err| {
+            let location = err.location();
+            let message = strip_yaml_location(&err.to_string());
+            let error = describe(origin, &message);
+            Box::new(match location {
+                Some(at) => error.at(text, at.line(), at.column()),
+                None => error,
+            })
+        }),
+        Format::Json => serde_json::from_str(text).map_err(|err| {
+            let message = strip_json_location(&err.to_string());
+            let error = describe(origin, &message);
+            // serde_json reports line 0 for errors that have no position (e.g. I/O).
+            Box::new(if err.line() > 0 {
+                error.at(text, err.line(), err.column())
+            } else {
+                error
+            })
+        }),
+    }
+}
+
+/// Turns serde's message into a [`DocumentError`], recognising unknown and missing fields.
+fn describe(origin: &str, message: &str) -> DocumentError {
+    let (context, message) = split_yaml_path(message);
+    let mut error = DocumentError::new(origin, message.to_owned());
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        if let Some((field, expected)) = rest.split_once('`') {
+            let known = backticked(expected);
+            error.field = Some(field.to_owned());
+            error.suggestion = nearest(field, known.iter().copied()).map(str::to_owned);
+            error.message = if known.is_empty() {
+                format!("unknown field `{field}`: this mapping takes no fields")
+            } else {
+                format!(
+                    "unknown field `{field}`; known fields: {}",
+                    known.join(", ")
+                )
+            };
+        }
+    } else if let Some(rest) = message.strip_prefix("missing field `") {
+        if let Some((field, _)) = rest.split_once('`') {
+            error.field = Some(field.to_owned());
+            error.message = format!("missing required field `{field}`");
+        }
+    } else if message.starts_with("invalid type") || message.starts_with("invalid value") {
+        error.message = humanize_expectation(message);
+    }
+    if let Some(context) = context {
+        error.message = format!("{context}: {}", error.message);
+    }
+    error
+}
+
+/// serde_norway prefixes nested errors with the path (`steps[0].id: ...`); keep it apart.
+fn split_yaml_path(message: &str) -> (Option<&str>, &str) {
+    match message.split_once(": ") {
+        Some((path, rest))
+            if !path.contains(' ')
+                && !path.is_empty()
+                && path
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "_-.[]".contains(c)) =>
+        {
+            (Some(path), rest)
+        }
+        _ => (None, message),
+    }
+}
+
+/// Rewrites serde's `invalid type: X, expected Y` in words a user knows (no Rust type names).
+fn humanize_expectation(message: &str) -> String {
+    let Some((found, expected)) = message.split_once(", expected ") else {
+        return message.to_owned();
+    };
+    let word = |text: &str| match text {
+        "sequence" | "a sequence" => "a list".to_owned(),
+        "map" | "a map" => "a mapping".to_owned(),
+        other => match other.strip_prefix("struct ") {
+            Some(name) => format!("a mapping ({name})"),
+            None => other.to_owned(),
+        },
+    };
+    let found = match found.split_once(": ") {
+        Some((head, what)) => format!("{head}: {}", word(what)),
+        None => found.to_owned(),
+    };
+    format!("{found}, expected {}", word(expected))
+}
+
+/// The names between backticks in serde's `expected one of `a`, `b`` text.
+fn backticked(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
+}
+
+/// The known name closest to `unknown`, if any is close enough to be a plausible typo.
+pub fn nearest<'a>(unknown: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let unknown_lower = unknown.to_ascii_lowercase();
+    known
+        .into_iter()
+        .map(|candidate| {
+            let distance =
+                strsim::damerau_levenshtein(&unknown_lower, &candidate.to_ascii_lowercase());
+            (distance, candidate)
+        })
+        .filter(|(distance, candidate)| {
+            let longest = unknown.len().max(candidate.len());
+            *distance <= 2.max(longest / 3)
+        })
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+fn strip_yaml_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(index) if message[index..].contains(" column ") => message[..index].to_owned(),
+        _ => message.to_owned(),
+    }
+}
+
+fn strip_json_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(index) => message[..index].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` in `text` with values from `lookup`.
+///
+/// YAML comment lines (whose first non-blank character is `#`) are left alone, so a commented-out
+/// `${VAR}` needs no value. A `${` that does not start a well-formed reference is kept as text.
+/// Line structure is preserved unless a value itself holds a newline.
+///
+/// ```
+/// use wayline_core::document::expand_vars;
+/// let lookup = |name: &str| (name == "HOST").then(|| "api.example.com".to_owned());
+/// let text = expand_vars("url: https://${HOST}/${VERSION:-v1}", lookup).unwrap();
+/// assert_eq!(text, "url: https://api.example.com/v1");
+/// ```
+pub fn expand_vars(
+    text: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<String, UnsetVariable> {
+    let mut out = String::with_capacity(text.len());
+    for (index, line) in text.split_inclusive('\n').enumerate() {
+        if line.trim_start().starts_with('#') {
+            out.push_str(line);
+            continue;
+        }
+        let mut rest = line;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else {
+                out.push_str(&rest[start..]);
+                rest = "";
+                break;
+            };
+            let body = &after[..end];
+            let (name, default) = match body.split_once(":-") {
+                Some((name, default)) => (name, Some(default)),
+                None => (body, None),
+            };
+            if !is_variable_name(name) {
+                out.push_str("${");
+                rest = after;
+                continue;
+            }
+            // As in the shell: `:-` falls back when the variable is unset or empty.
+            match (lookup(name), default) {
+                (Some(value), Some(default)) if value.is_empty() => out.push_str(default),
+                (Some(value), _) => out.push_str(&value),
+                (None, Some(default)) => out.push_str(default),
+                (None, None) => {
+                    return Err(UnsetVariable {
+                        name: name.to_owned(),
+                        line: index + 1,
+                        column: line.len() - rest.len() + start + 1,
+                    });
+                }
+            }
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+    }
+    Ok(out)
+}
+
+fn is_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A `${VAR}` without a default whose variable is not set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsetVariable {
+    /// The variable's name.
+    pub name: String,
+    /// 1-based line of the reference.
+    pub line: usize,
+    /// 1-based column of the `$`.
+    pub column: usize,
+}
+
+impl UnsetVariable {
+    /// The same problem as a [`DocumentError`] located in `text` from `origin`.
+    pub fn into_document_error(self, text: &str, origin: &str) -> DocumentError {
+        DocumentError::new(
+            origin,
+            format!(
+                "environment variable `{}` is not set; set it, or give a default as `${{{}:-value}}`",
+                self.name, self.name
+            ),
+        )
+        .at(text, self.line, self.column)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_finds_plausible_typos_only() {
+        let known = ["input_mapping", "tool_id", "severity"];
+        assert_eq!(nearest("input_mappings", known), Some("input_mapping"));
+        assert_eq!(nearest("toolid", known), Some("tool_id"));
+        assert_eq!(nearest("colour", known), None);
+    }
+
+    #[test]
+    fn expand_uses_defaults_and_reports_unset_variables() {
+        let lookup = |name: &str| (name == "A").then(|| "1".to_owned());
+        assert_eq!(expand_vars("${A}-${B:-2}", lookup).unwrap(), "1-2");
+        assert_eq!(
+            expand_vars("# ${B}\nx: ${A}", lookup).unwrap(),
+            "# ${B}\nx: 1"
+        );
+        assert_eq!(
+            expand_vars("keep ${not a var} and ${", lookup).unwrap(),
+            "keep ${not a var} and ${"
+        );
+        let err = expand_vars("a: 1\nb: x${B}", lookup).unwrap_err();
+        assert_eq!((err.name.as_str(), err.line, err.column), ("B", 2, 5));
+    }
+
+    #[test]
+    fn empty_variable_takes_the_default() {
+        let lookup = |_: &str| Some(String::new());
+        assert_eq!(expand_vars("${A:-d}", lookup).unwrap(), "d");
+    }
+
+    #[test]
+    fn caret_points_at_the_column() {
+        let error = DocumentError::new("f.yaml", "bad").at("a: 1\n  bee: 2\n", 2, 3);
+        assert_eq!(
+            error.to_string(),
+            "f.yaml:2:3: bad\n  |\n2 |   bee: 2\n  |   ^"
+        );
+    }
+
+    #[test]
+    fn real_yaml_errors_are_located_and_explained() {
+        let text = "id: w\nname: W\nsteps:\n  - id: a\n    tool_id: t\n    input_mappings: {}\n";
+        let err = parse::<crate::Workflow>(text, Format::Yaml, "w.yaml").unwrap_err();
+        eprintln!("{err}");
+        assert_eq!(
+            (err.line, err.field.as_deref()),
+            (Some(6), Some("input_mappings"))
+        );
+        assert_eq!(err.suggestion.as_deref(), Some("input_mapping"));
+
+        let err = parse::<crate::Workflow>("id: w\nname: W\nsteps: 3\n", Format::Yaml, "w.yaml")
+            .unwrap_err();
+        eprintln!("{err}");
+        assert_eq!(err.line, Some(3));
+        assert!(err.message.contains("expected a list"), "{}", err.message);
+
+        let err = parse::<crate::ToolDefinition>("- id: a\n- id: b\n", Format::Yaml, "t.yaml")
+            .unwrap_err();
+        eprintln!("{err}");
+        assert_eq!(err.line, Some(1));
+        assert_eq!(
+            err.message,
+            "invalid type: a list, expected a mapping (ToolDefinition)"
+        );
+
+        let err = parse::<crate::Workflow>(
+            "{\"id\": \"w\", \"name\": \"W\",\n \"stepz\": []}",
+            Format::Json,
+            "w.json",
+        )
+        .unwrap_err();
+        eprintln!("{err}");
+        assert_eq!(
+            (err.line, err.suggestion.as_deref()),
+            (Some(2), Some("steps"))
+        );
+
+        let err = parse::<crate::Workflow>("id: [\n", Format::Yaml, "w.yaml").unwrap_err();
+        eprintln!("{err}");
+        assert!(err.line.is_some());
+    }
+
+    #[test]
+    fn yaml_paths_are_kept_as_context() {
+        let error = describe(
+            "w.yaml",
+            "steps[0]: unknown field `input_mappings`, expected one of `id`, `input_mapping`",
+        );
+        assert_eq!(error.field.as_deref(), Some("input_mappings"));
+        assert_eq!(error.suggestion.as_deref(), Some("input_mapping"));
+        assert!(error.message.starts_with("steps[0]: unknown field"));
+    }
+}

@@ -1,0 +1,41 @@
+//! wayline's vocabulary: the models (tools, workflows, runs), the reference and template syntax,
+//! CEL expressions, document parsing with actionable errors, and the plug-in traits hosts
+//! implement.
+//!
+//! This crate does no network I/O and starts no runtime; every other wayline crate builds on it.
+//!
+//! ```
+//! use wayline_core::document::{parse, Format};
+//! use wayline_core::{Reference, Workflow};
+//!
+//! let workflow: Workflow = parse(
+//!     r#"{"id": "w", "name": "W", "steps": [{"id": "a", "tool_id": "t"}]}"#,
+//!     Format::Json,
+//!     "w.json",
+//! ).unwrap();
+//! let is_step = |id: &str| workflow.step(id).is_some();
+//! assert_eq!(Reference::parse_str("a.items.0", is_step), Reference::Step { step: "a", path: "items.0" });
+//! ```
+
+pub mod catalog;
+pub mod document;
+mod error;
+pub mod expr;
+pub mod reference;
+pub mod run;
+pub mod template;
+pub mod tool;
+pub mod workflow;
+
+pub use catalog::{MemoryCatalog, ToolCatalog};
+pub use error::Error;
+pub use expr::Expression;
+pub use reference::Reference;
+pub use run::{Run, RunStatus, StepResult, StepStatus};
+pub use tool::{
+    AuthConfig, AuthType, CodePath, RequestConfig, ResponseExtractConfig, RetryPolicy,
+    ToolDefinition, ToolKind,
+};
+pub use workflow::{
+    Edge, InputSpec, Poll, Severity, Step, StepKind, StepValidation, Workflow, WorkflowStatus,
+};

@@ -1,0 +1,162 @@
+//! Run records: one [`Run`] per execution of a workflow, one [`StepResult`] per step.
+//!
+//! Field names and status values are seed 004's; `attempts` and `duration_ms` are wayline's
+//! additions, left out when unset.
+
+use chrono::{DateTime, Utc};
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One execution of a workflow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Run {
+    /// Unique id.
+    pub id: String,
+    /// The workflow that ran.
+    pub workflow_id: String,
+    /// Overall status.
+    pub status: RunStatus,
+    /// One result per step, in execution order.
+    #[serde(default)]
+    pub step_results: Vec<StepResult>,
+    /// The inputs the run was given.
+    #[serde(default)]
+    pub user_inputs: IndexMap<String, Value>,
+    /// When the run started.
+    #[serde(default)]
+    pub started_at: Option<DateTime<Utc>>,
+    /// When the run ended.
+    #[serde(default)]
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl Run {
+    /// A new run in `running` state with no step results yet.
+    pub fn new(id: impl Into<String>, workflow_id: impl Into<String>) -> Self {
+        Run {
+            id: id.into(),
+            workflow_id: workflow_id.into(),
+            status: RunStatus::Running,
+            step_results: Vec::new(),
+            user_inputs: IndexMap::new(),
+            started_at: None,
+            finished_at: None,
+        }
+    }
+}
+
+/// Overall status of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunStatus {
+    /// No critical step failed.
+    Success,
+    /// A critical step failed.
+    Failed,
+    /// Still going.
+    Running,
+    /// Stopped by cancellation or a deadline.
+    Cancelled,
+}
+
+/// The outcome of one step in a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct StepResult {
+    /// The step.
+    pub step_id: String,
+    /// Its status.
+    pub status: StepStatus,
+    /// Its output (usually an object).
+    #[serde(default = "empty_object")]
+    pub output_data: Value,
+    /// Why it failed or was skipped.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Non-critical validation failures and similar notes.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// When it started.
+    #[serde(default)]
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it ended.
+    #[serde(default)]
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Attempts made (retries and polls included).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempts: u32,
+    /// Wall time of the step in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
+}
+
+impl StepResult {
+    /// A `pending` result for `step_id`.
+    pub fn pending(step_id: impl Into<String>) -> Self {
+        StepResult {
+            step_id: step_id.into(),
+            status: StepStatus::Pending,
+            output_data: empty_object(),
+            error: None,
+            warnings: Vec::new(),
+            started_at: None,
+            finished_at: None,
+            attempts: 0,
+            duration_ms: None,
+        }
+    }
+}
+
+/// Status of one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StepStatus {
+    /// Finished and passed its validations.
+    Success,
+    /// Failed.
+    Failed,
+    /// Not run: a dependency failed or was skipped, or its `when` was false.
+    Skipped,
+    /// Not started yet.
+    Pending,
+    /// In progress.
+    Running,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_serializes_with_seed_field_names() {
+        let mut run = Run::new("r1", "w1");
+        run.step_results.push(StepResult::pending("step_1"));
+        run.started_at = Some("2026-01-02T03:04:05.678Z".parse().unwrap());
+        let json = serde_json::to_value(&run).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "id": "r1", "workflow_id": "w1", "status": "running",
+                "step_results": [{"step_id": "step_1", "status": "pending", "output_data": {},
+                    "error": null, "warnings": [], "started_at": null, "finished_at": null}],
+                "user_inputs": {}, "started_at": "2026-01-02T03:04:05.678Z", "finished_at": null
+            })
+        );
+        let back: Run = serde_json::from_value(json).unwrap();
+        assert_eq!(back, run);
+    }
+}

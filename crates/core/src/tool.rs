@@ -1,0 +1,369 @@
+//! Tool definitions: one API operation (or command) a workflow step can call.
+//!
+//! Two request styles load from the same YAML, as in seed 004's original: the **legacy** flat
+//! form (`auth_type`, `auth_header`, `parameters`) and the **config** form (`auth`, `request`,
+//! `response_extract`); a tool with a `request` block takes the config path. The optional
+//! extensions (`kind`, `timeout_ms`, `retry`, `idempotent`, `destructive`, `idempotency_key`,
+//! `tags`) are wayline's own. Unknown fields are rejected.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use crate::template;
+
+/// One tool: an HTTP operation (or, with `kind`, a command or code runner) with its auth,
+/// request shape and output extraction.
+///
+/// ```
+/// use wayline_core::document::{parse, Format};
+/// use wayline_core::ToolDefinition;
+///
+/// let tool: ToolDefinition = parse(
+///     "id: repo\nname: Repo\nbase_url: https://api.github.com\npath: /repos/{owner}/{repo}\n",
+///     Format::Yaml,
+///     "repo.yaml",
+/// ).unwrap();
+/// assert_eq!(tool.required_inputs(), ["owner", "repo"]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ToolDefinition {
+    /// Key used by `Step::tool_id` and by the tool-configs file.
+    pub id: String,
+    /// Human label.
+    pub name: String,
+    /// What the tool does; shown to planners.
+    #[serde(default)]
+    pub description: String,
+    /// Scheme, host and optional base path. Required for `http` tools.
+    #[serde(default)]
+    pub base_url: String,
+    /// HTTP method; upper-cased when sent.
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// Appended to `base_url`; `{name}` placeholders are path parameters.
+    #[serde(default)]
+    pub path: String,
+    /// Legacy flat auth type.
+    #[serde(default)]
+    pub auth_type: AuthType,
+    /// Legacy header name for `api_key` auth.
+    #[serde(default)]
+    pub auth_header: String,
+    /// Legacy parameter names (descriptive only).
+    #[serde(default)]
+    pub parameters: Vec<String>,
+    /// Config-style auth; takes precedence over the legacy fields.
+    #[serde(default)]
+    pub auth: Option<AuthConfig>,
+    /// Config-style request shape; its presence selects the config request path.
+    #[serde(default)]
+    pub request: Option<RequestConfig>,
+    /// Output fields extracted from the response.
+    #[serde(default)]
+    pub response_extract: Option<ResponseExtractConfig>,
+
+    /// What runs the tool (extension; default `http`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub kind: ToolKind,
+    /// Per-attempt timeout in milliseconds (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Default retry policy for steps calling this tool (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicy>,
+    /// Hint: repeating the call has the same effect as making it once (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// Hint: the call deletes or irreversibly changes something (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// Name of a header that carries a per-run, per-step idempotency key (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// Free labels for catalogs and policies (extension).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+fn default_method() -> String {
+    "GET".to_owned()
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+/// Which request path a tool takes (see [`ToolDefinition::code_path`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodePath {
+    /// Flat form: path placeholders, the rest as query (GET) or JSON body (anything else).
+    Legacy,
+    /// `request` block: declared path/query params, templated headers and body.
+    Config,
+}
+
+impl ToolDefinition {
+    /// A minimal `http` tool, for tests and programmatic catalogs.
+    pub fn new(id: impl Into<String>, base_url: impl Into<String>) -> Self {
+        let id = id.into();
+        ToolDefinition {
+            name: id.clone(),
+            id,
+            description: String::new(),
+            base_url: base_url.into(),
+            method: default_method(),
+            path: String::new(),
+            auth_type: AuthType::None,
+            auth_header: String::new(),
+            parameters: Vec::new(),
+            auth: None,
+            request: None,
+            response_extract: None,
+            kind: ToolKind::Http,
+            timeout_ms: None,
+            retry: None,
+            idempotent: None,
+            destructive: None,
+            idempotency_key: None,
+            tags: Vec::new(),
+        }
+    }
+
+    /// The request path this tool takes: config when it has a `request` block.
+    pub fn code_path(&self) -> CodePath {
+        if self.request.is_some() {
+            CodePath::Config
+        } else {
+            CodePath::Legacy
+        }
+    }
+
+    /// `auth` when present, otherwise the legacy `auth_type` / `auth_header` as an [`AuthConfig`].
+    pub fn effective_auth(&self) -> AuthConfig {
+        self.auth.clone().unwrap_or_else(|| AuthConfig {
+            kind: self.auth_type,
+            header: (!self.auth_header.is_empty()).then(|| self.auth_header.clone()),
+            username_key: None,
+        })
+    }
+
+    /// The `{name}` placeholders in `path`, in order, without repeats.
+    pub fn path_placeholders(&self) -> Vec<&str> {
+        let mut names = Vec::new();
+        let mut rest = self.path.as_str();
+        while let Some(open) = rest.find('{') {
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else { break };
+            let name = &after[..close];
+            if !name.is_empty() && !names.contains(&name) {
+                names.push(name);
+            }
+            rest = &after[close + 1..];
+        }
+        names
+    }
+
+    /// Inputs a step must map for the request to be complete: the path placeholders, and on
+    /// the config path the placeholders of the header and body templates.
+    ///
+    /// Query parameters and legacy `parameters` are optional: an absent one is simply not sent.
+    pub fn required_inputs(&self) -> Vec<&str> {
+        let mut names = self.path_placeholders();
+        if let Some(request) = &self.request {
+            for value in request.headers.values() {
+                template::collect_keys_in_str(value, &mut names);
+            }
+            if let Some(body) = &request.body {
+                template::collect_keys(body, &mut names);
+            }
+        }
+        names
+    }
+
+    /// Every input name the tool knows of: required ones, then query and legacy parameters.
+    pub fn input_names(&self) -> Vec<&str> {
+        let mut names = self.required_inputs();
+        let optional = self
+            .request
+            .iter()
+            .flat_map(|request| request.path_params.iter().chain(&request.query_params))
+            .chain(&self.parameters);
+        for name in optional {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+        names
+    }
+
+    /// The output fields `response_extract` declares, in order (empty when it declares none).
+    pub fn output_fields(&self) -> Vec<&str> {
+        self.response_extract
+            .iter()
+            .flat_map(|extract| extract.fields.keys())
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// True when `response_extract` is strict and declares fields: then the step's output holds
+    /// exactly those keys, and a reference to any other is a mistake.
+    pub fn has_closed_outputs(&self) -> bool {
+        self.response_extract
+            .as_ref()
+            .is_some_and(|extract| extract.strict && !extract.fields.is_empty())
+    }
+}
+
+/// Authentication types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthType {
+    /// No credentials.
+    #[default]
+    None,
+    /// A key in a header (`X-API-Key` unless named).
+    ApiKey,
+    /// `Authorization: Bearer <token>`.
+    Bearer,
+    /// `Authorization: Basic base64(user:password)`.
+    Basic,
+}
+
+/// Config-style authentication. Secrets come from the tool-configs file, never from here.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct AuthConfig {
+    /// The auth type.
+    #[serde(rename = "type", default)]
+    pub kind: AuthType,
+    /// Header name for `api_key` (default `X-API-Key`).
+    #[serde(default)]
+    pub header: Option<String>,
+    /// For `basic`: the tool-configs key holding the user name (default `auth_username`).
+    #[serde(default)]
+    pub username_key: Option<String>,
+}
+
+/// Config-style request shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RequestConfig {
+    /// Inputs substituted into `{name}` in the path.
+    #[serde(default)]
+    pub path_params: Vec<String>,
+    /// Inputs sent as the query string.
+    #[serde(default)]
+    pub query_params: Vec<String>,
+    /// Extra headers; values are `{{key}}` templates.
+    #[serde(default)]
+    pub headers: IndexMap<String, String>,
+    /// Body template; `None` sends no body.
+    #[serde(default)]
+    pub body: Option<serde_json::Value>,
+    /// `application/x-www-form-urlencoded` sends a form; anything else sends JSON.
+    #[serde(default = "default_content_type")]
+    pub content_type: String,
+}
+
+fn default_content_type() -> String {
+    "application/json".to_owned()
+}
+
+/// Output extraction: output key → path into the parsed response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ResponseExtractConfig {
+    /// Output key → dot path, JSONPath (`$...`) or JSON Pointer (`/...`).
+    #[serde(default)]
+    pub fields: IndexMap<String, String>,
+    /// A missing path fails the step when true, gives `null` when false.
+    #[serde(default = "default_true")]
+    pub strict: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// What runs a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// An HTTP request.
+    #[default]
+    Http,
+    /// A local command line.
+    Cli,
+    /// Code run in a sandbox.
+    Code,
+}
+
+/// Retry policy for transient failures (a tool's default, or a step's override).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub max_attempts: u32,
+    /// Backoff before the second attempt, in milliseconds.
+    #[serde(default = "default_initial_backoff_ms")]
+    pub initial_backoff_ms: u64,
+    /// Upper bound of the exponential backoff, in milliseconds.
+    #[serde(default = "default_max_backoff_ms")]
+    pub max_backoff_ms: u64,
+}
+
+fn default_initial_backoff_ms() -> u64 {
+    200
+}
+
+fn default_max_backoff_ms() -> u64 {
+    10_000
+}
+
+impl RetryPolicy {
+    /// A policy of `max_attempts` attempts with the default backoff (200 ms doubling to 10 s).
+    pub fn new(max_attempts: u32) -> Self {
+        RetryPolicy {
+            max_attempts,
+            initial_backoff_ms: default_initial_backoff_ms(),
+            max_backoff_ms: default_max_backoff_ms(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn required_inputs_cover_path_headers_and_body() {
+        let mut tool = ToolDefinition::new("t", "https://x");
+        tool.path = "/a/{id}/b/{id}/{other}".into();
+        tool.request = Some(RequestConfig {
+            path_params: vec!["id".into()],
+            query_params: vec!["q".into()],
+            headers: IndexMap::from([("Authorization".into(), "Bearer {{token}}".into())]),
+            body: Some(serde_json::json!({"query": "{ x(id: \"{{id}}\") }", "n": "{{count}}"})),
+            content_type: default_content_type(),
+        });
+        assert_eq!(tool.required_inputs(), ["id", "other", "token", "count"]);
+        assert_eq!(tool.input_names(), ["id", "other", "token", "count", "q"]);
+    }
+
+    #[test]
+    fn legacy_auth_becomes_effective_auth() {
+        let mut tool = ToolDefinition::new("t", "https://x");
+        tool.auth_type = AuthType::ApiKey;
+        tool.auth_header = "X-Key".into();
+        let auth = tool.effective_auth();
+        assert_eq!(auth.kind, AuthType::ApiKey);
+        assert_eq!(auth.header.as_deref(), Some("X-Key"));
+        assert_eq!(tool.code_path(), CodePath::Legacy);
+    }
+}

@@ -1,0 +1,302 @@
+//! Workflows: steps (each a call of a tool), the edges between them, and declared inputs.
+//!
+//! The JSON written by seed 004's models loads unchanged. wayline's extensions are optional and
+//! left out when unset, so a workflow that uses none of them serializes as the original did.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::tool::RetryPolicy;
+
+/// A graph of steps.
+///
+/// ```
+/// use wayline_core::document::{parse, Format};
+/// use wayline_core::Workflow;
+///
+/// let workflow: Workflow = parse(r#"
+/// id: weather
+/// name: Weather here
+/// steps:
+///   - {id: where, tool_id: ip_geolocation}
+///   - id: weather
+///     tool_id: open_meteo
+///     input_mapping: {latitude: where.lat, longitude: where.lon}
+/// "#, Format::Yaml, "weather.yaml").unwrap();
+/// assert_eq!(workflow.steps.len(), 2);
+/// assert!(workflow.edges.is_empty()); // inferred later, by the graph crate
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Workflow {
+    /// Unique id.
+    pub id: String,
+    /// Human label.
+    pub name: String,
+    /// What the workflow achieves (extension).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Declared run inputs, by name (extension). When any are declared, `$input.X` must name one.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub inputs: IndexMap<String, InputSpec>,
+    /// The steps, in declaration order (which breaks ordering ties).
+    pub steps: Vec<Step>,
+    /// Explicit dependency edges; more are inferred from mappings and conditions.
+    #[serde(default)]
+    pub edges: Vec<Edge>,
+    /// Lifecycle status.
+    #[serde(default)]
+    pub status: WorkflowStatus,
+}
+
+impl Workflow {
+    /// An empty draft workflow.
+    pub fn new(id: impl Into<String>, name: impl Into<String>) -> Self {
+        Workflow {
+            id: id.into(),
+            name: name.into(),
+            description: String::new(),
+            inputs: IndexMap::new(),
+            steps: Vec::new(),
+            edges: Vec::new(),
+            status: WorkflowStatus::Draft,
+        }
+    }
+
+    /// The step with this id (the first, if ids repeat).
+    pub fn step(&self, id: &str) -> Option<&Step> {
+        self.steps.iter().find(|step| step.id == id)
+    }
+}
+
+/// A declared run input.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct InputSpec {
+    /// What the input is.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Value used when the run does not give one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    /// Whether a run must give it (default: required unless it has a default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+}
+
+/// Workflow lifecycle status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WorkflowStatus {
+    /// Being designed.
+    #[default]
+    Draft,
+    /// Approved by a person.
+    Approved,
+}
+
+/// One node of the graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Step {
+    /// Unique id within the workflow; references use it as their first segment.
+    pub id: String,
+    /// The tool this step calls (required for `action` and `code` steps).
+    #[serde(default)]
+    pub tool_id: String,
+    /// Tool input name → reference or literal (see [`crate::reference`]).
+    #[serde(default)]
+    pub input_mapping: IndexMap<String, Value>,
+    /// What the step does.
+    #[serde(default)]
+    pub description: String,
+    /// Human label.
+    #[serde(default)]
+    pub name: String,
+    /// Checks on inputs or outputs.
+    #[serde(default)]
+    pub validations: Vec<StepValidation>,
+    /// Whether a failure fails the run.
+    #[serde(default)]
+    pub severity: Severity,
+
+    /// CEL condition; false skips the step (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// Repeat the call until a CEL condition holds (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll: Option<Poll>,
+    /// Retry policy for transient failures (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicy>,
+    /// Per-attempt timeout in milliseconds (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Named outputs: name → CEL expression or path over the response (extension).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub outputs: IndexMap<String, String>,
+    /// What kind of node this is (extension).
+    #[serde(default, skip_serializing_if = "is_default_kind")]
+    pub kind: StepKind,
+}
+
+fn is_default_kind(kind: &StepKind) -> bool {
+    *kind == StepKind::Action
+}
+
+impl Step {
+    /// An `action` step calling `tool_id`, with no mappings.
+    pub fn new(id: impl Into<String>, tool_id: impl Into<String>) -> Self {
+        Step {
+            id: id.into(),
+            tool_id: tool_id.into(),
+            input_mapping: IndexMap::new(),
+            description: String::new(),
+            name: String::new(),
+            validations: Vec::new(),
+            severity: Severity::Critical,
+            when: None,
+            poll: None,
+            retry: None,
+            timeout_ms: None,
+            outputs: IndexMap::new(),
+            kind: StepKind::Action,
+        }
+    }
+
+    /// Adds an input mapping (builder style).
+    pub fn map(mut self, input: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.input_mapping.insert(input.into(), value.into());
+        self
+    }
+
+    /// The CEL conditions of this step with where each comes from (`when`, `poll.until`).
+    pub fn conditions(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        let when = self.when.as_deref().map(|source| ("when", source));
+        let until = self
+            .poll
+            .as_ref()
+            .map(|poll| ("poll.until", poll.until.as_str()));
+        when.into_iter().chain(until)
+    }
+}
+
+/// Whether a failing step fails the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// A failure fails the run.
+    #[default]
+    Critical,
+    /// A failure skips dependents but does not fail the run.
+    NonCritical,
+}
+
+/// What a node does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StepKind {
+    /// Calls a tool.
+    #[default]
+    Action,
+    /// Computes outputs from earlier steps with CEL; no I/O.
+    Transform,
+    /// Asks a model to choose a branch.
+    Decision,
+    /// Runs code in a sandbox.
+    Code,
+}
+
+/// Polling: repeat the call until `until` holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Poll {
+    /// CEL condition over the response (`status`, `headers`, `body`) and the run.
+    pub until: String,
+    /// Calls in all before giving up.
+    #[serde(default = "default_poll_attempts")]
+    pub max_attempts: u32,
+    /// Pause between calls, in milliseconds.
+    #[serde(default = "default_poll_interval_ms")]
+    pub interval_ms: u64,
+}
+
+fn default_poll_attempts() -> u32 {
+    20
+}
+
+fn default_poll_interval_ms() -> u64 {
+    1_000
+}
+
+/// A check on a step's inputs or output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct StepValidation {
+    /// Dot path into the inputs or the output.
+    pub field: String,
+    /// `not_null`, `not_empty`, `min_length`, `regex` or `type`.
+    pub check: String,
+    /// `output` (default) or `input`.
+    #[serde(default = "default_target")]
+    pub target: String,
+    /// Parameter of the check (a length, a regex, a type name). Numbers are read as text.
+    #[serde(default, deserialize_with = "text_or_scalar")]
+    pub value: Option<String>,
+    /// Replaces the default failure message when non-empty.
+    #[serde(default)]
+    pub message: String,
+    /// False turns a failure into a warning.
+    #[serde(default = "default_critical")]
+    pub critical: bool,
+}
+
+fn default_target() -> String {
+    "output".to_owned()
+}
+
+fn default_critical() -> bool {
+    true
+}
+
+/// Accepts `min_length: 3` as well as `"3"`: the original rejected numbers, which only hurt.
+fn text_or_scalar<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    Ok(match Option::<Value>::deserialize(deserializer)? {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(text),
+        Some(scalar @ (Value::Number(_) | Value::Bool(_))) => Some(scalar.to_string()),
+        Some(_) => {
+            return Err(serde::de::Error::custom(
+                "invalid type: expected a string or a number for `value`",
+            ));
+        }
+    })
+}
+
+/// An explicit dependency: `to_step_id` runs after `from_step_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Edge {
+    /// The step that runs first.
+    pub from_step_id: String,
+    /// The step that depends on it.
+    pub to_step_id: String,
+}
+
+impl Edge {
+    /// An edge `from → to`.
+    pub fn new(from: impl Into<String>, to: impl Into<String>) -> Self {
+        Edge {
+            from_step_id: from.into(),
+            to_step_id: to.into(),
+        }
+    }
+}
