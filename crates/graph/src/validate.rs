@@ -1,0 +1,622 @@
+//! Edge inference and the [`ValidationReport`]: every problem of a workflow, not just the first.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+use wayline_core::document::nearest;
+use wayline_core::reference::segments;
+use wayline_core::{Expression, Reference, StepKind, ToolCatalog, ToolDefinition, Workflow};
+
+use crate::graph::{StepEdge, StepGraph};
+
+/// The kinds of problem a workflow can have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ProblemKind {
+    /// Two steps share an id.
+    DuplicateStepId,
+    /// A step names a tool the catalog does not have (or names none).
+    UnknownTool,
+    /// An explicit edge names a step that does not exist.
+    UnknownStep,
+    /// A mapping or expression names no step of the workflow, or no declared input.
+    UnknownReference,
+    /// A reference is written with a reference prefix but is not well-formed.
+    InvalidReference,
+    /// A step refers to its own output, or an edge joins a step to itself.
+    SelfReference,
+    /// Steps depend on each other in a circle.
+    Cycle,
+    /// A required tool input is not mapped.
+    MissingRequiredInput,
+    /// A reference into a step whose tool extracts a closed set of fields names another field.
+    UnknownOutputField,
+    /// A CEL condition does not parse.
+    InvalidExpression,
+}
+
+impl ProblemKind {
+    /// The stable snake_case name used in JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProblemKind::DuplicateStepId => "duplicate_step_id",
+            ProblemKind::UnknownTool => "unknown_tool",
+            ProblemKind::UnknownStep => "unknown_step",
+            ProblemKind::UnknownReference => "unknown_reference",
+            ProblemKind::InvalidReference => "invalid_reference",
+            ProblemKind::SelfReference => "self_reference",
+            ProblemKind::Cycle => "cycle",
+            ProblemKind::MissingRequiredInput => "missing_required_input",
+            ProblemKind::UnknownOutputField => "unknown_output_field",
+            ProblemKind::InvalidExpression => "invalid_expression",
+        }
+    }
+}
+
+impl fmt::Display for ProblemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One problem: its kind, a sentence saying what and how to fix it, and the steps involved
+/// (for a cycle, in cycle order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Problem {
+    /// What kind of problem.
+    pub kind: ProblemKind,
+    /// What is wrong, for people.
+    pub message: String,
+    /// The step ids involved.
+    pub steps: Vec<String>,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+/// Everything validation found out about a workflow: its problems, its complete edge set, and
+/// the order and levels its steps can run in.
+///
+/// Serializes as the CLI's JSON document:
+/// `{"valid", "errors": [{"kind", "message", "steps"}], "edges": [{"from", "to", "inferred"}],
+/// "order", "levels"}`.
+#[derive(Debug, Clone)]
+pub struct ValidationReport {
+    /// Every problem found, in a stable order.
+    pub errors: Vec<Problem>,
+    graph: StepGraph,
+}
+
+impl ValidationReport {
+    /// True when there are no problems.
+    pub fn is_valid(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// The dependency graph (explicit and inferred edges).
+    pub fn graph(&self) -> &StepGraph {
+        &self.graph
+    }
+
+    /// The problems of one kind.
+    pub fn errors_of(&self, kind: ProblemKind) -> impl Iterator<Item = &Problem> {
+        self.errors.iter().filter(move |problem| problem.kind == kind)
+    }
+
+    /// Step ids in a deterministic topological order (ties by declaration order).
+    pub fn order(&self) -> Vec<&str> {
+        self.graph.order().into_iter().map(|index| self.graph.id(index)).collect()
+    }
+
+    /// Step ids grouped by parallel level.
+    pub fn levels(&self) -> Vec<Vec<&str>> {
+        self.graph
+            .levels()
+            .into_iter()
+            .map(|level| level.into_iter().map(|index| self.graph.id(index)).collect())
+            .collect()
+    }
+
+    /// Edges as `(from, to, inferred)` step ids.
+    pub fn edges(&self) -> impl Iterator<Item = (&str, &str, bool)> {
+        self.graph
+            .edges()
+            .iter()
+            .map(|edge| (self.graph.id(edge.from), self.graph.id(edge.to), edge.inferred))
+    }
+}
+
+impl Serialize for ValidationReport {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct EdgeDoc<'a> {
+            from: &'a str,
+            to: &'a str,
+            inferred: bool,
+        }
+        let edges: Vec<EdgeDoc<'_>> = self
+            .edges()
+            .map(|(from, to, inferred)| EdgeDoc { from, to, inferred })
+            .collect();
+        let mut doc = serializer.serialize_struct("ValidationReport", 5)?;
+        doc.serialize_field("valid", &self.is_valid())?;
+        doc.serialize_field("errors", &self.errors)?;
+        doc.serialize_field("edges", &edges)?;
+        doc.serialize_field("order", &self.order())?;
+        doc.serialize_field("levels", &self.levels())?;
+        doc.end()
+    }
+}
+
+/// Validates a workflow against a tool catalog: infers edges, then reports every problem.
+///
+/// ```
+/// use wayline_core::{MemoryCatalog, Step, ToolDefinition, Workflow};
+/// use wayline_graph::{validate, ProblemKind};
+///
+/// let catalog = MemoryCatalog::from_tools([ToolDefinition::new("t", "https://example.com")]);
+/// let mut workflow = Workflow::new("w", "W");
+/// workflow.steps.push(Step::new("a", "t"));
+/// workflow.steps.push(Step::new("b", "t").map("x", "a.items.0.id"));
+/// workflow.steps.push(Step::new("c", "nope").map("y", "3.5"));
+///
+/// let report = validate(&workflow, &catalog);
+/// assert_eq!(report.edges().collect::<Vec<_>>(), [("a", "b", true)]);
+/// assert_eq!(report.order(), ["a", "b", "c"]);
+/// assert_eq!(report.errors.len(), 1);
+/// assert_eq!(report.errors[0].kind, ProblemKind::UnknownTool);
+/// ```
+pub fn validate(workflow: &Workflow, catalog: &dyn ToolCatalog) -> ValidationReport {
+    Validator::new(workflow, catalog).run()
+}
+
+struct Validator<'a> {
+    workflow: &'a Workflow,
+    catalog: &'a dyn ToolCatalog,
+    /// Step id → position of its first declaration.
+    index: HashMap<&'a str, usize>,
+    /// Non-numeric stems of step ids (`step_` for `step_12`), to spot references to missing steps.
+    stems: HashSet<&'a str>,
+    graph: StepGraph,
+    seen_edges: HashSet<(usize, usize)>,
+    errors: Vec<Problem>,
+}
+
+impl<'a> Validator<'a> {
+    fn new(workflow: &'a Workflow, catalog: &'a dyn ToolCatalog) -> Self {
+        let ids: Vec<String> = workflow.steps.iter().map(|step| step.id.clone()).collect();
+        Validator {
+            workflow,
+            catalog,
+            index: HashMap::with_capacity(workflow.steps.len()),
+            stems: HashSet::new(),
+            graph: StepGraph::new(ids),
+            seen_edges: HashSet::with_capacity(workflow.steps.len() * 3),
+            errors: Vec::new(),
+        }
+    }
+
+    fn report(&mut self, kind: ProblemKind, message: String, steps: Vec<String>) {
+        self.errors.push(Problem {
+            kind,
+            message,
+            steps,
+        });
+    }
+
+    fn run(mut self) -> ValidationReport {
+        self.index_steps();
+        self.explicit_edges();
+        for position in 0..self.workflow.steps.len() {
+            self.check_step(position);
+        }
+        self.check_cycles();
+        ValidationReport {
+            errors: self.errors,
+            graph: self.graph,
+        }
+    }
+
+    fn index_steps(&mut self) {
+        let mut duplicates: Vec<(&str, Vec<usize>)> = Vec::new();
+        for (position, step) in self.workflow.steps.iter().enumerate() {
+            match self.index.get(step.id.as_str()) {
+                None => {
+                    self.index.insert(&step.id, position);
+                    let stem = numeric_stem(&step.id);
+                    if stem.len() < step.id.len() && !stem.is_empty() {
+                        self.stems.insert(stem);
+                    }
+                }
+                Some(&first) => match duplicates.iter_mut().find(|(id, _)| *id == step.id) {
+                    Some((_, positions)) => positions.push(position + 1),
+                    None => duplicates.push((&step.id, vec![first + 1, position + 1])),
+                },
+            }
+        }
+        for (id, positions) in duplicates {
+            let listed: Vec<String> = positions.iter().map(|p| format!("#{p}")).collect();
+            self.report(
+                ProblemKind::DuplicateStepId,
+                format!(
+                    "step id `{id}` is used by steps {}; give each step its own id",
+                    listed.join(", ")
+                ),
+                vec![id.to_owned()],
+            );
+        }
+    }
+
+    fn explicit_edges(&mut self) {
+        for edge in &self.workflow.edges {
+            let from = self.index.get(edge.from_step_id.as_str()).copied();
+            let to = self.index.get(edge.to_step_id.as_str()).copied();
+            for (end, id, found) in [
+                ("from", &edge.from_step_id, from),
+                ("to", &edge.to_step_id, to),
+            ] {
+                if found.is_none() {
+                    let message = format!(
+                        "edge {} → {} names unknown step `{id}` as its `{end}_step_id`{}",
+                        edge.from_step_id,
+                        edge.to_step_id,
+                        self.did_you_mean_step(id)
+                    );
+                    self.report(ProblemKind::UnknownStep, message, vec![id.clone()]);
+                }
+            }
+            if let (Some(from), Some(to)) = (from, to) {
+                if from == to {
+                    self.report(
+                        ProblemKind::SelfReference,
+                        format!("edge {0} → {0} joins a step to itself; remove it", edge.from_step_id),
+                        vec![edge.from_step_id.clone()],
+                    );
+                }
+                self.graph.add_edge(
+                    StepEdge {
+                        from,
+                        to,
+                        inferred: false,
+                    },
+                    &mut self.seen_edges,
+                );
+            }
+        }
+    }
+
+    fn check_step(&mut self, position: usize) {
+        let workflow = self.workflow;
+        let step = &workflow.steps[position];
+        if self.index.get(step.id.as_str()) != Some(&position) {
+            return; // a duplicate: reported once, and its references would only repeat problems
+        }
+        let tool = self.check_tool(position);
+        if let Some(tool) = tool {
+            let missing: Vec<&str> = tool
+                .required_inputs()
+                .into_iter()
+                .filter(|name| !step.input_mapping.contains_key(*name))
+                .collect();
+            if !missing.is_empty() {
+                let names: Vec<String> = missing.iter().map(|name| format!("`{name}`")).collect();
+                self.report(
+                    ProblemKind::MissingRequiredInput,
+                    format!(
+                        "step `{}` does not map {} required by tool `{}`; add {} to its input_mapping",
+                        step.id,
+                        names.join(", "),
+                        tool.id,
+                        if missing.len() == 1 { "it" } else { "them" },
+                    ),
+                    vec![step.id.clone()],
+                );
+            }
+        }
+        for (input, value) in &step.input_mapping {
+            let reference = Reference::parse(value, |id| self.index.contains_key(id));
+            let place = format!("input `{input}` of step `{}`", step.id);
+            self.check_reference(position, &place, reference, value.as_str());
+        }
+        for (field, source) in step.conditions() {
+            match Expression::compile(source) {
+                Ok(expression) => {
+                    let place = format!("`{field}` of step `{}`", step.id);
+                    for name in expression.step_refs() {
+                        self.check_step_reference(position, &place, name, "");
+                    }
+                    for name in expression.input_refs() {
+                        self.check_input(position, &place, name);
+                    }
+                }
+                Err(error) => self.report(
+                    ProblemKind::InvalidExpression,
+                    format!("`{field}` of step `{}`: {error}", step.id),
+                    vec![step.id.clone()],
+                ),
+            }
+        }
+    }
+
+    /// Looks up the step's tool, reporting a missing one. Transform and decision steps need none.
+    fn check_tool(&mut self, position: usize) -> Option<&'a ToolDefinition> {
+        let step = &self.workflow.steps[position];
+        let needs_tool = matches!(step.kind, StepKind::Action | StepKind::Code);
+        if step.tool_id.is_empty() {
+            if needs_tool {
+                self.report(
+                    ProblemKind::UnknownTool,
+                    format!("step `{}` names no tool; set its `tool_id`", step.id),
+                    vec![step.id.clone()],
+                );
+            }
+            return None;
+        }
+        let catalog: &'a dyn ToolCatalog = self.catalog;
+        let tool = catalog.tool(&step.tool_id);
+        if tool.is_none() {
+            let hint = nearest(&step.tool_id, catalog.tool_ids())
+                .map(|id| format!(" (did you mean `{id}`?)"))
+                .unwrap_or_default();
+            self.report(
+                ProblemKind::UnknownTool,
+                format!(
+                    "step `{}` uses tool `{}`, which is not in the catalog{hint}",
+                    step.id, step.tool_id
+                ),
+                vec![step.id.clone()],
+            );
+        }
+        tool
+    }
+
+    fn check_reference(&mut self, position: usize, place: &str, reference: Reference<'_>, text: Option<&str>) {
+        match reference {
+            Reference::Input { name } => self.check_input(position, place, name),
+            Reference::Step { step, path } => self.check_step_reference(position, place, step, path),
+            Reference::Malformed { reason } => {
+                let step = &self.workflow.steps[position];
+                self.report(
+                    ProblemKind::InvalidReference,
+                    format!("{place}: `{}` is not a valid reference: {reason}", text.unwrap_or_default()),
+                    vec![step.id.clone()],
+                );
+            }
+            Reference::Literal => {
+                if let Some(text) = text {
+                    self.check_literal(position, place, text);
+                }
+            }
+        }
+    }
+
+    /// A dotted literal whose first segment is shaped like this workflow's step ids (`step_9`
+    /// beside `step_1`…`step_6`) is almost surely a reference to a step that does not exist.
+    fn check_literal(&mut self, position: usize, place: &str, text: &str) {
+        let Some((first, _)) = text.split_once('.') else {
+            return;
+        };
+        let stem = numeric_stem(first);
+        if stem.len() == first.len() || stem.is_empty() || !self.stems.contains(stem) {
+            return;
+        }
+        let step = &self.workflow.steps[position];
+        let message = format!(
+            "{place} refers to step `{first}` (in `{text}`), which is not a step of this workflow{}",
+            self.did_you_mean_step(first)
+        );
+        self.report(ProblemKind::UnknownReference, message, vec![step.id.clone(), first.to_owned()]);
+    }
+
+    fn check_step_reference(&mut self, position: usize, place: &str, target: &str, path: &str) {
+        let workflow = self.workflow;
+        let step = &workflow.steps[position];
+        let Some(&from) = self.index.get(target) else {
+            let message = format!(
+                "{place} refers to step `{target}`, which is not a step of this workflow{}",
+                self.did_you_mean_step(target)
+            );
+            self.report(ProblemKind::UnknownReference, message, vec![step.id.clone(), target.to_owned()]);
+            return;
+        };
+        if from == position {
+            self.report(
+                ProblemKind::SelfReference,
+                format!("{place} refers to the step's own output; a step can only use earlier steps' outputs"),
+                vec![step.id.clone()],
+            );
+            return;
+        }
+        self.graph.add_edge(
+            StepEdge {
+                from,
+                to: position,
+                inferred: true,
+            },
+            &mut self.seen_edges,
+        );
+        self.check_output_field(position, place, from, path);
+    }
+
+    fn check_output_field(&mut self, position: usize, place: &str, from: usize, path: &str) {
+        let source = &self.workflow.steps[from];
+        let Some(tool) = self.catalog.tool(&source.tool_id) else {
+            return;
+        };
+        let Some(field) = segments(path).next() else {
+            return;
+        };
+        if !tool.has_closed_outputs() || tool.output_fields().contains(&field) {
+            return;
+        }
+        let fields = tool.output_fields();
+        let hint = nearest(field, fields.iter().copied())
+            .map(|name| format!(" (did you mean `{name}`?)"))
+            .unwrap_or_default();
+        let message = format!(
+            "{place} reads field `{field}` of step `{}`, but its tool `{}` only extracts {}{hint}",
+            source.id,
+            tool.id,
+            fields.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+        );
+        let steps = vec![self.workflow.steps[position].id.clone(), source.id.clone()];
+        self.report(ProblemKind::UnknownOutputField, message, steps);
+    }
+
+    fn check_input(&mut self, position: usize, place: &str, name: &str) {
+        let inputs = &self.workflow.inputs;
+        if inputs.is_empty() || inputs.contains_key(name) {
+            return;
+        }
+        let hint = nearest(name, inputs.keys().map(String::as_str))
+            .map(|known| format!(" (did you mean `{known}`?)"))
+            .unwrap_or_default();
+        let step = &self.workflow.steps[position];
+        self.report(
+            ProblemKind::UnknownReference,
+            format!("{place} reads input `{name}`, which the workflow does not declare in `inputs`{hint}"),
+            vec![step.id.clone()],
+        );
+    }
+
+    fn check_cycles(&mut self) {
+        for cycle in self.graph.cycles() {
+            let ids: Vec<String> = cycle.iter().map(|&index| self.graph.id(index).to_owned()).collect();
+            let mut path = ids.join(" → ");
+            path.push_str(" → ");
+            path.push_str(&ids[0]);
+            self.report(
+                ProblemKind::Cycle,
+                format!("steps depend on each other in a cycle: {path}; remove one of these edges or references"),
+                ids,
+            );
+        }
+    }
+
+    fn did_you_mean_step(&self, id: &str) -> String {
+        // Only on the error path: a scan of all ids is fine here.
+        nearest(id, self.workflow.steps.iter().map(|step| step.id.as_str()))
+            .map(|known| format!(" (did you mean `{known}`?)"))
+            .unwrap_or_default()
+    }
+}
+
+/// `step_12` → `step_`; an id with no trailing digits is its own stem.
+fn numeric_stem(id: &str) -> &str {
+    id.trim_end_matches(|c: char| c.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use wayline_core::{Edge, MemoryCatalog, Step, ToolDefinition};
+
+    use super::*;
+
+    fn catalog() -> MemoryCatalog {
+        let mut repo = ToolDefinition::new("repo", "https://api.github.com");
+        repo.path = "/repos/{owner}/{repo}".into();
+        let mut extract = ToolDefinition::new("extract", "https://x");
+        extract.response_extract = Some(
+            serde_json::from_value(serde_json::json!({"fields": {"token": "access_token"}})).unwrap(),
+        );
+        MemoryCatalog::from_tools([ToolDefinition::new("t", "https://x"), repo, extract])
+    }
+
+    fn kinds(report: &ValidationReport) -> Vec<ProblemKind> {
+        report.errors.iter().map(|problem| problem.kind).collect()
+    }
+
+    #[test]
+    fn reports_every_problem_at_once() {
+        let mut w = Workflow::new("w", "W");
+        w.steps.push(Step::new("a", "repo").map("owner", "$input.owner"));
+        w.steps.push(Step::new("a", "t"));
+        w.steps.push(Step::new("b", "missing").map("x", "b.y"));
+        w.steps.push(Step::new("c", "extract"));
+        w.steps.push(Step::new("d", "t").map("x", "c.tokn").map("y", "$steps.zz.outputs.q"));
+        w.edges.push(Edge::new("a", "nowhere"));
+        let mut e = Step::new("e", "t");
+        e.when = Some("steps.d.ok &&".into());
+        w.steps.push(e);
+        let report = validate(&w, &catalog());
+        assert_eq!(
+            kinds(&report),
+            [
+                ProblemKind::DuplicateStepId,
+                ProblemKind::UnknownStep,
+                ProblemKind::MissingRequiredInput,
+                ProblemKind::UnknownTool,
+                ProblemKind::SelfReference,
+                ProblemKind::UnknownOutputField,
+                ProblemKind::UnknownReference,
+                ProblemKind::InvalidExpression,
+            ],
+            "{:#?}",
+            report.errors
+        );
+        assert!(report.errors[5].message.contains("did you mean `token`"));
+    }
+
+    #[test]
+    fn conditions_add_inferred_edges() {
+        let mut w = Workflow::new("w", "W");
+        w.steps.push(Step::new("check", "t"));
+        let mut act = Step::new("act", "t");
+        act.when = Some("steps.check.ok == true".into());
+        w.steps.push(act);
+        let report = validate(&w, &catalog());
+        assert!(report.is_valid(), "{:?}", report.errors);
+        assert_eq!(report.edges().collect::<Vec<_>>(), [("check", "act", true)]);
+    }
+
+    #[test]
+    fn declared_inputs_are_enforced_only_when_declared() {
+        let mut w = Workflow::new("w", "W");
+        w.steps.push(Step::new("a", "t").map("x", "$input.citty"));
+        assert!(validate(&w, &catalog()).is_valid());
+        w.inputs.insert("city".into(), Default::default());
+        let report = validate(&w, &catalog());
+        assert_eq!(kinds(&report), [ProblemKind::UnknownReference]);
+        assert!(report.errors[0].message.contains("did you mean `city`"));
+    }
+
+    #[test]
+    fn step_shaped_literals_are_unknown_references_other_literals_are_not() {
+        let mut w = Workflow::new("w", "W");
+        w.steps.push(Step::new("step_1", "t"));
+        w.steps.push(
+            Step::new("step_2", "t")
+                .map("a", "step_9.items.0")
+                .map("b", "example.com")
+                .map("c", "3.5")
+                .map("d", "step.x"),
+        );
+        let report = validate(&w, &catalog());
+        assert_eq!(kinds(&report), [ProblemKind::UnknownReference]);
+        assert_eq!(report.errors[0].steps, ["step_2", "step_9"]);
+    }
+
+    #[test]
+    fn report_serializes_to_the_cli_document() {
+        let mut w = Workflow::new("w", "W");
+        w.steps.push(Step::new("a", "t"));
+        w.steps.push(Step::new("b", "t"));
+        w.edges.push(Edge::new("a", "b"));
+        let json = serde_json::to_value(validate(&w, &catalog())).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "valid": true, "errors": [],
+                "edges": [{"from": "a", "to": "b", "inferred": false}],
+                "order": ["a", "b"], "levels": [["a"], ["b"]]
+            })
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! Simple views of a workflow graph for people: Mermaid, Graphviz DOT and plain text.
+//!
+//! Every view labels a step with its id and its tool, and draws inferred edges differently from
+//! explicit ones (dashed in Mermaid and DOT, marked `~` in text).
+
+use std::fmt::Write;
+
+use wayline_core::{StepKind, Workflow};
+
+use crate::validate::ValidationReport;
+
+/// The view formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewFormat {
+    /// A Mermaid `flowchart`.
+    Mermaid,
+    /// A Graphviz `digraph`.
+    Dot,
+    /// Indented plain text, one block per parallel level.
+    Text,
+}
+
+/// Renders `workflow` (as analysed in `report`) in `format`.
+///
+/// ```
+/// use wayline_core::{Edge, MemoryCatalog, Step, Workflow};
+/// use wayline_graph::{render, validate, ViewFormat};
+///
+/// let mut workflow = Workflow::new("w", "W");
+/// workflow.steps.push(Step::new("a", "geo"));
+/// workflow.steps.push(Step::new("b", "weather").map("lat", "a.lat"));
+/// let report = validate(&workflow, &MemoryCatalog::new());
+/// let mermaid = render(&workflow, &report, ViewFormat::Mermaid);
+/// assert!(mermaid.contains("s0 -.-> s1"));
+/// ```
+pub fn render(workflow: &Workflow, report: &ValidationReport, format: ViewFormat) -> String {
+    match format {
+        ViewFormat::Mermaid => mermaid(workflow, report),
+        ViewFormat::Dot => dot(workflow, report),
+        ViewFormat::Text => text(workflow, report),
+    }
+}
+
+/// What a step does, for labels: its tool, or its kind when it calls none.
+fn step_label(workflow: &Workflow, index: usize) -> String {
+    let step = &workflow.steps[index];
+    match step.kind {
+        StepKind::Action | StepKind::Code if !step.tool_id.is_empty() => step.tool_id.clone(),
+        StepKind::Action => "(no tool)".to_owned(),
+        StepKind::Code => "code".to_owned(),
+        StepKind::Transform => "transform".to_owned(),
+        StepKind::Decision => "decision".to_owned(),
+        _ => "step".to_owned(),
+    }
+}
+
+fn mermaid(workflow: &Workflow, report: &ValidationReport) -> String {
+    // Node names are positional (`s0`, `s1`, …): step ids may hold characters Mermaid reads as
+    // syntax (`-`, `.`); the id itself goes in the quoted label.
+    let escape = |text: &str| text.replace('"', "#quot;");
+    let mut out = String::from("flowchart TD\n");
+    for (index, step) in workflow.steps.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "    s{index}[\"{}<br/><small>{}</small>\"]",
+            escape(&step.id),
+            escape(&step_label(workflow, index))
+        );
+    }
+    for edge in report.graph().edges() {
+        let arrow = if edge.inferred { "-.->" } else { "-->" };
+        let _ = writeln!(out, "    s{} {arrow} s{}", edge.from, edge.to);
+    }
+    out
+}
+
+fn dot(workflow: &Workflow, report: &ValidationReport) -> String {
+    let quote = |text: &str| format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""));
+    let mut out = format!(
+        "digraph {} {{\n    rankdir=LR;\n    node [shape=box, fontname=\"Helvetica\"];\n",
+        quote(&workflow.id)
+    );
+    for (index, step) in workflow.steps.iter().enumerate() {
+        let label = format!("{}\n{}", step.id, step_label(workflow, index));
+        let _ = writeln!(
+            out,
+            "    {} [label={}];",
+            quote(&step.id),
+            quote(&label).replace('\n', "\\n")
+        );
+    }
+    for edge in report.graph().edges() {
+        let (from, to) = (report.graph().id(edge.from), report.graph().id(edge.to));
+        let style = if edge.inferred { " [style=dashed]" } else { "" };
+        let _ = writeln!(out, "    {} -> {}{style};", quote(from), quote(to));
+    }
+    out.push_str("}\n");
+    out
+}
+
+fn text(workflow: &Workflow, report: &ValidationReport) -> String {
+    let graph = report.graph();
+    let inferred = graph.edges().iter().filter(|edge| edge.inferred).count();
+    let mut out = format!(
+        "{} — {}\n{} steps, {} edges ({inferred} inferred)\n",
+        workflow.id,
+        workflow.name,
+        workflow.steps.len(),
+        graph.edges().len(),
+    );
+    let width = workflow
+        .steps
+        .iter()
+        .map(|step| step.id.chars().count())
+        .max()
+        .unwrap_or(0);
+    let tool_width = (0..workflow.steps.len())
+        .map(|index| step_label(workflow, index).chars().count())
+        .max()
+        .unwrap_or(0);
+    let levels = graph.levels();
+    let mut placed = vec![false; workflow.steps.len()];
+    for &index in levels.iter().flatten() {
+        placed[index] = true;
+    }
+    let mut incoming = vec![Vec::new(); workflow.steps.len()];
+    for edge in graph.edges() {
+        incoming[edge.to].push(*edge);
+    }
+    let write_step = |out: &mut String, index: usize| {
+        let after: Vec<String> = incoming[index]
+            .iter()
+            .map(|edge| {
+                let marker = if edge.inferred { "~" } else { "" };
+                format!("{marker}{}", graph.id(edge.from))
+            })
+            .collect();
+        let label = step_label(workflow, index);
+        let line = if after.is_empty() {
+            format!("  {:width$}  {label}", workflow.steps[index].id)
+        } else {
+            format!(
+                "  {:width$}  {label:tool_width$}  after {}",
+                workflow.steps[index].id,
+                after.join(", ")
+            )
+        };
+        out.push_str(line.trim_end());
+        out.push('\n');
+    };
+    for (depth, level) in levels.into_iter().enumerate() {
+        let _ = writeln!(out, "level {depth}");
+        for index in level {
+            write_step(&mut out, index);
+        }
+    }
+    let unplaced: Vec<usize> = (0..workflow.steps.len()).filter(|&i| !placed[i]).collect();
+    if !unplaced.is_empty() {
+        out.push_str("not ordered (on or after a cycle)\n");
+        for index in unplaced {
+            write_step(&mut out, index);
+        }
+    }
+    if inferred > 0 {
+        out.push_str("(~ marks an inferred dependency)\n");
+    }
+    out
+}
