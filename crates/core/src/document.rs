@@ -290,14 +290,16 @@ fn strip_json_location(message: &str) -> String {
 /// ```
 /// use wayline_core::document::expand_vars;
 /// let lookup = |name: &str| (name == "HOST").then(|| "api.example.com".to_owned());
-/// let text = expand_vars("url: https://${HOST}/${VERSION:-v1}", lookup).unwrap();
-/// assert_eq!(text, "url: https://api.example.com/v1");
+/// let expanded = expand_vars("url: https://${HOST}/${VERSION:-v1}", lookup).unwrap();
+/// assert_eq!(expanded.text, "url: https://api.example.com/v1");
+/// assert_eq!(expanded.values, ["api.example.com"]);
 /// ```
 pub fn expand_vars(
     text: &str,
     lookup: impl Fn(&str) -> Option<String>,
-) -> Result<String, UnsetVariable> {
+) -> Result<Expansion, UnsetVariable> {
     let mut out = String::with_capacity(text.len());
+    let mut values = Vec::new();
     for (index, line) in text.split_inclusive('\n').enumerate() {
         if line.trim_start().starts_with('#') {
             out.push_str(line);
@@ -325,7 +327,12 @@ pub fn expand_vars(
             // As in the shell: `:-` falls back when the variable is unset or empty.
             match (lookup(name), default) {
                 (Some(value), Some(default)) if value.is_empty() => out.push_str(default),
-                (Some(value), _) => out.push_str(&value),
+                (Some(value), _) => {
+                    out.push_str(&value);
+                    if !value.is_empty() && !values.contains(&value) {
+                        values.push(value);
+                    }
+                }
                 (None, Some(default)) => out.push_str(default),
                 (None, None) => {
                     return Err(UnsetVariable {
@@ -339,7 +346,45 @@ pub fn expand_vars(
         }
         out.push_str(rest);
     }
-    Ok(out)
+    Ok(Expansion { text: out, values })
+}
+
+/// The result of [`expand_vars`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Expansion {
+    /// The text with every reference replaced.
+    pub text: String,
+    /// The values taken from the environment (not defaults), to keep out of messages.
+    pub values: Vec<String>,
+}
+
+impl fmt::Debug for Expansion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The values may be secrets.
+        f.debug_struct("Expansion")
+            .field("values", &format_args!("[{} redacted]", self.values.len()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Expansion {
+    /// Parses the expanded text (see [`parse`]); an error shows the line as written in
+    /// `original` and masks every expanded value in its message.
+    pub fn parse<T: DeserializeOwned>(
+        &self,
+        original: &str,
+        format: Format,
+        origin: &str,
+    ) -> Result<T, Box<DocumentError>> {
+        parse(&self.text, format, origin).map_err(|error| {
+            let mut error = (*error).with_snippet_from(original);
+            // serde quotes offending values: one could be an expanded secret.
+            for value in &self.values {
+                error.message = error.message.replace(value.as_str(), "***");
+            }
+            Box::new(error)
+        })
+    }
 }
 
 fn is_variable_name(name: &str) -> bool {
@@ -404,7 +449,20 @@ mod tests {
     #[test]
     fn empty_variable_takes_the_default() {
         let lookup = |_: &str| Some(String::new());
-        assert_eq!(expand_vars("${A:-d}", lookup).unwrap(), "d");
+        assert_eq!(expand_vars("${A:-d}", lookup).unwrap().text, "d");
+    }
+
+    #[test]
+    fn expanded_values_are_masked_in_errors() {
+        let lookup = |_: &str| Some("s3cret".to_owned());
+        let original = "id: ${T}\nname: N\nsteps: ${T}\n";
+        let expansion = expand_vars(original, lookup).unwrap();
+        let err = expansion
+            .parse::<crate::Workflow>(original, Format::Yaml, "w.yaml")
+            .unwrap_err();
+        let shown = err.to_string();
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("steps: ${T}"), "{shown}");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use crate::document::{self, DocumentError, Format};
 use crate::tool::RetryPolicy;
 
 /// A graph of steps.
@@ -63,6 +64,11 @@ impl Workflow {
             edges: Vec::new(),
             status: WorkflowStatus::Draft,
         }
+    }
+
+    /// Parses a workflow from YAML or JSON text; `origin` names it in errors.
+    pub fn parse(text: &str, format: Format, origin: &str) -> Result<Workflow, Box<DocumentError>> {
+        document::parse(text, format, origin)
     }
 
     /// The step with this id (the first, if ids repeat).

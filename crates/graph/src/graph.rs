@@ -48,8 +48,11 @@ impl StepGraph {
         if edge.from == edge.to || !seen.insert((edge.from, edge.to)) {
             return false;
         }
-        self.graph
-            .add_edge(NodeIndex::new(edge.from), NodeIndex::new(edge.to), edge.inferred);
+        self.graph.add_edge(
+            NodeIndex::new(edge.from),
+            NodeIndex::new(edge.to),
+            edge.inferred,
+        );
         self.edges.push(edge);
         true
     }
@@ -256,7 +259,14 @@ mod tests {
         let mut graph = StepGraph::new((0..n).map(|i| format!("s{i}")).collect());
         let mut seen = HashSet::new();
         for &(from, to) in edges {
-            graph.add_edge(StepEdge { from, to, inferred: false }, &mut seen);
+            graph.add_edge(
+                StepEdge {
+                    from,
+                    to,
+                    inferred: false,
+                },
+                &mut seen,
+            );
         }
         graph
     }

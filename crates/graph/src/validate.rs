@@ -107,12 +107,18 @@ impl ValidationReport {
 
     /// The problems of one kind.
     pub fn errors_of(&self, kind: ProblemKind) -> impl Iterator<Item = &Problem> {
-        self.errors.iter().filter(move |problem| problem.kind == kind)
+        self.errors
+            .iter()
+            .filter(move |problem| problem.kind == kind)
     }
 
     /// Step ids in a deterministic topological order (ties by declaration order).
     pub fn order(&self) -> Vec<&str> {
-        self.graph.order().into_iter().map(|index| self.graph.id(index)).collect()
+        self.graph
+            .order()
+            .into_iter()
+            .map(|index| self.graph.id(index))
+            .collect()
     }
 
     /// Step ids grouped by parallel level.
@@ -120,16 +126,24 @@ impl ValidationReport {
         self.graph
             .levels()
             .into_iter()
-            .map(|level| level.into_iter().map(|index| self.graph.id(index)).collect())
+            .map(|level| {
+                level
+                    .into_iter()
+                    .map(|index| self.graph.id(index))
+                    .collect()
+            })
             .collect()
     }
 
     /// Edges as `(from, to, inferred)` step ids.
     pub fn edges(&self) -> impl Iterator<Item = (&str, &str, bool)> {
-        self.graph
-            .edges()
-            .iter()
-            .map(|edge| (self.graph.id(edge.from), self.graph.id(edge.to), edge.inferred))
+        self.graph.edges().iter().map(|edge| {
+            (
+                self.graph.id(edge.from),
+                self.graph.id(edge.to),
+                edge.inferred,
+            )
+        })
     }
 }
 
@@ -276,7 +290,10 @@ impl<'a> Validator<'a> {
                 if from == to {
                     self.report(
                         ProblemKind::SelfReference,
-                        format!("edge {0} → {0} joins a step to itself; remove it", edge.from_step_id),
+                        format!(
+                            "edge {0} → {0} joins a step to itself; remove it",
+                            edge.from_step_id
+                        ),
                         vec![edge.from_step_id.clone()],
                     );
                 }
@@ -377,15 +394,26 @@ impl<'a> Validator<'a> {
         tool
     }
 
-    fn check_reference(&mut self, position: usize, place: &str, reference: Reference<'_>, text: Option<&str>) {
+    fn check_reference(
+        &mut self,
+        position: usize,
+        place: &str,
+        reference: Reference<'_>,
+        text: Option<&str>,
+    ) {
         match reference {
             Reference::Input { name } => self.check_input(position, place, name),
-            Reference::Step { step, path } => self.check_step_reference(position, place, step, path),
+            Reference::Step { step, path } => {
+                self.check_step_reference(position, place, step, path)
+            }
             Reference::Malformed { reason } => {
                 let step = &self.workflow.steps[position];
                 self.report(
                     ProblemKind::InvalidReference,
-                    format!("{place}: `{}` is not a valid reference: {reason}", text.unwrap_or_default()),
+                    format!(
+                        "{place}: `{}` is not a valid reference: {reason}",
+                        text.unwrap_or_default()
+                    ),
                     vec![step.id.clone()],
                 );
             }
@@ -412,7 +440,11 @@ impl<'a> Validator<'a> {
             "{place} refers to step `{first}` (in `{text}`), which is not a step of this workflow{}",
             self.did_you_mean_step(first)
         );
-        self.report(ProblemKind::UnknownReference, message, vec![step.id.clone(), first.to_owned()]);
+        self.report(
+            ProblemKind::UnknownReference,
+            message,
+            vec![step.id.clone(), first.to_owned()],
+        );
     }
 
     fn check_step_reference(&mut self, position: usize, place: &str, target: &str, path: &str) {
@@ -423,7 +455,11 @@ impl<'a> Validator<'a> {
                 "{place} refers to step `{target}`, which is not a step of this workflow{}",
                 self.did_you_mean_step(target)
             );
-            self.report(ProblemKind::UnknownReference, message, vec![step.id.clone(), target.to_owned()]);
+            self.report(
+                ProblemKind::UnknownReference,
+                message,
+                vec![step.id.clone(), target.to_owned()],
+            );
             return;
         };
         if from == position {
@@ -464,7 +500,11 @@ impl<'a> Validator<'a> {
             "{place} reads field `{field}` of step `{}`, but its tool `{}` only extracts {}{hint}",
             source.id,
             tool.id,
-            fields.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+            fields
+                .iter()
+                .map(|name| format!("`{name}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         let steps = vec![self.workflow.steps[position].id.clone(), source.id.clone()];
         self.report(ProblemKind::UnknownOutputField, message, steps);
@@ -488,7 +528,10 @@ impl<'a> Validator<'a> {
 
     fn check_cycles(&mut self) {
         for cycle in self.graph.cycles() {
-            let ids: Vec<String> = cycle.iter().map(|&index| self.graph.id(index).to_owned()).collect();
+            let ids: Vec<String> = cycle
+                .iter()
+                .map(|&index| self.graph.id(index).to_owned())
+                .collect();
             let mut path = ids.join(" → ");
             path.push_str(" → ");
             path.push_str(&ids[0]);
@@ -524,7 +567,8 @@ mod tests {
         repo.path = "/repos/{owner}/{repo}".into();
         let mut extract = ToolDefinition::new("extract", "https://x");
         extract.response_extract = Some(
-            serde_json::from_value(serde_json::json!({"fields": {"token": "access_token"}})).unwrap(),
+            serde_json::from_value(serde_json::json!({"fields": {"token": "access_token"}}))
+                .unwrap(),
         );
         MemoryCatalog::from_tools([ToolDefinition::new("t", "https://x"), repo, extract])
     }
@@ -536,11 +580,16 @@ mod tests {
     #[test]
     fn reports_every_problem_at_once() {
         let mut w = Workflow::new("w", "W");
-        w.steps.push(Step::new("a", "repo").map("owner", "$input.owner"));
+        w.steps
+            .push(Step::new("a", "repo").map("owner", "$input.owner"));
         w.steps.push(Step::new("a", "t"));
         w.steps.push(Step::new("b", "missing").map("x", "b.y"));
         w.steps.push(Step::new("c", "extract"));
-        w.steps.push(Step::new("d", "t").map("x", "c.tokn").map("y", "$steps.zz.outputs.q"));
+        w.steps.push(
+            Step::new("d", "t")
+                .map("x", "c.tokn")
+                .map("y", "$steps.zz.outputs.q"),
+        );
         w.edges.push(Edge::new("a", "nowhere"));
         let mut e = Step::new("e", "t");
         e.when = Some("steps.d.ok &&".into());

@@ -1,1 +1,35 @@
-//! placeholder
+//! The tool registry: tool files loaded with actionable errors, the tool-configs file that holds
+//! credentials apart from definitions, and a compact catalog rendering.
+//!
+//! Every tool YAML of seed 004's project loads unchanged, in both its legacy flat form and its
+//! config form. A file with a typo gets an error naming the file, line, column, field and the
+//! nearest known field; two files with one id get an error naming both.
+//!
+//! ```
+//! use wayline_core::document::Format;
+//! use wayline_core::ToolCatalog;
+//! use wayline_registry::parse_tool;
+//!
+//! let env = |name: &str| (name == "API_HOST").then(|| "api.example.com".to_owned());
+//! let tool = parse_tool(
+//!     "id: ping\nname: Ping\nbase_url: https://${API_HOST}\npath: /ping\n",
+//!     Format::Yaml,
+//!     "ping.yaml",
+//!     &env,
+//! ).unwrap();
+//! assert_eq!(tool.base_url, "https://api.example.com");
+//! ```
+
+mod catalog;
+mod config;
+mod error;
+mod load;
+mod registry;
+
+pub use catalog::{CatalogEntry, CatalogInput, catalog_entries, render_catalog};
+pub use config::{Secret, ToolConfig, ToolConfigs};
+pub use error::Error;
+pub use load::{
+    EnvLookup, load_tool_file, load_tool_file_with, load_workflow_file, parse_tool, process_env,
+};
+pub use registry::{LoadReport, ToolRegistry};

@@ -1,1 +1,59 @@
-//! placeholder
+//! Test support for wayline's own test suites (not published).
+//!
+//! The shared fixtures (real data from the projects the seeds came from) live beside the
+//! repository at `../shared/fixtures`, or wherever `WAYLINE_FIXTURES` points. They are read from
+//! there, never copied in. Where they are absent (a fresh clone), tests that need them print one
+//! line saying so and pass; the repository's own `testdata/` covers the same behaviours.
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root (the directory holding the root `Cargo.toml`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// A path inside the repository's own `testdata/` directory.
+pub fn testdata(relative: &str) -> PathBuf {
+    workspace_root().join("testdata").join(relative)
+}
+
+/// The shared fixtures directory, if present: `$WAYLINE_FIXTURES`, else `../shared/fixtures`.
+pub fn fixtures_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("WAYLINE_FIXTURES") {
+        Some(dir) => PathBuf::from(dir),
+        None => workspace_root().join("../shared/fixtures"),
+    };
+    dir.is_dir().then_some(dir)
+}
+
+/// A path inside the shared fixtures, or `None` after printing the one-line skip notice.
+///
+/// ```
+/// if let Some(tools) = wayline_testkit::fixture("structure-ai-bot/tools") {
+///     assert!(tools.is_dir());
+/// }
+/// ```
+pub fn fixture(relative: &str) -> Option<PathBuf> {
+    match fixtures_dir() {
+        Some(dir) => Some(dir.join(relative)),
+        None => {
+            eprintln!(
+                "skipped: shared fixtures not found (../shared/fixtures or $WAYLINE_FIXTURES); \
+                 needed {relative}"
+            );
+            None
+        }
+    }
+}
+
+/// Reads a JSON file, panicking with the path on failure (for tests).
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|err| panic!("bad JSON in {}: {err}", path.display()))
+}

@@ -1,0 +1,208 @@
+//! The tool-configs file: per tool, a `base_url` override and credentials, kept apart from the
+//! tool definitions (which never hold secrets).
+//!
+//! ```yaml
+//! github_repo:
+//!   auth_token: ${GITHUB_TOKEN}
+//! spotify_token:
+//!   auth_username: ${SPOTIFY_CLIENT_ID}
+//!   auth_token: ${SPOTIFY_CLIENT_SECRET}
+//! internal_api:
+//!   base_url: http://127.0.0.1:8080
+//!   headers: {X-Tenant: acme}
+//!   values: {client_id: ${CLIENT_ID}}   # further named values, e.g. for `auth.username_key`
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Deserializer};
+use wayline_core::document::{self, DocumentError, Format};
+
+use crate::Error;
+use crate::load::{EnvLookup, process_env};
+
+/// A secret value: its `Debug` and `Display` never show it.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The value itself, for the one place that must send it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// True when the value is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Secret)
+    }
+}
+
+/// Settings and credentials for one tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ToolConfig {
+    /// Replaces the tool's `base_url` (e.g. a staging host or a loopback mock).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Token for `api_key` and `bearer` auth; the password for `basic`.
+    #[serde(default)]
+    pub auth_token: Option<Secret>,
+    /// User name for `basic` auth.
+    #[serde(default)]
+    pub auth_username: Option<Secret>,
+    /// Extra headers sent with every request of the tool.
+    #[serde(default)]
+    pub headers: IndexMap<String, Secret>,
+    /// Further named values (e.g. the key an `auth.username_key` names).
+    #[serde(default)]
+    pub values: BTreeMap<String, Secret>,
+}
+
+impl ToolConfig {
+    /// A value by its tool-configs key: `auth_token`, `auth_username` or one of `values`.
+    pub fn get(&self, key: &str) -> Option<&Secret> {
+        match key {
+            "auth_token" => self.auth_token.as_ref(),
+            "auth_username" => self.auth_username.as_ref(),
+            other => self.values.get(other),
+        }
+    }
+}
+
+/// The tool-configs file: tool id → [`ToolConfig`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct ToolConfigs {
+    tools: BTreeMap<String, ToolConfig>,
+}
+
+impl ToolConfigs {
+    /// No configs.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reads a tool-configs file (YAML or JSON), expanding `${VAR}` from the environment.
+    pub fn load(path: &Path) -> Result<Self, Error> {
+        Self::load_with(path, &process_env)
+    }
+
+    /// [`load`](Self::load) with `${VAR}` values from `env`.
+    pub fn load_with(path: &Path, env: EnvLookup<'_>) -> Result<Self, Error> {
+        let origin = path.display().to_string();
+        let format = Format::from_path(path).unwrap_or(Format::Yaml);
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text, format, &origin, env)
+    }
+
+    /// Parses tool-configs text; `origin` names it in errors, which never show a value that came
+    /// from the environment.
+    pub fn parse(
+        text: &str,
+        format: Format,
+        origin: &str,
+        env: EnvLookup<'_>,
+    ) -> Result<Self, Error> {
+        let expansion = document::expand_vars(text, env)
+            .map_err(|unset| Box::new(unset.into_document_error(text, origin)))?;
+        if expansion.text.trim().is_empty() {
+            return Ok(Self::new());
+        }
+        Ok(expansion.parse(text, format, origin)?)
+    }
+
+    /// Adds or replaces the config of a tool.
+    pub fn insert(&mut self, tool_id: impl Into<String>, config: ToolConfig) {
+        self.tools.insert(tool_id.into(), config);
+    }
+
+    /// The config of a tool, if it has one.
+    pub fn get(&self, tool_id: &str) -> Option<&ToolConfig> {
+        self.tools.get(tool_id)
+    }
+
+    /// Tool ids that have a config.
+    pub fn tool_ids(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    /// Configs naming tools the catalog does not have (likely typos), as problems.
+    pub fn unknown_tools(&self, known: &[&str], origin: &str) -> Vec<DocumentError> {
+        self.tool_ids()
+            .filter(|id| !known.contains(id))
+            .map(|id| {
+                let mut error =
+                    DocumentError::new(origin, format!("configuration for unknown tool `{id}`"));
+                error.suggestion = document::nearest(id, known.iter().copied()).map(str::to_owned);
+                error
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_expanded_and_never_shown() {
+        let env = |name: &str| (name == "TOKEN").then(|| "s3cret".to_owned());
+        let text = "github_repo:\n  auth_token: ${TOKEN}\n  headers: {X-Trace: on}\n";
+        let configs = ToolConfigs::parse(text, Format::Yaml, "c.yaml", &env).unwrap();
+        let config = configs.get("github_repo").unwrap();
+        assert_eq!(
+            config.auth_token.as_ref().map(Secret::expose),
+            Some("s3cret")
+        );
+        assert!(!format!("{configs:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn typos_are_errors_with_suggestions() {
+        let env = |_: &str| Some("s3cret".to_owned());
+        let text = "github_repo:\n  auth_tokn: ${TOKEN}\n";
+        let err = ToolConfigs::parse(text, Format::Yaml, "c.yaml", &env).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.contains("did you mean `auth_token`"), "{shown}");
+        assert!(shown.contains("c.yaml:2:"), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+
+    #[test]
+    fn wrong_types_do_not_leak_values() {
+        let env = |_: &str| Some("12345".to_owned());
+        let text = "github_repo:\n  headers: ${TOKEN}\n";
+        let err = ToolConfigs::parse(text, Format::Yaml, "c.yaml", &env).unwrap_err();
+        assert!(!err.to_string().contains("12345"), "{err}");
+    }
+}

@@ -1,0 +1,37 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+use wayline_core::document::DocumentError;
+
+/// Errors of `wayline-registry`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file or directory could not be read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file's content is not a valid tool (or tool-configs) document.
+    #[error(transparent)]
+    Document(#[from] Box<DocumentError>),
+    /// Two files define the same tool id.
+    #[error(
+        "tool id `{id}` is defined twice: in {} and in {}; rename one of them",
+        first.display(),
+        second.display()
+    )]
+    DuplicateId {
+        /// The id.
+        id: String,
+        /// The file loaded first.
+        first: PathBuf,
+        /// The file that repeats it.
+        second: PathBuf,
+    },
+}
