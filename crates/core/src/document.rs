@@ -155,11 +155,18 @@ pub fn parse<T: DeserializeOwned>(
 ) -> Result<T, Box<DocumentError>> {
     match format {
         Format::Yaml => serde_norway::from_str(text).map_err(|err| {
-            let location = err.location();
-            let message = strip_yaml_location(&err.to_string());
+            let (message, positions) = take_positions(&err.to_string());
             let error = describe(origin, &message);
-            Box::new(match location {
-                Some(at) => error.at(text, at.line(), at.column()),
+            // A scanner error ("... while scanning a quoted scalar at line 3 column 11") names
+            // where the unfinished construct began: that is the place to show.
+            let construct_start = (message.contains("while scanning")
+                || message.contains("while parsing"))
+            .then(|| positions.last().copied())
+            .flatten();
+            let position =
+                construct_start.or_else(|| err.location().map(|at| (at.line(), at.column())));
+            Box::new(match position {
+                Some((line, column)) => error.at(text, line, column),
                 None => error,
             })
         }),
@@ -267,11 +274,35 @@ pub fn nearest<'a>(unknown: &str, known: impl IntoIterator<Item = &'a str>) -> O
         .map(|(_, candidate)| candidate)
 }
 
-fn strip_yaml_location(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(index) if message[index..].contains(" column ") => message[..index].to_owned(),
-        _ => message.to_owned(),
+/// Removes every ` at line N column M` from a YAML message, returning the positions in order.
+fn take_positions(message: &str) -> (String, Vec<(usize, usize)>) {
+    let mut text = String::with_capacity(message.len());
+    let mut positions = Vec::new();
+    let mut rest = message;
+    while let Some(index) = rest.find(" at line ") {
+        text.push_str(&rest[..index]);
+        let after = &rest[index + " at line ".len()..];
+        let line_digits = after
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(after.len());
+        let column_part = after[line_digits..].strip_prefix(" column ");
+        match (after[..line_digits].parse::<usize>(), column_part) {
+            (Ok(line), Some(column_part)) => {
+                let column_digits = column_part
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(column_part.len());
+                let column = column_part[..column_digits].parse().unwrap_or(1);
+                positions.push((line, column));
+                rest = &column_part[column_digits..];
+            }
+            _ => {
+                text.push_str(" at line ");
+                rest = after;
+            }
+        }
     }
+    text.push_str(rest);
+    (text, positions)
 }
 
 fn strip_json_location(message: &str) -> String {
@@ -433,13 +464,15 @@ mod tests {
     #[test]
     fn expand_uses_defaults_and_reports_unset_variables() {
         let lookup = |name: &str| (name == "A").then(|| "1".to_owned());
-        assert_eq!(expand_vars("${A}-${B:-2}", lookup).unwrap(), "1-2");
+        assert_eq!(expand_vars("${A}-${B:-2}", lookup).unwrap().text, "1-2");
         assert_eq!(
-            expand_vars("# ${B}\nx: ${A}", lookup).unwrap(),
+            expand_vars("# ${B}\nx: ${A}", lookup).unwrap().text,
             "# ${B}\nx: 1"
         );
         assert_eq!(
-            expand_vars("keep ${not a var} and ${", lookup).unwrap(),
+            expand_vars("keep ${not a var} and ${", lookup)
+                .unwrap()
+                .text,
             "keep ${not a var} and ${"
         );
         let err = expand_vars("a: 1\nb: x${B}", lookup).unwrap_err();
@@ -515,6 +548,14 @@ mod tests {
         let err = parse::<crate::Workflow>("id: [\n", Format::Yaml, "w.yaml").unwrap_err();
         eprintln!("{err}");
         assert!(err.line.is_some());
+    }
+
+    #[test]
+    fn scanner_errors_point_at_the_unfinished_construct() {
+        let text = "id: broken\nname: B\nbase_url: \"http://x\nmethod: GET\n";
+        let err = parse::<crate::ToolDefinition>(text, Format::Yaml, "t.yaml").unwrap_err();
+        assert_eq!((err.line, err.column), (Some(3), Some(11)), "{err}");
+        assert!(!err.message.contains("at line"), "{}", err.message);
     }
 
     #[test]

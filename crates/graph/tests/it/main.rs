@@ -1,1 +1,7 @@
-//! placeholder
+//! Integration tests of `wayline-graph` (one binary: see STYLE.md §11).
+
+mod golden;
+mod properties;
+mod support;
+mod testdata;
+mod views;

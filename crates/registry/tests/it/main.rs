@@ -1,1 +1,5 @@
-//! placeholder
+//! Integration tests of `wayline-registry` (one binary).
+
+mod fixtures;
+mod malformed;
+mod testdata;

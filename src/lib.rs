@@ -1,0 +1,29 @@
+//! **wayline** — AI-assisted API automation as an embeddable library.
+//!
+//! A goal becomes a **graph of API calls**: written by hand, proposed by a planner, or found by
+//! an explorer. The graph is validated, shown as a simple view, approved, and then run by a
+//! deterministic engine. This facade re-exports the workspace's crates behind additive features:
+//!
+//! | module | crate | feature |
+//! |---|---|---|
+//! | [`core`] | `wayline-core`: models, references, templates, CEL, plug-in traits | always |
+//! | [`graph`] | `wayline-graph`: edge inference, validation, order, views | `graph` |
+//! | [`registry`] | `wayline-registry`: tool files, tool configs, catalog | `registry` |
+//!
+//! ```
+//! use wayline::core::{MemoryCatalog, Step, ToolDefinition, Workflow};
+//!
+//! let catalog = MemoryCatalog::from_tools([ToolDefinition::new("geo", "http://127.0.0.1:8080")]);
+//! let mut workflow = Workflow::new("w", "Where am I?");
+//! workflow.steps.push(Step::new("locate", "geo"));
+//! # #[cfg(feature = "graph")] {
+//! let report = wayline::graph::validate(&workflow, &catalog);
+//! assert!(report.is_valid());
+//! # }
+//! ```
+
+pub use wayline_core as core;
+#[cfg(feature = "graph")]
+pub use wayline_graph as graph;
+#[cfg(feature = "registry")]
+pub use wayline_registry as registry;
