@@ -4,10 +4,11 @@
 //! same on every run and whatever order the edges were declared in.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A dependency edge between two steps, by position in `workflow.steps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,7 +45,11 @@ impl StepGraph {
 
     /// Adds an edge unless the same pair is already present. Self-loops are not added.
     /// Returns whether the edge was added.
-    pub(crate) fn add_edge(&mut self, edge: StepEdge, seen: &mut HashSet<(usize, usize)>) -> bool {
+    pub(crate) fn add_edge(
+        &mut self,
+        edge: StepEdge,
+        seen: &mut FxHashSet<(usize, usize)>,
+    ) -> bool {
         if edge.from == edge.to || !seen.insert((edge.from, edge.to)) {
             return false;
         }
@@ -135,9 +140,13 @@ impl StepGraph {
     /// dependency is on level `n - 1`. Each level lists steps in declaration order. Steps left
     /// out of [`order`](Self::order) are left out here too.
     pub fn levels(&self) -> Vec<Vec<usize>> {
-        let order = self.order();
+        self.levels_for(&self.order())
+    }
+
+    /// [`levels`](Self::levels) for an order already computed by [`order`](Self::order).
+    pub(crate) fn levels_for(&self, order: &[usize]) -> Vec<Vec<usize>> {
         let mut level = vec![0usize; self.len()];
-        for &index in &order {
+        for &index in order {
             for next in self
                 .graph
                 .neighbors_directed(NodeIndex::new(index), Direction::Outgoing)
@@ -146,7 +155,7 @@ impl StepGraph {
             }
         }
         let mut levels: Vec<Vec<usize>> = Vec::new();
-        for &index in &order {
+        for &index in order {
             let depth = level[index];
             if levels.len() <= depth {
                 levels.resize_with(depth + 1, Vec::new);
@@ -225,8 +234,8 @@ impl StepGraph {
     /// (breadth-first search inside the group, successors in declaration order).
     fn shortest_cycle_through(&self, members: &[usize]) -> Vec<usize> {
         let start = members.iter().copied().min().unwrap_or(0);
-        let inside: HashSet<usize> = members.iter().copied().collect();
-        let mut parent: HashMap<usize, usize> = HashMap::new();
+        let inside: FxHashSet<usize> = members.iter().copied().collect();
+        let mut parent: FxHashMap<usize, usize> = FxHashMap::default();
         let mut queue = VecDeque::from([start]);
         while let Some(index) = queue.pop_front() {
             for next in self.successors(index) {
@@ -257,7 +266,7 @@ mod tests {
 
     fn graph(n: usize, edges: &[(usize, usize)]) -> StepGraph {
         let mut graph = StepGraph::new((0..n).map(|i| format!("s{i}")).collect());
-        let mut seen = HashSet::new();
+        let mut seen = FxHashSet::default();
         for &(from, to) in edges {
             graph.add_edge(
                 StepEdge {

@@ -1,7 +1,9 @@
 //! Edge inference and the [`ValidationReport`]: every problem of a workflow, not just the first.
 
-use std::collections::{HashMap, HashSet};
+use std::cell::Cell;
 use std::fmt;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
@@ -92,6 +94,8 @@ pub struct ValidationReport {
     /// Every problem found, in a stable order.
     pub errors: Vec<Problem>,
     graph: StepGraph,
+    /// Topological order by step position, computed once during validation.
+    order: Vec<usize>,
 }
 
 impl ValidationReport {
@@ -114,17 +118,21 @@ impl ValidationReport {
 
     /// Step ids in a deterministic topological order (ties by declaration order).
     pub fn order(&self) -> Vec<&str> {
-        self.graph
-            .order()
-            .into_iter()
-            .map(|index| self.graph.id(index))
+        self.order
+            .iter()
+            .map(|&index| self.graph.id(index))
             .collect()
+    }
+
+    /// The topological order as step positions (indexes into `workflow.steps`).
+    pub fn order_indexes(&self) -> &[usize] {
+        &self.order
     }
 
     /// Step ids grouped by parallel level.
     pub fn levels(&self) -> Vec<Vec<&str>> {
         self.graph
-            .levels()
+            .levels_for(&self.order)
             .into_iter()
             .map(|level| {
                 level
@@ -195,11 +203,13 @@ struct Validator<'a> {
     workflow: &'a Workflow,
     catalog: &'a dyn ToolCatalog,
     /// Step id → position of its first declaration.
-    index: HashMap<&'a str, usize>,
+    index: FxHashMap<&'a str, usize>,
+    /// Whether the step at each position is the first with its id.
+    first: Vec<bool>,
     /// Non-numeric stems of step ids (`step_` for `step_12`), to spot references to missing steps.
-    stems: HashSet<&'a str>,
+    stems: FxHashSet<&'a str>,
     graph: StepGraph,
-    seen_edges: HashSet<(usize, usize)>,
+    seen_edges: FxHashSet<(usize, usize)>,
     errors: Vec<Problem>,
 }
 
@@ -209,10 +219,14 @@ impl<'a> Validator<'a> {
         Validator {
             workflow,
             catalog,
-            index: HashMap::with_capacity(workflow.steps.len()),
-            stems: HashSet::new(),
+            index: FxHashMap::with_capacity_and_hasher(workflow.steps.len(), Default::default()),
+            first: vec![false; workflow.steps.len()],
+            stems: FxHashSet::default(),
             graph: StepGraph::new(ids),
-            seen_edges: HashSet::with_capacity(workflow.steps.len() * 3),
+            seen_edges: FxHashSet::with_capacity_and_hasher(
+                workflow.steps.len() * 3,
+                Default::default(),
+            ),
             errors: Vec::new(),
         }
     }
@@ -231,10 +245,16 @@ impl<'a> Validator<'a> {
         for position in 0..self.workflow.steps.len() {
             self.check_step(position);
         }
-        self.check_cycles();
+        let order = self.graph.order();
+        // Kahn's order leaves out exactly the steps on or after a cycle: look for cycles only
+        // when it does.
+        if order.len() < self.graph.len() {
+            self.check_cycles();
+        }
         ValidationReport {
             errors: self.errors,
             graph: self.graph,
+            order,
         }
     }
 
@@ -244,6 +264,7 @@ impl<'a> Validator<'a> {
             match self.index.get(step.id.as_str()) {
                 None => {
                     self.index.insert(&step.id, position);
+                    self.first[position] = true;
                     let stem = numeric_stem(&step.id);
                     if stem.len() < step.id.len() && !stem.is_empty() {
                         self.stems.insert(stem);
@@ -312,7 +333,7 @@ impl<'a> Validator<'a> {
     fn check_step(&mut self, position: usize) {
         let workflow = self.workflow;
         let step = &workflow.steps[position];
-        if self.index.get(step.id.as_str()) != Some(&position) {
+        if !self.first[position] {
             return; // a duplicate: reported once, and its references would only repeat problems
         }
         let tool = self.check_tool(position);
@@ -338,19 +359,31 @@ impl<'a> Validator<'a> {
             }
         }
         for (input, value) in &step.input_mapping {
-            let reference = Reference::parse(value, |id| self.index.contains_key(id));
-            let place = format!("input `{input}` of step `{}`", step.id);
-            self.check_reference(position, &place, reference, value.as_str());
+            // Remember the position the parser's lookup found, so each reference costs one.
+            let found = Cell::new(None);
+            let reference = Reference::parse(value, |id| {
+                let hit = self.index.get(id).copied();
+                found.set(hit);
+                hit.is_some()
+            });
+            let place = Place::Input {
+                step: &step.id,
+                input,
+            };
+            self.check_reference(position, place, reference, value.as_str(), found.get());
         }
         for (field, source) in step.conditions() {
             match Expression::compile(source) {
                 Ok(expression) => {
-                    let place = format!("`{field}` of step `{}`", step.id);
+                    let place = Place::Condition {
+                        step: &step.id,
+                        field,
+                    };
                     for name in expression.step_refs() {
-                        self.check_step_reference(position, &place, name, "");
+                        self.check_step_reference(position, place, name, "", None);
                     }
                     for name in expression.input_refs() {
-                        self.check_input(position, &place, name);
+                        self.check_input(position, place, name);
                     }
                 }
                 Err(error) => self.report(
@@ -397,14 +430,15 @@ impl<'a> Validator<'a> {
     fn check_reference(
         &mut self,
         position: usize,
-        place: &str,
+        place: Place<'_>,
         reference: Reference<'_>,
         text: Option<&str>,
+        found: Option<usize>,
     ) {
         match reference {
             Reference::Input { name } => self.check_input(position, place, name),
             Reference::Step { step, path } => {
-                self.check_step_reference(position, place, step, path)
+                self.check_step_reference(position, place, step, path, found)
             }
             Reference::Malformed { reason } => {
                 let step = &self.workflow.steps[position];
@@ -427,7 +461,7 @@ impl<'a> Validator<'a> {
 
     /// A dotted literal whose first segment is shaped like this workflow's step ids (`step_9`
     /// beside `step_1`…`step_6`) is almost surely a reference to a step that does not exist.
-    fn check_literal(&mut self, position: usize, place: &str, text: &str) {
+    fn check_literal(&mut self, position: usize, place: Place<'_>, text: &str) {
         let Some((first, _)) = text.split_once('.') else {
             return;
         };
@@ -447,10 +481,18 @@ impl<'a> Validator<'a> {
         );
     }
 
-    fn check_step_reference(&mut self, position: usize, place: &str, target: &str, path: &str) {
+    /// `found` is the position of `target` when the caller already looked it up.
+    fn check_step_reference(
+        &mut self,
+        position: usize,
+        place: Place<'_>,
+        target: &str,
+        path: &str,
+        found: Option<usize>,
+    ) {
         let workflow = self.workflow;
         let step = &workflow.steps[position];
-        let Some(&from) = self.index.get(target) else {
+        let Some(from) = found.or_else(|| self.index.get(target).copied()) else {
             let message = format!(
                 "{place} refers to step `{target}`, which is not a step of this workflow{}",
                 self.did_you_mean_step(target)
@@ -481,7 +523,7 @@ impl<'a> Validator<'a> {
         self.check_output_field(position, place, from, path);
     }
 
-    fn check_output_field(&mut self, position: usize, place: &str, from: usize, path: &str) {
+    fn check_output_field(&mut self, position: usize, place: Place<'_>, from: usize, path: &str) {
         let source = &self.workflow.steps[from];
         let Some(tool) = self.catalog.tool(&source.tool_id) else {
             return;
@@ -510,7 +552,7 @@ impl<'a> Validator<'a> {
         self.report(ProblemKind::UnknownOutputField, message, steps);
     }
 
-    fn check_input(&mut self, position: usize, place: &str, name: &str) {
+    fn check_input(&mut self, position: usize, place: Place<'_>, name: &str) {
         let inputs = &self.workflow.inputs;
         if inputs.is_empty() || inputs.contains_key(name) {
             return;
@@ -548,6 +590,22 @@ impl<'a> Validator<'a> {
         nearest(id, self.workflow.steps.iter().map(|step| step.id.as_str()))
             .map(|known| format!(" (did you mean `{known}`?)"))
             .unwrap_or_default()
+    }
+}
+
+/// Where in a step a reference was written; formatted only when a problem is reported.
+#[derive(Clone, Copy)]
+enum Place<'a> {
+    Input { step: &'a str, input: &'a str },
+    Condition { step: &'a str, field: &'static str },
+}
+
+impl fmt::Display for Place<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Place::Input { step, input } => write!(f, "input `{input}` of step `{step}`"),
+            Place::Condition { step, field } => write!(f, "`{field}` of step `{step}`"),
+        }
     }
 }
 
