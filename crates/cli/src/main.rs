@@ -155,7 +155,7 @@ fn print_errors(errors: &[RegistryError]) {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Default, Serialize)]
 struct ProblemDoc {
     #[serde(skip_serializing_if = "Option::is_none")]
     file: Option<String>,
@@ -183,19 +183,12 @@ impl ProblemDoc {
             },
             RegistryError::Io { path, .. } => ProblemDoc {
                 file: Some(path.display().to_string()),
-                line: None,
-                column: None,
-                field: None,
-                suggestion: None,
                 message: error.to_string(),
+                ..ProblemDoc::default()
             },
             other => ProblemDoc {
-                file: None,
-                line: None,
-                column: None,
-                field: None,
-                suggestion: None,
                 message: other.to_string(),
+                ..ProblemDoc::default()
             },
         }
     }

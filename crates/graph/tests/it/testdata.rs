@@ -50,10 +50,13 @@ fn briefing_infers_edges_from_mappings_arazzo_forms_and_conditions() {
     );
 }
 
+/// The problems a workflow should report: kind and steps, in report order.
+type ExpectedProblems<'a> = &'a [(ProblemKind, &'a [&'a str])];
+
 #[test]
 fn invalid_workflows_report_the_fitting_kinds() {
     let catalog = tools(&testdata("tools"));
-    let cases: [(&str, &[(ProblemKind, &[&str])]); 5] = [
+    let cases: [(&str, ExpectedProblems<'_>); 5] = [
         ("cycle", &[(ProblemKind::Cycle, &["a", "b", "c"])]),
         (
             "edge_unknown_step",
