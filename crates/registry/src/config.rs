@@ -22,7 +22,7 @@ use serde::{Deserialize, Deserializer};
 use wayline_core::document::{self, DocumentError, Format};
 
 use crate::Error;
-use crate::load::{EnvLookup, process_env};
+use crate::load::{EnvLookup, expand, process_env, read_text};
 
 /// A secret value: its `Debug` and `Display` never show it.
 #[derive(Clone, PartialEq, Eq, Default)]
@@ -118,10 +118,7 @@ impl ToolConfigs {
     pub fn load_with(path: &Path, env: EnvLookup<'_>) -> Result<Self, Error> {
         let origin = path.display().to_string();
         let format = Format::from_path(path).unwrap_or(Format::Yaml);
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text = read_text(path)?;
         Self::parse(&text, format, &origin, env)
     }
 
@@ -133,8 +130,7 @@ impl ToolConfigs {
         origin: &str,
         env: EnvLookup<'_>,
     ) -> Result<Self, Error> {
-        let expansion = document::expand_vars(text, env)
-            .map_err(|unset| Box::new(unset.into_document_error(text, origin)))?;
+        let expansion = expand(text, origin, env)?;
         if expansion.text.trim().is_empty() {
             return Ok(Self::new());
         }

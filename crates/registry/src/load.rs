@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use wayline_core::document::{self, DocumentError, Format};
+use wayline_core::document::{self, DocumentError, Expansion, Format};
 use wayline_core::{ToolDefinition, ToolKind, Workflow};
 
 use crate::Error;
@@ -33,10 +33,7 @@ pub fn load_tool_file_with(path: &Path, env: EnvLookup<'_>) -> Result<ToolDefini
             "not a tool file: tool files end in .yaml, .yml or .json",
         )))
     })?;
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = read_text(path)?;
     parse_tool(&text, format, &path.display().to_string(), env)
 }
 
@@ -44,10 +41,7 @@ pub fn load_tool_file_with(path: &Path, env: EnvLookup<'_>) -> Result<ToolDefini
 /// also accepts JSON). Workflows do not expand `${VAR}`: their values are data, and run inputs
 /// are the way to parameterise them.
 pub fn load_workflow_file(path: &Path) -> Result<Workflow, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = read_text(path)?;
     let format = Format::from_path(path).unwrap_or(Format::Yaml);
     Ok(Workflow::parse(&text, format, &path.display().to_string())?)
 }
@@ -59,13 +53,26 @@ pub fn parse_tool(
     origin: &str,
     env: EnvLookup<'_>,
 ) -> Result<ToolDefinition, Error> {
-    let expansion = document::expand_vars(text, env)
-        .map_err(|unset| Box::new(unset.into_document_error(text, origin)))?;
+    let expansion = expand(text, origin, env)?;
     let tool: ToolDefinition = expansion
         .parse(text, format, origin)
         .map_err(|error| Box::new(explain_list(*error, text, format)))?;
     check_rules(&tool, text, origin)?;
     Ok(tool)
+}
+
+/// Reads a whole file as text; a failure names the path.
+pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
+    std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Expands `${VAR}` in `text`; an unset variable is an error located in `origin`.
+pub(crate) fn expand(text: &str, origin: &str, env: EnvLookup<'_>) -> Result<Expansion, Error> {
+    document::expand_vars(text, env)
+        .map_err(|unset| Error::Document(Box::new(unset.into_document_error(text, origin))))
 }
 
 /// A file holding a list of tools gets a message that says what to do about it.
