@@ -27,4 +27,12 @@ pub enum Error {
         /// What the parser said.
         message: String,
     },
+    /// A [`SecretProvider`](crate::SecretProvider) could not give a tool's settings.
+    #[error("credentials for tool `{tool_id}` are unavailable: {message}")]
+    Secrets {
+        /// The tool.
+        tool_id: String,
+        /// What failed (never a secret value).
+        message: String,
+    },
 }

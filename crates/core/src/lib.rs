@@ -21,21 +21,30 @@ pub mod catalog;
 pub mod document;
 mod error;
 pub mod expr;
+pub mod observer;
 pub mod reference;
 pub mod run;
+pub mod secret;
 pub mod template;
 pub mod tool;
+pub mod transport;
 pub mod workflow;
 
 pub use catalog::{MemoryCatalog, ToolCatalog};
 pub use error::Error;
 pub use expr::Expression;
+pub use observer::{RunEvent, RunObserver};
 pub use reference::Reference;
-pub use run::{Run, RunStatus, StepResult, StepStatus};
+pub use run::{RequestSummary, Run, RunStatus, StepResult, StepStatus};
+pub use secret::{MemorySecrets, Secret, SecretProvider, ToolConfig};
 pub use tool::{
-    AuthConfig, AuthType, CodePath, RequestConfig, ResponseExtractConfig, RetryPolicy,
-    ToolDefinition, ToolKind,
+    AuthConfig, AuthType, CodePath, CommandConfig, RequestConfig, ResponseExtractConfig,
+    RetryPolicy, ToolDefinition, ToolKind,
+};
+pub use transport::{
+    Header, HttpRequest, HttpResponse, Transport, TransportError, TransportErrorKind,
 };
 pub use workflow::{
-    Edge, InputSpec, Poll, Severity, Step, StepKind, StepValidation, Workflow, WorkflowStatus,
+    Edge, ExpressionField, InputSpec, Poll, Severity, Step, StepKind, StepValidation, Workflow,
+    WorkflowStatus,
 };

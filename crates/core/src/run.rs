@@ -93,6 +93,41 @@ pub struct StepResult {
     /// Wall time of the step in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// The last request sent, secrets redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<RequestSummary>,
+    /// Status of the last response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_status: Option<u16>,
+}
+
+/// What was sent, for the record: credentials replaced by `***`, long bodies cut.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RequestSummary {
+    /// Method.
+    pub method: String,
+    /// URL with query.
+    pub url: String,
+    /// Headers, sensitive values as `***`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
+    /// The body as JSON when it is JSON, else as text (cut at 4 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+}
+
+impl RequestSummary {
+    /// A summary with no headers and no body.
+    pub fn new(method: impl Into<String>, url: impl Into<String>) -> Self {
+        RequestSummary {
+            method: method.into(),
+            url: url.into(),
+            headers: IndexMap::new(),
+            body: None,
+        }
+    }
 }
 
 fn empty_object() -> Value {
@@ -116,6 +151,8 @@ impl StepResult {
             finished_at: None,
             attempts: 0,
             duration_ms: None,
+            request: None,
+            response_status: None,
         }
     }
 }

@@ -85,6 +85,9 @@ pub struct ToolDefinition {
     /// Free labels for catalogs and policies (extension).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// The command a `cli` tool runs (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandConfig>,
 }
 
 fn default_method() -> String {
@@ -128,6 +131,7 @@ impl ToolDefinition {
             destructive: None,
             idempotency_key: None,
             tags: Vec::new(),
+            command: None,
         }
     }
 
@@ -177,6 +181,16 @@ impl ToolDefinition {
             }
             if let Some(body) = &request.body {
                 template::collect_keys(body, &mut names);
+            }
+        }
+        if let Some(command) = &self.command {
+            let texts = command
+                .args
+                .iter()
+                .chain(command.env.values())
+                .chain(&command.working_dir);
+            for text in texts {
+                template::collect_keys_in_str(text, &mut names);
             }
         }
         names
@@ -288,6 +302,41 @@ pub struct ResponseExtractConfig {
 
 fn default_true() -> bool {
     true
+}
+
+/// The command of a `cli` tool: run without a shell, arguments passed as they are.
+///
+/// ```yaml
+/// kind: cli
+/// command:
+///   program: git
+///   args: [log, -n, "{{count}}", --format=%s]
+///   env: {GIT_PAGER: cat}
+///   working_dir: "{{repo}}"
+///   max_output_bytes: 65536
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct CommandConfig {
+    /// The program: a path, or a name looked up in `PATH`.
+    pub program: String,
+    /// Arguments; each is a `{{key}}` template rendered with the step's inputs.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment variables (templates); the rest of the environment is inherited.
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
+    /// Working directory (a template); the engine's own when absent.
+    #[serde(default)]
+    pub working_dir: Option<String>,
+    /// Largest stdout or stderr kept, in bytes; more fails the step (default 1 MiB).
+    #[serde(default = "default_max_output_bytes")]
+    pub max_output_bytes: u64,
+}
+
+fn default_max_output_bytes() -> u64 {
+    1 << 20
 }
 
 /// What runs a tool.

@@ -181,15 +181,58 @@ impl Step {
         self
     }
 
-    /// The CEL conditions of this step with where each comes from (`when`, `poll.until`).
-    pub fn conditions(&self) -> impl Iterator<Item = (&'static str, &str)> {
-        let when = self.when.as_deref().map(|source| ("when", source));
+    /// The CEL expressions of this step with where each sits: `when`, `poll.until`, and the
+    /// `outputs` that are CEL rather than extraction paths (see [`is_extraction_path`]).
+    pub fn expressions(&self) -> impl Iterator<Item = (ExpressionField<'_>, &str)> {
+        let when = self
+            .when
+            .as_deref()
+            .map(|source| (ExpressionField::When, source));
         let until = self
             .poll
             .as_ref()
-            .map(|poll| ("poll.until", poll.until.as_str()));
-        when.into_iter().chain(until)
+            .map(|poll| (ExpressionField::PollUntil, poll.until.as_str()));
+        let outputs = self
+            .outputs
+            .iter()
+            .filter(|(_, source)| !is_extraction_path(source))
+            .map(|(name, source)| (ExpressionField::Output(name), source.as_str()));
+        when.into_iter().chain(until).chain(outputs)
     }
+}
+
+/// Where a CEL expression of a step sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpressionField<'a> {
+    /// `when`.
+    When,
+    /// `poll.until`.
+    PollUntil,
+    /// One of `outputs`, by name.
+    Output(&'a str),
+}
+
+impl std::fmt::Display for ExpressionField<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExpressionField::When => f.write_str("when"),
+            ExpressionField::PollUntil => f.write_str("poll.until"),
+            ExpressionField::Output(name) => write!(f, "outputs.{name}"),
+        }
+    }
+}
+
+/// True when a step `outputs` value is an extraction path over the response body — JSONPath
+/// (`$.a[0]`) or JSON Pointer (`/a/0`) — rather than a CEL expression.
+///
+/// ```
+/// use wayline_core::workflow::is_extraction_path;
+/// assert!(is_extraction_path("$.items[0].id"));
+/// assert!(is_extraction_path("/items/0/id"));
+/// assert!(!is_extraction_path("body.items[0].id"));
+/// ```
+pub fn is_extraction_path(source: &str) -> bool {
+    source.starts_with('$') || source.starts_with('/')
 }
 
 /// Whether a failing step fails the run.

@@ -9,6 +9,7 @@ use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use wayline_core::document::nearest;
 use wayline_core::reference::segments;
+use wayline_core::workflow::ExpressionField;
 use wayline_core::{Expression, Reference, StepKind, ToolCatalog, ToolDefinition, Workflow};
 
 use crate::graph::{StepEdge, StepGraph};
@@ -372,7 +373,7 @@ impl<'a> Validator<'a> {
             };
             self.check_reference(position, place, reference, value.as_str(), found.get());
         }
-        for (field, source) in step.conditions() {
+        for (field, source) in step.expressions() {
             match Expression::compile(source) {
                 Ok(expression) => {
                     let place = Place::Condition {
@@ -525,23 +526,34 @@ impl<'a> Validator<'a> {
 
     fn check_output_field(&mut self, position: usize, place: Place<'_>, from: usize, path: &str) {
         let source = &self.workflow.steps[from];
-        let Some(tool) = self.catalog.tool(&source.tool_id) else {
-            return;
-        };
         let Some(field) = segments(path).next() else {
             return;
         };
-        if !tool.has_closed_outputs() || tool.output_fields().contains(&field) {
+        // A step's own `outputs` replace whatever its tool returns.
+        let (fields, owner) = if !source.outputs.is_empty() {
+            let fields: Vec<&str> = source.outputs.keys().map(String::as_str).collect();
+            (fields, "it only outputs".to_owned())
+        } else {
+            let Some(tool) = self.catalog.tool(&source.tool_id) else {
+                return;
+            };
+            if !tool.has_closed_outputs() {
+                return;
+            }
+            (
+                tool.output_fields(),
+                format!("its tool `{}` only extracts", tool.id),
+            )
+        };
+        if fields.contains(&field) {
             return;
         }
-        let fields = tool.output_fields();
         let hint = nearest(field, fields.iter().copied())
             .map(|name| format!(" (did you mean `{name}`?)"))
             .unwrap_or_default();
         let message = format!(
-            "{place} reads field `{field}` of step `{}`, but its tool `{}` only extracts {}{hint}",
+            "{place} reads field `{field}` of step `{}`, but {owner} {}{hint}",
             source.id,
-            tool.id,
             fields
                 .iter()
                 .map(|name| format!("`{name}`"))
@@ -596,8 +608,14 @@ impl<'a> Validator<'a> {
 /// Where in a step a reference was written; formatted only when a problem is reported.
 #[derive(Clone, Copy)]
 enum Place<'a> {
-    Input { step: &'a str, input: &'a str },
-    Condition { step: &'a str, field: &'static str },
+    Input {
+        step: &'a str,
+        input: &'a str,
+    },
+    Condition {
+        step: &'a str,
+        field: ExpressionField<'a>,
+    },
 }
 
 impl fmt::Display for Place<'_> {

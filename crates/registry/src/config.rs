@@ -14,87 +14,15 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::Path;
 
-use indexmap::IndexMap;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use wayline_core::document::{self, DocumentError, Format};
+use wayline_core::secret::SecretProvider;
+pub use wayline_core::secret::{Secret, ToolConfig};
 
 use crate::Error;
 use crate::load::{EnvLookup, expand, process_env, read_text};
-
-/// A secret value: its `Debug` and `Display` never show it.
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-
-    /// The value itself, for the one place that must send it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// True when the value is empty.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
-
-impl<'de> Deserialize<'de> for Secret {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer).map(Secret)
-    }
-}
-
-/// Settings and credentials for one tool.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct ToolConfig {
-    /// Replaces the tool's `base_url` (e.g. a staging host or a loopback mock).
-    #[serde(default)]
-    pub base_url: Option<String>,
-    /// Token for `api_key` and `bearer` auth; the password for `basic`.
-    #[serde(default)]
-    pub auth_token: Option<Secret>,
-    /// User name for `basic` auth.
-    #[serde(default)]
-    pub auth_username: Option<Secret>,
-    /// Extra headers sent with every request of the tool.
-    #[serde(default)]
-    pub headers: IndexMap<String, Secret>,
-    /// Further named values (e.g. the key an `auth.username_key` names).
-    #[serde(default)]
-    pub values: BTreeMap<String, Secret>,
-}
-
-impl ToolConfig {
-    /// A value by its tool-configs key: `auth_token`, `auth_username` or one of `values`.
-    pub fn get(&self, key: &str) -> Option<&Secret> {
-        match key {
-            "auth_token" => self.auth_token.as_ref(),
-            "auth_username" => self.auth_username.as_ref(),
-            other => self.values.get(other),
-        }
-    }
-}
 
 /// The tool-configs file: tool id → [`ToolConfig`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -163,6 +91,13 @@ impl ToolConfigs {
                 error
             })
             .collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl SecretProvider for ToolConfigs {
+    async fn tool_config(&self, tool_id: &str) -> Result<Option<ToolConfig>, wayline_core::Error> {
+        Ok(self.get(tool_id).cloned())
     }
 }
 

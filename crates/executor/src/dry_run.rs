@@ -1,0 +1,153 @@
+//! Dry runs: the requests a workflow would send, without sending any.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
+use wayline_core::tool::ToolKind;
+use wayline_core::{RequestSummary, StepKind, ToolConfig};
+
+use crate::engine::{Engine, check_inputs};
+use crate::redact::Redactor;
+use crate::request::build_request;
+use crate::resolve::{self, Outputs, Unresolved};
+use crate::{Error, PreparedWorkflow, command};
+
+/// What one step would do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct PlannedStep {
+    /// The step.
+    pub step_id: String,
+    /// Its tool (empty for transform steps).
+    pub tool_id: String,
+    /// The request it would send, secrets shown as `***` and outputs of earlier steps as
+    /// `<step.path>` placeholders.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<RequestSummary>,
+    /// The command line it would run (`cli` tools).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Its `when` condition, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// Anything else worth knowing (a transform's outputs, a request that cannot be built).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+struct NoOutputs;
+
+impl Outputs for NoOutputs {
+    fn output(&self, _id: &str) -> Option<&Value> {
+        None
+    }
+}
+
+/// The requests `prepared` would send with `inputs`, in run-record order.
+///
+/// Free-function form of [`Engine::dry_run`], for callers that already hold tool configs.
+pub fn dry_run(
+    prepared: &PreparedWorkflow,
+    inputs: &IndexMap<String, Value>,
+    config: &dyn Fn(&str) -> Option<ToolConfig>,
+) -> Vec<PlannedStep> {
+    let configs: Vec<Option<ToolConfig>> = prepared
+        .steps
+        .iter()
+        .map(|step| step.tool.as_ref().and_then(|tool| config(&tool.id)))
+        .collect();
+    let redactor = Redactor::new(
+        configs
+            .iter()
+            .flatten()
+            .flat_map(ToolConfig::secrets)
+            .map(|secret| secret.expose()),
+    );
+    let is_step = |id: &str| prepared.is_step(id);
+    prepared
+        .order
+        .iter()
+        .map(|&position| {
+            let prepared_step = &prepared.steps[position];
+            let step = &prepared_step.step;
+            let mut planned = PlannedStep {
+                step_id: step.id.clone(),
+                tool_id: step.tool_id.clone(),
+                request: None,
+                command: None,
+                when: step.when.clone(),
+                notes: Vec::new(),
+            };
+            let resolved =
+                resolve::resolve(step, &is_step, inputs, &NoOutputs, Unresolved::Placeholder);
+            let inputs = match resolved {
+                Ok(inputs) => inputs,
+                Err(error) => {
+                    planned.notes.push(error);
+                    return planned;
+                }
+            };
+            let tool = prepared_step.tool.as_deref();
+            match (step.kind, tool) {
+                (StepKind::Transform, _) => {
+                    planned.notes.extend(
+                        step.outputs
+                            .iter()
+                            .map(|(name, source)| format!("computes `{name}` = {source}")),
+                    );
+                }
+                (_, Some(tool)) if tool.kind == ToolKind::Cli => {
+                    if let Some(config) = &tool.command {
+                        match command::invocation(config, &inputs) {
+                            Ok(invocation) => {
+                                let mut line = vec![invocation.program];
+                                line.extend(invocation.args);
+                                planned.command = Some(line);
+                            }
+                            Err(error) => planned.notes.push(error),
+                        }
+                    }
+                }
+                (_, Some(tool)) => {
+                    let key = tool
+                        .idempotency_key
+                        .as_ref()
+                        .map(|_| format!("wayline-<run>-{}", step.id));
+                    match build_request(tool, &inputs, configs[position].as_ref(), key.as_deref()) {
+                        Ok(built) => {
+                            planned.request = Some(redactor.summary(&built.request));
+                            planned.notes.extend(built.warnings);
+                        }
+                        Err(error) => planned.notes.push(error),
+                    }
+                }
+                (_, None) => planned
+                    .notes
+                    .push(format!("tool `{}` is unknown", step.tool_id)),
+            }
+            if let Some(poll) = &step.poll {
+                planned.notes.push(format!(
+                    "polls until `{}` (at most {} calls, {} ms apart)",
+                    poll.until, poll.max_attempts, poll.interval_ms
+                ));
+            }
+            planned
+        })
+        .collect()
+}
+
+impl Engine {
+    /// What a run of `workflow` with `inputs` would send, without sending anything. Fails like
+    /// [`Engine::run`] when the workflow or the inputs are invalid.
+    pub async fn dry_run(
+        &self,
+        workflow: &wayline_core::Workflow,
+        inputs: IndexMap<String, Value>,
+    ) -> Result<Vec<PlannedStep>, Error> {
+        let prepared = self.prepare(workflow)?;
+        let inputs = check_inputs(&prepared, inputs)?;
+        let configs = self.fetch_configs(&prepared).await;
+        let lookup = |tool_id: &str| configs.get(tool_id).cloned().and_then(Result::ok).flatten();
+        Ok(dry_run(&prepared, &inputs, &lookup))
+    }
+}

@@ -1,0 +1,234 @@
+//! Extraction paths over JSON: dot paths (`items.0.name`, seed 004's form), JSONPath
+//! (`$.items[0].name`, RFC 9535) and JSON Pointer (`/items/0/name`), each compiled once.
+
+use std::fmt;
+
+use jsonpath_rust::parser::model::{JpQuery, Segment, Selector};
+use serde_json::Value;
+
+/// A compiled extraction path.
+///
+/// ```
+/// use serde_json::json;
+/// use wayline_executor::extract::Path;
+///
+/// let body = json!({"items": [{"id": 7, "tags": ["a", "b"]}, {"id": 9, "tags": []}]});
+/// for source in ["items.0.id", "$.items[0].id", "/items/0/id"] {
+///     assert_eq!(Path::compile(source).unwrap().extract(&body), Some(json!(7)));
+/// }
+/// // A query that can select several nodes gives a list, possibly empty.
+/// let ids = Path::compile("$.items[*].id").unwrap();
+/// assert_eq!(ids.extract(&body), Some(json!([7, 9])));
+/// assert_eq!(Path::compile("items.5.id").unwrap().extract(&body), None);
+/// ```
+#[derive(Clone)]
+pub struct Path {
+    source: String,
+    kind: PathKind,
+}
+
+#[derive(Clone)]
+enum PathKind {
+    Dot(Vec<String>),
+    Pointer,
+    JsonPath { query: Box<JpQuery>, singular: bool },
+}
+
+impl fmt::Debug for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Path").field(&self.source).finish()
+    }
+}
+
+/// A path that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid path `{path}`: {message}")]
+pub struct PathError {
+    /// The path as written.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Path {
+    /// Compiles `source`: `$…` is JSONPath, `/…` (or empty) JSON Pointer, anything else a dot
+    /// path.
+    pub fn compile(source: &str) -> Result<Path, PathError> {
+        let kind = if source.starts_with('$') {
+            let query =
+                jsonpath_rust::parser::parse_json_path(source).map_err(|error| PathError {
+                    path: source.to_owned(),
+                    message: error.to_string(),
+                })?;
+            let singular = query.segments.iter().all(|segment| {
+                matches!(
+                    segment,
+                    Segment::Selector(Selector::Name(_) | Selector::Index(_))
+                )
+            });
+            PathKind::JsonPath {
+                query: Box::new(query),
+                singular,
+            }
+        } else if source.starts_with('/') {
+            PathKind::Pointer
+        } else {
+            PathKind::Dot(
+                wayline_core::reference::segments(source)
+                    .map(str::to_owned)
+                    .collect(),
+            )
+        };
+        Ok(Path {
+            source: source.to_owned(),
+            kind,
+        })
+    }
+
+    /// The path as written.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The value at the path, or `None` when it is not there. A JSONPath query that is not
+    /// singular (wildcards, slices, filters, descendants, several selectors) gives the list of
+    /// every node it selects, which may be empty.
+    pub fn extract(&self, value: &Value) -> Option<Value> {
+        match &self.kind {
+            PathKind::Dot(segments) => walk(value, segments).ok().cloned(),
+            PathKind::Pointer => value.pointer(&self.source).cloned(),
+            PathKind::JsonPath { query, singular } => {
+                let nodes = query_nodes(query, value)?;
+                if *singular {
+                    nodes.into_iter().next()
+                } else {
+                    Some(Value::Array(nodes))
+                }
+            }
+        }
+    }
+
+    /// Every node a JSONPath query selects (for dot paths and pointers: zero or one).
+    pub fn select(&self, value: &Value) -> Vec<Value> {
+        match &self.kind {
+            PathKind::JsonPath { query, .. } => query_nodes(query, value).unwrap_or_default(),
+            _ => self.extract(value).into_iter().collect(),
+        }
+    }
+}
+
+fn query_nodes(query: &JpQuery, value: &Value) -> Option<Vec<Value>> {
+    jsonpath_rust::query::js_path_process(query, value)
+        .ok()
+        .map(|nodes| nodes.into_iter().map(|node| node.val.clone()).collect())
+}
+
+/// Why a dot path could not be walked (seed 004's rules: keys on objects, integer indexes on
+/// lists, negative indexes from the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WalkError {
+    /// An object has no such key.
+    MissingField(String),
+    /// A list index is not an integer.
+    BadIndex(String),
+    /// A list index is out of range.
+    OutOfRange(String),
+    /// A scalar cannot be walked into.
+    Scalar(&'static str),
+}
+
+impl fmt::Display for WalkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WalkError::MissingField(segment) => write!(f, "output has no field `{segment}`"),
+            WalkError::BadIndex(segment) => write!(f, "cannot index a list with `{segment}`"),
+            WalkError::OutOfRange(segment) => write!(f, "list index `{segment}` is out of range"),
+            WalkError::Scalar(kind) => write!(f, "cannot walk into a {kind}"),
+        }
+    }
+}
+
+/// Walks `segments` into `value`.
+pub fn walk<'v, S: AsRef<str>>(value: &'v Value, segments: &[S]) -> Result<&'v Value, WalkError> {
+    let mut current = value;
+    for segment in segments {
+        let segment = segment.as_ref();
+        current = match current {
+            Value::Object(fields) => fields
+                .get(segment)
+                .ok_or_else(|| WalkError::MissingField(segment.to_owned()))?,
+            Value::Array(items) => {
+                let index: i64 = segment
+                    .parse()
+                    .map_err(|_| WalkError::BadIndex(segment.to_owned()))?;
+                let position = if index < 0 {
+                    items.len().checked_sub(index.unsigned_abs() as usize)
+                } else {
+                    Some(index as usize)
+                };
+                position
+                    .and_then(|position| items.get(position))
+                    .ok_or_else(|| WalkError::OutOfRange(segment.to_owned()))?
+            }
+            other => return Err(WalkError::Scalar(json_type(other))),
+        };
+    }
+    Ok(current)
+}
+
+/// The JSON type name of a value (`null`, `boolean`, `number`, `string`, `array`, `object`).
+pub fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn dot_paths_follow_seed_rules() {
+        let value = json!({"a": [{"b": 1}, {"b": 2}]});
+        assert_eq!(walk(&value, &["a", "-1", "b"]), Ok(&json!(2)));
+        assert_eq!(
+            walk(&value, &["a", "x"]),
+            Err(WalkError::BadIndex("x".into()))
+        );
+        assert_eq!(
+            walk(&value, &["a", "0", "b", "c"]),
+            Err(WalkError::Scalar("number"))
+        );
+        assert_eq!(
+            walk(&value, &["z"]),
+            Err(WalkError::MissingField("z".into()))
+        );
+        assert_eq!(
+            walk(&value, &["a", "-3"]),
+            Err(WalkError::OutOfRange("-3".into()))
+        );
+    }
+
+    #[test]
+    fn invalid_jsonpath_is_an_error() {
+        let error = Path::compile("$.a[").unwrap_err();
+        assert_eq!(error.path, "$.a[");
+    }
+
+    #[test]
+    fn pointer_and_root() {
+        let value = json!({"a/b": {"c": [true]}});
+        assert_eq!(
+            Path::compile("/a~1b/c/0").unwrap().extract(&value),
+            Some(json!(true))
+        );
+        assert_eq!(Path::compile("$").unwrap().extract(&value), Some(value));
+    }
+}

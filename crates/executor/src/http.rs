@@ -1,0 +1,188 @@
+//! The HTTP [`Transport`] on reqwest (rustls, pooled keep-alive connections).
+
+use std::error::Error as _;
+use std::time::Duration;
+
+use wayline_core::{HttpRequest, HttpResponse, Transport, TransportError, TransportErrorKind};
+
+/// Sends requests with a shared reqwest client: connections are pooled per host, TLS is rustls
+/// with the webpki roots, and every request has a connect timeout and its own overall timeout.
+///
+/// ```
+/// use std::time::Duration;
+/// use wayline_executor::ReqwestTransport;
+///
+/// let transport = ReqwestTransport::builder()
+///     .connect_timeout(Duration::from_secs(5))
+///     .max_response_bytes(8 << 20)
+///     .build()
+///     .unwrap();
+/// # let _ = transport;
+/// ```
+#[derive(Debug, Clone)]
+pub struct ReqwestTransport {
+    client: reqwest::Client,
+    max_response_bytes: usize,
+}
+
+/// Settings of a [`ReqwestTransport`].
+#[derive(Debug, Clone)]
+pub struct ReqwestTransportBuilder {
+    connect_timeout: Duration,
+    pool_idle_timeout: Duration,
+    max_idle_per_host: usize,
+    user_agent: String,
+    max_response_bytes: usize,
+}
+
+impl Default for ReqwestTransportBuilder {
+    fn default() -> Self {
+        ReqwestTransportBuilder {
+            connect_timeout: Duration::from_secs(10),
+            pool_idle_timeout: Duration::from_secs(90),
+            max_idle_per_host: 32,
+            user_agent: concat!("wayline/", env!("CARGO_PKG_VERSION")).to_owned(),
+            max_response_bytes: 32 << 20,
+        }
+    }
+}
+
+impl ReqwestTransportBuilder {
+    /// Time allowed to open a connection (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long an idle pooled connection is kept (default 90 s).
+    pub fn pool_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.pool_idle_timeout = timeout;
+        self
+    }
+
+    /// Idle connections kept per host (default 32).
+    pub fn max_idle_per_host(mut self, count: usize) -> Self {
+        self.max_idle_per_host = count;
+        self
+    }
+
+    /// The `User-Agent` sent with every request (default `wayline/<version>`; many APIs, GitHub's
+    /// among them, refuse requests without one).
+    pub fn user_agent(mut self, user_agent: impl Into<String>) -> Self {
+        self.user_agent = user_agent.into();
+        self
+    }
+
+    /// Largest response body accepted (default 32 MiB); a larger one is an error.
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
+    /// Builds the transport; fails only if the TLS backend cannot start.
+    pub fn build(self) -> Result<ReqwestTransport, TransportError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .pool_idle_timeout(self.pool_idle_timeout)
+            .pool_max_idle_per_host(self.max_idle_per_host)
+            .user_agent(self.user_agent)
+            .build()
+            .map_err(|error| TransportError::new(TransportErrorKind::Other, describe(&error)))?;
+        Ok(ReqwestTransport {
+            client,
+            max_response_bytes: self.max_response_bytes,
+        })
+    }
+}
+
+impl ReqwestTransport {
+    /// A transport with the default settings.
+    pub fn new() -> Result<Self, TransportError> {
+        Self::builder().build()
+    }
+
+    /// Settings to adjust before building.
+    pub fn builder() -> ReqwestTransportBuilder {
+        ReqwestTransportBuilder::default()
+    }
+}
+
+#[async_trait::async_trait]
+impl Transport for ReqwestTransport {
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
+        let method = reqwest::Method::from_bytes(request.method.as_bytes()).map_err(|_| {
+            TransportError::new(
+                TransportErrorKind::InvalidRequest,
+                format!("`{}` is not an HTTP method", request.method),
+            )
+        })?;
+        let mut builder = self.client.request(method, &request.url);
+        for header in &request.headers {
+            builder = builder.header(&header.name, &header.value);
+        }
+        if let Some(body) = request.body {
+            builder = builder.body(body);
+        }
+        if let Some(timeout) = request.timeout {
+            builder = builder.timeout(timeout);
+        }
+        let mut response = builder.send().await.map_err(|error| convert(&error))?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(name, value)| {
+                (
+                    name.as_str().to_owned(),
+                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|error| convert(&error))? {
+            if body.len() + chunk.len() > self.max_response_bytes {
+                return Err(TransportError::new(
+                    TransportErrorKind::Other,
+                    format!(
+                        "the response body is larger than the {} bytes allowed",
+                        self.max_response_bytes
+                    ),
+                ));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let mut reply = HttpResponse::new(status, body);
+        reply.headers = headers;
+        Ok(reply)
+    }
+}
+
+fn convert(error: &reqwest::Error) -> TransportError {
+    let kind = if error.is_timeout() {
+        TransportErrorKind::Timeout
+    } else if error.is_connect() {
+        TransportErrorKind::Connect
+    } else if error.is_builder() {
+        TransportErrorKind::InvalidRequest
+    } else if error.is_request() || error.is_body() || error.is_decode() {
+        TransportErrorKind::Interrupted
+    } else {
+        TransportErrorKind::Other
+    };
+    TransportError::new(kind, describe(error))
+}
+
+/// The error with its causes ("error sending request: connection reset by peer").
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,50 @@
+//! wayline's engine: runs a validated workflow as a graph of calls.
+//!
+//! - **Scheduling** by readiness, bounded by `max_parallel` and a per-host limit, with critical
+//!   path priority; results never depend on timing ([`Engine`]).
+//! - **Requests** from tool definitions, legacy and config style ([`build_request`]), sent by a
+//!   [`Transport`](wayline_core::Transport): [`ReqwestTransport`] (feature `http`) or the
+//!   [`ScriptedTransport`] for tests.
+//! - **Retries** of transient failures with capped, jittered exponential backoff and
+//!   `Retry-After`; non-idempotent requests are not resent blindly. **Polling** until a CEL
+//!   condition holds, separate from retries.
+//! - **Extraction** by dot path, JSONPath or JSON Pointer ([`extract::Path`]); **validations**;
+//!   `transform` steps (CEL, no I/O) and `cli` tools (a subprocess, no shell).
+//! - A complete **run record** whatever happens — failures, skips, cancellation, deadline — with
+//!   secrets scrubbed, and [`RunObserver`](wayline_core::RunObserver) events and `tracing`
+//!   spans along the way; [`StepMiddleware`] hooks around each step.
+//!
+//! The example under [`Engine`] runs a one-step workflow against a scripted transport.
+
+mod cancel;
+mod command;
+mod dry_run;
+mod engine;
+mod error;
+mod eval;
+pub mod extract;
+#[cfg(feature = "http")]
+mod http;
+mod middleware;
+mod mock;
+mod prepare;
+mod redact;
+mod request;
+mod resolve;
+mod response;
+mod retry;
+mod step;
+#[cfg(feature = "testing")]
+pub mod testing;
+mod validation;
+
+pub use cancel::CancelToken;
+pub use dry_run::{PlannedStep, dry_run};
+pub use engine::{DEFAULT_MAX_PARALLEL, Engine, EngineBuilder, RunOptions};
+pub use error::Error;
+#[cfg(feature = "http")]
+pub use http::{ReqwestTransport, ReqwestTransportBuilder};
+pub use middleware::{StepContext, StepMiddleware};
+pub use mock::ScriptedTransport;
+pub use prepare::PreparedWorkflow;
+pub use request::{BuiltRequest, build_request};

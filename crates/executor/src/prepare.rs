@@ -1,0 +1,217 @@
+//! A workflow made ready to run: validated, its expressions, paths and validations compiled
+//! once, its tools looked up, its dependency lists and scheduling priorities computed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wayline_core::tool::ToolKind;
+use wayline_core::workflow::ExpressionField;
+use wayline_core::{
+    Expression, Reference, RetryPolicy, Step, StepKind, ToolCatalog, ToolDefinition, Workflow,
+};
+
+use crate::Error;
+use crate::extract::Path;
+use crate::response::{Extraction, path_outputs};
+use crate::validation::Validation;
+
+/// Engine settings a prepared step takes its defaults from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Defaults {
+    pub(crate) retry: RetryPolicy,
+    pub(crate) timeout: Duration,
+}
+
+/// A workflow ready to run any number of times. Made by [`Engine::prepare`](crate::Engine::prepare).
+#[derive(Debug)]
+pub struct PreparedWorkflow {
+    pub(crate) workflow: Workflow,
+    pub(crate) steps: Vec<PreparedStep>,
+    /// Topological order (positions); also the order of the run record.
+    pub(crate) order: Vec<usize>,
+    pub(crate) predecessors: Vec<Vec<usize>>,
+    pub(crate) successors: Vec<Vec<usize>>,
+    /// Longest chain of steps from each step to the end: who starts first when slots are few.
+    pub(crate) priority: Vec<u64>,
+    pub(crate) index: HashMap<String, usize>,
+    /// Every run input the workflow reads, for checking inputs before a run starts.
+    pub(crate) input_refs: Vec<String>,
+}
+
+impl PreparedWorkflow {
+    /// The workflow.
+    pub fn workflow(&self) -> &Workflow {
+        &self.workflow
+    }
+
+    /// Step ids in the order the run record lists them (a topological order).
+    pub fn order(&self) -> impl Iterator<Item = &str> {
+        self.order
+            .iter()
+            .map(|&position| self.workflow.steps[position].id.as_str())
+    }
+
+    pub(crate) fn is_step(&self, id: &str) -> bool {
+        self.index.contains_key(id)
+    }
+}
+
+/// One step with everything compiled.
+#[derive(Debug)]
+pub(crate) struct PreparedStep {
+    pub(crate) step: Step,
+    pub(crate) tool: Option<Arc<ToolDefinition>>,
+    pub(crate) when: Option<Expression>,
+    pub(crate) until: Option<Expression>,
+    pub(crate) cel_outputs: Vec<(String, Expression)>,
+    pub(crate) path_outputs: Vec<(String, Path)>,
+    pub(crate) extraction: Extraction,
+    pub(crate) validations: Vec<Validation>,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) timeout: Duration,
+}
+
+impl PreparedStep {
+    pub(crate) fn has_outputs(&self) -> bool {
+        !self.cel_outputs.is_empty() || !self.path_outputs.is_empty()
+    }
+}
+
+pub(crate) fn prepare(
+    workflow: &Workflow,
+    catalog: &dyn ToolCatalog,
+    defaults: Defaults,
+) -> Result<PreparedWorkflow, Error> {
+    let report = wayline_graph::validate(workflow, catalog);
+    let mut problems: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+    let mut steps = Vec::with_capacity(workflow.steps.len());
+    let mut input_refs: Vec<String> = Vec::new();
+    let is_step = |id: &str| workflow.step(id).is_some();
+    for step in &workflow.steps {
+        let mut fail = |problem: String| problems.push(format!("step `{}`: {problem}", step.id));
+        let tool = catalog.tool(&step.tool_id).cloned().map(Arc::new);
+        match (step.kind, tool.as_deref()) {
+            (StepKind::Decision, _) => fail(
+                "decision steps need the planner, which this engine does not have; use `when` conditions to branch".to_owned(),
+            ),
+            (StepKind::Code, _) | (StepKind::Action, Some(ToolDefinition { kind: ToolKind::Code, .. })) => fail(
+                "code steps need a code runner (a sandbox), which this engine does not have".to_owned(),
+            ),
+            (StepKind::Transform, _) if step.outputs.is_empty() => {
+                fail("a transform step computes its `outputs`; it has none".to_owned());
+            }
+            (StepKind::Action, Some(tool)) if tool.kind == ToolKind::Cli && tool.command.is_none() => {
+                fail(format!("tool `{}` is a `cli` tool without a `command`", tool.id));
+            }
+            _ => {}
+        }
+        let mut when = None;
+        let mut until = None;
+        let mut cel_outputs = Vec::new();
+        for (field, source) in step.expressions() {
+            // Syntax errors were reported by validation already.
+            let Ok(expression) = Expression::compile(source) else {
+                continue;
+            };
+            for name in expression.input_refs() {
+                push_unique(&mut input_refs, name);
+            }
+            match field {
+                ExpressionField::When => when = Some(expression),
+                ExpressionField::PollUntil => until = Some(expression),
+                ExpressionField::Output(name) => cel_outputs.push((name.to_owned(), expression)),
+            }
+        }
+        for source in step.input_mapping.values() {
+            if let Reference::Input { name } = Reference::parse(source, is_step) {
+                push_unique(&mut input_refs, name);
+            }
+        }
+        let path_outputs = path_outputs(&step.outputs).unwrap_or_else(|error| {
+            fail(format!("`outputs`: {error}"));
+            Vec::new()
+        });
+        let extraction = tool
+            .as_deref()
+            .map(Extraction::compile)
+            .transpose()
+            .unwrap_or_else(|error| {
+                fail(format!(
+                    "`response_extract` of tool `{}`: {error}",
+                    step.tool_id
+                ));
+                None
+            })
+            .unwrap_or_default();
+        let validations = step
+            .validations
+            .iter()
+            .filter_map(|spec| Validation::compile(spec).map_err(&mut fail).ok())
+            .collect();
+        let retry = step
+            .retry
+            .or_else(|| tool.as_ref().and_then(|tool| tool.retry))
+            .unwrap_or(defaults.retry);
+        if retry.max_attempts == 0 {
+            fail("`retry.max_attempts` must be at least 1 (the first attempt counts)".to_owned());
+        }
+        if step
+            .poll
+            .as_ref()
+            .is_some_and(|poll| poll.max_attempts == 0)
+        {
+            fail("`poll.max_attempts` must be at least 1".to_owned());
+        }
+        let timeout = step
+            .timeout_ms
+            .or_else(|| tool.as_ref().and_then(|tool| tool.timeout_ms))
+            .map(Duration::from_millis)
+            .unwrap_or(defaults.timeout);
+        steps.push(PreparedStep {
+            step: step.clone(),
+            tool,
+            when,
+            until,
+            cel_outputs,
+            path_outputs,
+            extraction,
+            validations,
+            retry,
+            timeout,
+        });
+    }
+    if !problems.is_empty() {
+        return Err(Error::InvalidWorkflow {
+            workflow_id: workflow.id.clone(),
+            problems,
+        });
+    }
+    let graph = report.graph();
+    let count = workflow.steps.len();
+    let predecessors = (0..count).map(|index| graph.predecessors(index)).collect();
+    let successors = (0..count).map(|index| graph.successors(index)).collect();
+    let priority = graph.remaining_weight(|_| 1);
+    let index = workflow
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(position, step)| (step.id.clone(), position))
+        .collect();
+    Ok(PreparedWorkflow {
+        workflow: workflow.clone(),
+        steps,
+        order: report.order_indexes().to_vec(),
+        predecessors,
+        successors,
+        priority,
+        index,
+        input_refs,
+    })
+}
+
+fn push_unique(names: &mut Vec<String>, name: &str) {
+    if !names.iter().any(|known| known == name) {
+        names.push(name.to_owned());
+    }
+}

@@ -1,0 +1,407 @@
+//! Running one step: input validations, hooks, the call with its retries and polling, outputs,
+//! output validations, and the step's record.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use chrono::{DateTime, Utc};
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
+use wayline_core::tool::ToolKind;
+use wayline_core::{
+    HttpRequest, HttpResponse, RequestSummary, RunEvent, StepKind, StepResult, StepStatus,
+    ToolDefinition, TransportError, TransportErrorKind,
+};
+
+use crate::command::{self, Invocation};
+use crate::engine::RunShared;
+use crate::eval::{self, ResponseView, Scope};
+use crate::middleware::StepContext;
+use crate::prepare::PreparedStep;
+use crate::request::build_request;
+use crate::response;
+use crate::retry::{backoff, is_transient_status, may_resend, parse_retry_after};
+use crate::validation::{self, Target};
+
+/// A step ready to start: its inputs resolved, the outputs its expressions read at hand.
+#[derive(Debug)]
+pub(crate) struct StepJob<'r> {
+    pub(crate) run: &'r RunShared<'r>,
+    pub(crate) prepared: &'r PreparedStep,
+    pub(crate) inputs: IndexMap<String, Value>,
+    pub(crate) steps: HashMap<String, Arc<Value>>,
+    pub(crate) started_at: DateTime<Utc>,
+}
+
+/// A finished step: its record, and its output for the steps after it (`None` unless it
+/// succeeded).
+#[derive(Debug)]
+pub(crate) struct StepDone {
+    pub(crate) result: StepResult,
+    pub(crate) output: Option<Arc<Value>>,
+}
+
+/// Why a step failed; an output validation failure keeps the output for the record.
+#[derive(Debug)]
+struct Failure {
+    message: String,
+    output: Option<Value>,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure {
+            message,
+            output: None,
+        }
+    }
+}
+
+/// What the record keeps of the attempts.
+#[derive(Debug, Default)]
+struct Progress {
+    attempts: u32,
+    warnings: Vec<String>,
+    request: Option<RequestSummary>,
+    response_status: Option<u16>,
+}
+
+pub(crate) async fn execute(job: StepJob<'_>) -> StepDone {
+    let clock = Instant::now();
+    let mut progress = Progress::default();
+    let outcome = run_step(&job, &mut progress).await;
+    let redactor = &job.run.redactor;
+    let step = &job.prepared.step;
+    let mut result = StepResult::pending(step.id.clone());
+    result.started_at = Some(job.started_at);
+    result.attempts = progress.attempts;
+    result.request = progress.request;
+    result.response_status = progress.response_status;
+    result.warnings = progress
+        .warnings
+        .iter()
+        .map(|warning| redactor.text(warning).into_owned())
+        .collect();
+    let output = match outcome {
+        Ok(output) => {
+            result.status = StepStatus::Success;
+            result.output_data = output.clone();
+            Some(output)
+        }
+        Err(failure) => {
+            result.status = StepStatus::Failed;
+            result.error = Some(redactor.text(&failure.message).into_owned());
+            if let Some(output) = failure.output {
+                result.output_data = output;
+            }
+            None
+        }
+    };
+    redactor.value(&mut result.output_data);
+    let context = job.context();
+    for hook in &job.run.engine.middleware {
+        hook.after_step(&context, &mut result).await;
+    }
+    result.finished_at = Some(Utc::now());
+    result.duration_ms = Some(u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX));
+    let output = output.filter(|_| result.status == StepStatus::Success);
+    StepDone {
+        result,
+        output: output.map(Arc::new),
+    }
+}
+
+impl StepJob<'_> {
+    fn context(&self) -> StepContext<'_> {
+        StepContext {
+            run_id: &self.run.run_id,
+            workflow_id: &self.run.workflow_id,
+            step: &self.prepared.step,
+            tool: self.prepared.tool.as_deref(),
+            inputs: &self.inputs,
+        }
+    }
+
+    fn scope<'a>(&'a self, response: Option<ResponseView<'a>>) -> Scope<'a> {
+        Scope {
+            inputs: &self.run.inputs,
+            steps: &self.steps,
+            response,
+        }
+    }
+
+    fn emit(&self, event: &RunEvent<'_>) {
+        self.run.engine.emit(event);
+    }
+}
+
+async fn run_step(job: &StepJob<'_>, progress: &mut Progress) -> Result<Value, Failure> {
+    let prepared = job.prepared;
+    let inputs_value = Value::Object(
+        job.inputs
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect(),
+    );
+    let findings = validation::run(&prepared.validations, Target::Input, &inputs_value);
+    progress.warnings.extend(findings.warnings);
+    if !findings.errors.is_empty() {
+        return Err(format!("input validation failed: {}", findings.errors.join("; ")).into());
+    }
+    let context = job.context();
+    for hook in &job.run.engine.middleware {
+        hook.before_step(&context)
+            .await
+            .map_err(|reason| format!("blocked before it ran: {reason}"))?;
+    }
+    let output = match (prepared.step.kind, prepared.tool.as_deref()) {
+        (StepKind::Transform, _) => step_outputs(job, None)?,
+        (_, Some(tool)) => call(job, tool, progress).await?,
+        (_, None) => {
+            return Err(format!("tool `{}` is not in the catalog", prepared.step.tool_id).into());
+        }
+    };
+    let findings = validation::run(&prepared.validations, Target::Output, &output);
+    progress.warnings.extend(findings.warnings);
+    if !findings.errors.is_empty() {
+        return Err(Failure {
+            message: format!("output validation failed: {}", findings.errors.join("; ")),
+            output: Some(output),
+        });
+    }
+    Ok(output)
+}
+
+/// How a tool is invoked.
+enum Invoke {
+    Http(HttpRequest),
+    Cli(Invocation, u64),
+}
+
+/// One attempt's result: a reply (any status), or a failure with its transport kind.
+type AttemptResult = Result<HttpResponse, TransportError>;
+
+async fn call(
+    job: &StepJob<'_>,
+    tool: &ToolDefinition,
+    progress: &mut Progress,
+) -> Result<Value, Failure> {
+    let prepared = job.prepared;
+    let run = job.run;
+    let config = run.config(&tool.id)?;
+    let invoke = match (tool.kind, &tool.command) {
+        (ToolKind::Cli, Some(command)) => Invoke::Cli(
+            command::invocation(command, &job.inputs)?,
+            command.max_output_bytes,
+        ),
+        _ => {
+            let key = tool
+                .idempotency_key
+                .as_ref()
+                .map(|_| format!("wayline-{}-{}", run.run_id, prepared.step.id));
+            let built = build_request(tool, &job.inputs, config, key.as_deref())?;
+            progress.warnings.extend(built.warnings);
+            let mut request = built.request;
+            request.timeout = Some(prepared.timeout);
+            progress.request = Some(run.redactor.summary(&request));
+            Invoke::Http(request)
+        }
+    };
+    let resend = |failure: Option<TransportErrorKind>| match &invoke {
+        Invoke::Http(request) => may_resend(
+            &request.method,
+            tool.idempotent,
+            tool.idempotency_key.is_some(),
+            failure,
+        ),
+        Invoke::Cli(..) => tool.idempotent == Some(true),
+    };
+    let mut rng = fastrand::Rng::with_seed(seed(&run.run_id, &prepared.step.id));
+    let mut failures_in_a_row = 0u32;
+    let mut polls = 0u32;
+    let mut last_poll_error: Option<String> = None;
+    loop {
+        progress.attempts += 1;
+        let attempt = progress.attempts;
+        let clock = Instant::now();
+        let result = attempt_once(job, &invoke).await;
+        let duration = clock.elapsed();
+        let error_text = result
+            .as_ref()
+            .err()
+            .map(|error| run.redactor.text(&error.to_string()).into_owned());
+        job.emit(&RunEvent::Attempt {
+            run_id: &run.run_id,
+            step_id: &prepared.step.id,
+            tool_id: &tool.id,
+            attempt,
+            status: result.as_ref().ok().map(|reply| reply.status),
+            error: error_text.as_deref(),
+            duration,
+        });
+        let (retryable, message, retry_after) = match result {
+            Ok(reply) => {
+                if let Invoke::Http(_) = invoke {
+                    progress.response_status = Some(reply.status);
+                }
+                if is_transient_status(reply.status) {
+                    let wait = reply
+                        .header("retry-after")
+                        .and_then(|value| parse_retry_after(value, SystemTime::now()));
+                    let message = response::status_error(&reply)
+                        .unwrap_or_else(|| format!("HTTP {}", reply.status));
+                    (resend(None), message, wait)
+                } else if let Some(error) = response::status_error(&reply) {
+                    (false, error, None)
+                } else {
+                    failures_in_a_row = 0;
+                    let parsed = response::parse_body(&reply);
+                    let text_body;
+                    let body = match &parsed {
+                        Some(parsed) => parsed,
+                        None => {
+                            text_body = Value::String(reply.text().into_owned());
+                            &text_body
+                        }
+                    };
+                    let view = ResponseView {
+                        status: reply.status,
+                        headers: &reply.headers,
+                        body,
+                    };
+                    if let (Some(until), Some(poll)) = (&prepared.until, &prepared.step.poll) {
+                        polls += 1;
+                        let holds = match eval::condition(until, job.scope(Some(view))) {
+                            Ok(holds) => holds,
+                            Err(error) => {
+                                last_poll_error = Some(error);
+                                false
+                            }
+                        };
+                        if !holds {
+                            if polls >= poll.max_attempts {
+                                let why = last_poll_error
+                                    .map(|error| format!("; last evaluation: {error}"))
+                                    .unwrap_or_default();
+                                return Err(format!(
+                                    "poll: `{}` still false after {polls} polls (last status {}){why}",
+                                    until.source(),
+                                    reply.status
+                                )
+                                .into());
+                            }
+                            tokio::time::sleep(Duration::from_millis(poll.interval_ms)).await;
+                            continue;
+                        }
+                    }
+                    if prepared.has_outputs() {
+                        return Ok(step_outputs(job, Some((view, parsed.as_ref())))?);
+                    }
+                    return Ok(response::output(
+                        &prepared.extraction,
+                        &reply,
+                        parsed.as_ref(),
+                    )?);
+                }
+            }
+            Err(error) => {
+                let kind = error.kind();
+                let message = match &invoke {
+                    Invoke::Http(_) => format!("HTTP request failed: {error}"),
+                    Invoke::Cli(..) => error.message().to_owned(),
+                };
+                (kind.is_transient() && resend(Some(kind)), message, None)
+            }
+        };
+        failures_in_a_row += 1;
+        if !retryable || failures_in_a_row >= prepared.retry.max_attempts {
+            let after = if attempt > 1 {
+                format!(" (after {attempt} attempts)")
+            } else {
+                String::new()
+            };
+            return Err(format!("{message}{after}").into());
+        }
+        let delay = match retry_after {
+            Some(wait) if wait > run.engine.max_retry_after => {
+                return Err(format!(
+                    "{message}; the server asks to retry after {} s, more than the {} s this engine waits",
+                    wait.as_secs(),
+                    run.engine.max_retry_after.as_secs()
+                )
+                .into());
+            }
+            Some(wait) => wait,
+            None => backoff(&prepared.retry, failures_in_a_row, &mut rng),
+        };
+        let reason = run.redactor.text(&message);
+        job.emit(&RunEvent::RetryScheduled {
+            run_id: &run.run_id,
+            step_id: &prepared.step.id,
+            attempt,
+            delay,
+            reason: &reason,
+        });
+        tracing::debug!(step = %prepared.step.id, attempt, ?delay, "retry scheduled");
+        tokio::time::sleep(delay).await;
+    }
+}
+
+async fn attempt_once(job: &StepJob<'_>, invoke: &Invoke) -> AttemptResult {
+    let timeout = job.prepared.timeout;
+    match invoke {
+        Invoke::Http(request) => {
+            // The transport honours the request's timeout; this bounds a transport that does not.
+            let send = job.run.engine.transport.send(request.clone());
+            tokio::time::timeout(timeout, send)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(TransportError::new(
+                        TransportErrorKind::Timeout,
+                        format!("no response within {} ms", timeout.as_millis()),
+                    ))
+                })
+        }
+        Invoke::Cli(invocation, max_output) => command::run(invocation, *max_output, timeout).await,
+    }
+}
+
+/// The step's `outputs`: CEL expressions over the run (and the response, when there is one) and
+/// paths over the response body.
+fn step_outputs(
+    job: &StepJob<'_>,
+    response: Option<(ResponseView<'_>, Option<&Value>)>,
+) -> Result<Value, String> {
+    let prepared = job.prepared;
+    let mut output = Map::new();
+    for (name, expression) in &prepared.cel_outputs {
+        let value = eval::evaluate(expression, job.scope(response.map(|(view, _)| view)))
+            .map_err(|error| format!("output `{name}`: {error}"))?;
+        output.insert(name.clone(), value);
+    }
+    for (name, path) in &prepared.path_outputs {
+        let body = response
+            .and_then(|(_, parsed)| parsed)
+            .ok_or_else(|| format!("output `{name}`: `{}` needs a JSON response", path.source()))?;
+        let value = path.extract(body).ok_or_else(|| {
+            format!(
+                "output `{name}`: `{}` selects nothing in the response",
+                path.source()
+            )
+        })?;
+        output.insert(name.clone(), value);
+    }
+    Ok(Value::Object(output))
+}
+
+/// A seed for the retry jitter, fixed per run and step so a run's waits can be replayed.
+fn seed(run_id: &str, step_id: &str) -> u64 {
+    // FNV-1a: small, stable across platforms and Rust versions (unlike `DefaultHasher`).
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for byte in run_id.bytes().chain([0]).chain(step_id.bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
