@@ -1,1 +1,7 @@
-//! Integration tests of the engine.
+//! Integration tests of the engine: real requests to loopback servers started in each test.
+
+mod faults;
+mod polling;
+mod scheduling;
+mod semantics;
+mod support;

@@ -1,0 +1,336 @@
+//! Run semantics: failure propagation, severity, validations, `when`, transforms, hooks, the
+//! record's order, and secrets kept out of records.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use wayline_core::{
+    HttpRequest, HttpResponse, MemoryCatalog, MemorySecrets, RunStatus, Secret, StepResult,
+    StepStatus, ToolConfig, ToolDefinition,
+};
+use wayline_executor::testing::{MockServer, Reply};
+use wayline_executor::{Engine, Error, RunOptions, ScriptedTransport, StepContext, StepMiddleware};
+
+use crate::support::{Events, engine, tool, workflow};
+
+/// An engine whose transport answers by path: `/fail` → 500, `/echo` → the query as JSON,
+/// anything else → `{"path": ...}`.
+fn scripted(tool_ids: &[&str]) -> Engine {
+    let tools = tool_ids.iter().map(|id| {
+        let mut tool = ToolDefinition::new(*id, "http://api.test");
+        tool.path = format!("/{id}");
+        tool
+    });
+    let transport = ScriptedTransport::new().with_fallback(|request: &HttpRequest| {
+        let url = url::Url::parse(&request.url).unwrap();
+        Ok(match url.path() {
+            "/fail" => HttpResponse::new(500, "boom"),
+            "/echo" => {
+                let query: serde_json::Map<String, Value> = url
+                    .query_pairs()
+                    .map(|(key, value)| (key.into_owned(), Value::String(value.into_owned())))
+                    .collect();
+                HttpResponse::new(200, Value::Object(query).to_string())
+            }
+            path => HttpResponse::new(200, json!({"path": path, "items": [1, 2, 3]}).to_string()),
+        })
+    });
+    Engine::builder(Arc::new(MemoryCatalog::from_tools(tools)))
+        .transport(Arc::new(transport))
+        .build()
+}
+
+fn result<'r>(run: &'r wayline_core::Run, id: &str) -> &'r StepResult {
+    run.step_results.iter().find(|r| r.step_id == id).unwrap()
+}
+
+#[tokio::test]
+async fn a_failure_skips_dependents_transitively_with_the_reason() {
+    let engine = scripted(&["ok", "fail"]);
+    let flow = workflow(
+        "id: w\nname: W\nsteps:\n\
+         - {id: a, tool_id: fail}\n\
+         - {id: b, tool_id: ok, input_mapping: {x: a.path}}\n\
+         - {id: c, tool_id: ok, input_mapping: {x: b.path}}\n\
+         - {id: d, tool_id: ok}\n",
+    );
+    let run = engine.run(&flow, RunOptions::new()).await.unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+    assert_eq!(result(&run, "a").status, StepStatus::Failed);
+    assert_eq!(result(&run, "a").error.as_deref(), Some("HTTP 500: boom"));
+    assert_eq!(result(&run, "b").status, StepStatus::Skipped);
+    assert_eq!(
+        result(&run, "b").error.as_deref(),
+        Some("dependency `a` failed")
+    );
+    assert_eq!(
+        result(&run, "c").error.as_deref(),
+        Some("dependency `b` was skipped")
+    );
+    assert_eq!(result(&run, "d").status, StepStatus::Success);
+    assert!(run.step_results.iter().all(|r| r.finished_at.is_some()));
+}
+
+#[tokio::test]
+async fn a_non_critical_failure_does_not_fail_the_run() {
+    let engine = scripted(&["ok", "fail"]);
+    let flow = workflow(
+        "id: w\nname: W\nsteps:\n\
+         - {id: a, tool_id: fail, severity: non_critical}\n\
+         - {id: b, tool_id: ok, input_mapping: {x: a.path}}\n\
+         - {id: c, tool_id: ok}\n",
+    );
+    let run = engine.run(&flow, RunOptions::new()).await.unwrap();
+    assert_eq!(run.status, RunStatus::Success);
+    assert_eq!(result(&run, "a").status, StepStatus::Failed);
+    assert_eq!(result(&run, "b").status, StepStatus::Skipped);
+}
+
+#[tokio::test]
+async fn validations_fail_or_warn_on_inputs_and_outputs() {
+    let engine = scripted(&["ok", "echo"]);
+    let flow = workflow(
+        r#"id: w
+name: W
+steps:
+  - id: in
+    tool_id: echo
+    input_mapping: {name: ""}
+    validations:
+      - {field: name, check: not_empty, target: input}
+  - id: out
+    tool_id: ok
+    validations:
+      - {field: items, check: min_length, value: 5}
+      - {field: path, check: regex, value: "^/o"}
+  - id: warn
+    tool_id: ok
+    validations:
+      - {field: items, check: min_length, value: 5, critical: false, message: "few items"}
+"#,
+    );
+    let run = engine.run(&flow, RunOptions::new()).await.unwrap();
+    let input = result(&run, "in");
+    assert_eq!(input.status, StepStatus::Failed);
+    assert_eq!(
+        input.error.as_deref(),
+        Some("input validation failed: 'name' is empty")
+    );
+    assert_eq!(input.attempts, 0, "no call is made when inputs fail");
+    let output = result(&run, "out");
+    assert_eq!(output.status, StepStatus::Failed);
+    assert_eq!(
+        output.error.as_deref(),
+        Some("output validation failed: 'items' length 3 < 5")
+    );
+    assert_eq!(output.output_data["path"], "/ok", "the output is kept");
+    let warn = result(&run, "warn");
+    assert_eq!(warn.status, StepStatus::Success);
+    assert_eq!(warn.warnings, ["few items"]);
+}
+
+#[tokio::test]
+async fn bad_validations_and_expressions_stop_the_run_before_it_starts() {
+    let engine = scripted(&["ok"]);
+    let flow = workflow(
+        "id: w\nname: W\nsteps:\n  - id: a\n    tool_id: ok\n    validations: [{field: x, check: regex, value: '('}]\n    outputs: {x: '$.a['}\n",
+    );
+    let error = engine.run(&flow, RunOptions::new()).await.unwrap_err();
+    let Error::InvalidWorkflow { problems, .. } = &error else {
+        panic!("{error}");
+    };
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(error.to_string().contains("invalid regex"), "{error}");
+}
+
+#[tokio::test]
+async fn missing_inputs_stop_the_run_before_it_starts() {
+    let engine = scripted(&["echo"]);
+    let flow = workflow(
+        "id: w\nname: W\ninputs: {city: {description: where}, units: {default: metric}}\nsteps:\n  - {id: a, tool_id: echo, input_mapping: {q: $input.city, u: $input.units}}\n",
+    );
+    let error = engine.run(&flow, RunOptions::new()).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("input `city` is required (where)"),
+        "{error}"
+    );
+    let error = engine
+        .run(
+            &flow,
+            RunOptions::new().input("city", "Oslo").input("cty", "x"),
+        )
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("did you mean `city`"), "{error}");
+    let run = engine
+        .run(&flow, RunOptions::new().input("city", "Oslo"))
+        .await
+        .unwrap();
+    assert_eq!(
+        run.step_results[0].output_data,
+        json!({"q": "Oslo", "u": "metric"})
+    );
+    assert_eq!(run.user_inputs["units"], "metric");
+}
+
+#[tokio::test]
+async fn when_false_skips_and_transforms_compute_outputs() {
+    let engine = scripted(&["ok"]);
+    let flow = workflow(
+        r#"id: w
+name: W
+steps:
+  - {id: a, tool_id: ok}
+  - id: total
+    kind: transform
+    outputs:
+      count: "size(steps.a.items)"
+      doubled: "steps.a.items.map(x, x * 2)"
+      greeting: "'hello ' + inputs.who"
+  - {id: never, tool_id: ok, when: "steps.total.count > 10"}
+  - {id: after_never, tool_id: ok, input_mapping: {x: never.path}}
+"#,
+    );
+    let run = engine
+        .run(&flow, RunOptions::new().input("who", "Ada"))
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Success);
+    assert_eq!(
+        result(&run, "total").output_data,
+        json!({"count": 3, "doubled": [2, 4, 6], "greeting": "hello Ada"})
+    );
+    let never = result(&run, "never");
+    assert_eq!(never.status, StepStatus::Skipped);
+    assert_eq!(
+        never.error.as_deref(),
+        Some("`when` condition `steps.total.count > 10` is false")
+    );
+    assert_eq!(result(&run, "after_never").status, StepStatus::Skipped);
+}
+
+#[tokio::test]
+async fn the_record_lists_steps_in_topological_order() {
+    let engine = scripted(&["ok"]);
+    let flow = workflow(
+        "id: w\nname: W\nsteps:\n\
+         - {id: c, tool_id: ok, input_mapping: {x: b.path}}\n\
+         - {id: b, tool_id: ok, input_mapping: {x: a.path}}\n\
+         - {id: a, tool_id: ok}\n",
+    );
+    let run = engine.run(&flow, RunOptions::new()).await.unwrap();
+    let order: Vec<_> = run
+        .step_results
+        .iter()
+        .map(|r| r.step_id.as_str())
+        .collect();
+    assert_eq!(order, ["a", "b", "c"]);
+}
+
+#[derive(Debug)]
+struct Guard;
+
+#[async_trait::async_trait]
+impl StepMiddleware for Guard {
+    async fn before_step(&self, step: &StepContext<'_>) -> Result<(), String> {
+        if step.step.id == "blocked" {
+            return Err("not on Fridays".to_owned());
+        }
+        Ok(())
+    }
+
+    async fn after_step(&self, _step: &StepContext<'_>, result: &mut StepResult) {
+        result.warnings.push("audited".to_owned());
+    }
+}
+
+#[tokio::test]
+async fn middleware_can_block_a_step_and_annotate_results() {
+    let transport =
+        Arc::new(ScriptedTransport::new().with_fallback(|_| Ok(HttpResponse::new(200, "{}"))));
+    let catalog = MemoryCatalog::from_tools([ToolDefinition::new("ok", "http://api.test")]);
+    let engine = Engine::builder(Arc::new(catalog))
+        .transport(transport.clone())
+        .middleware(Arc::new(Guard))
+        .build();
+    let flow = workflow(
+        "id: w\nname: W\nsteps:\n  - {id: blocked, tool_id: ok}\n  - {id: fine, tool_id: ok}\n",
+    );
+    let run = engine.run(&flow, RunOptions::new()).await.unwrap();
+    let blocked = result(&run, "blocked");
+    assert_eq!(blocked.status, StepStatus::Failed);
+    assert_eq!(
+        blocked.error.as_deref(),
+        Some("blocked before it ran: not on Fridays")
+    );
+    assert_eq!(result(&run, "fine").warnings, ["audited"]);
+    assert_eq!(transport.requests().len(), 1);
+}
+
+const TOKEN: &str = "tok-5ecret-0123456789";
+
+#[tokio::test]
+async fn no_secret_reaches_the_record_events_or_errors() {
+    // The server echoes the request's headers back, and fails loudly naming the token.
+    let server = MockServer::start(|request| {
+        let headers: serde_json::Map<String, Value> = request
+            .headers
+            .iter()
+            .map(|(name, value)| (name.clone(), Value::String(value.clone())))
+            .collect();
+        match request.path() {
+            "/echo" => Reply::json(200, json!({"headers": headers})),
+            _ => Reply::text(401, format!("token {TOKEN} is expired")),
+        }
+    })
+    .await
+    .unwrap();
+    let echo = tool(
+        "id: echo\nname: E\nbase_url: x\npath: /echo\nauth: {type: bearer}\nrequest: {query_params: [q]}\n",
+        &server.url(""),
+    );
+    let deny = tool(
+        "id: deny\nname: D\nbase_url: x\npath: /deny\nauth: {type: api_key, header: X-Key}\n",
+        &server.url(""),
+    );
+    let mut secrets = MemorySecrets::new();
+    for id in ["echo", "deny"] {
+        let mut config = ToolConfig::default();
+        config.auth_token = Some(Secret::new(TOKEN));
+        secrets.insert(id, config);
+    }
+    let events = Arc::new(Events::default());
+    let engine = engine([echo, deny])
+        .secrets(Arc::new(secrets))
+        .observer(events.clone())
+        .build();
+    let flow = workflow(
+        "id: w\nname: W\nsteps:\n  - {id: echo, tool_id: echo, input_mapping: {q: $input.q}}\n  - {id: deny, tool_id: deny}\n",
+    );
+    let run = engine
+        .run(&flow, RunOptions::new().input("q", "x"))
+        .await
+        .unwrap();
+    // The token was really sent…
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+    // …and appears nowhere in what wayline keeps or shows.
+    let record = serde_json::to_string(&run).unwrap();
+    assert!(!record.contains(TOKEN), "{record}");
+    assert!(!format!("{run:?}").contains(TOKEN));
+    assert!(!events.lines().join("\n").contains(TOKEN));
+    let echo = result(&run, "echo");
+    assert_eq!(echo.output_data["headers"]["authorization"], "Bearer ***");
+    assert_eq!(
+        echo.request.as_ref().unwrap().headers["Authorization"],
+        "***"
+    );
+    assert_eq!(
+        result(&run, "deny").error.as_deref(),
+        Some("HTTP 401: token *** is expired")
+    );
+}
