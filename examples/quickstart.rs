@@ -1,107 +1,85 @@
-//! Quickstart: load tools and a workflow, validate it, and show its graph and run order.
+//! Quickstart: a travel briefing as a graph of API calls, run by the engine.
 //!
 //! ```sh
-//! cargo run --example quickstart                       # the embedded example
-//! cargo run --example quickstart -- WORKFLOW TOOLS_DIR # your own files
+//! cargo run --example quickstart                         # against the embedded demo API
+//! cargo run --example quickstart -- --input=city=Tokyo   # another city
+//! cargo run --example quickstart -- --live               # against the real public APIs
 //! ```
 //!
-//! With no arguments it uses the tools and workflow embedded below, so it runs anywhere with no
-//! files and no network. (Running the workflow arrives with the executor.)
+//! The city is geocoded; then the weather and the country are fetched in parallel (fan-out);
+//! the exchange rate needs the country's currency; a `transform` step joins it all (fan-in)
+//! with CEL, no I/O. The embedded demo API answers on loopback, so this runs with no network.
+
+mod support;
 
 use std::process::ExitCode;
 
-use wayline::core::document::Format;
-use wayline::core::{MemoryCatalog, ToolCatalog, Workflow};
-use wayline::graph::{ViewFormat, render, validate};
-use wayline::registry::{ToolRegistry, load_workflow_file, parse_tool, process_env};
-
 const TOOLS: &[&str] = &[
-    "id: ip_locate\nname: IP Locate\ndescription: Locate the caller by IP address\n\
-     base_url: http://127.0.0.1:8080\npath: /json\n",
+    "id: geocode\nname: Geocode\ndescription: City name to coordinates and country\n\
+     base_url: https://geocoding-api.open-meteo.com\npath: /v1/search\n\
+     request: {query_params: [name, count]}\n\
+     response_extract:\n  fields: {name: results.0.name, lat: results.0.latitude, lon: results.0.longitude, \
+     country_code: results.0.country_code}\n",
     "id: forecast\nname: Forecast\ndescription: Current weather at a coordinate\n\
-     base_url: http://127.0.0.1:8080\npath: /v1/forecast\n\
-     request: {query_params: [latitude, longitude]}\n\
-     response_extract: {fields: {temperature: current.temperature_2m}}\n",
+     base_url: https://api.open-meteo.com\npath: /v1/forecast\n\
+     request: {query_params: [latitude, longitude, current]}\n\
+     response_extract:\n  fields: {temperature: current.temperature_2m, wind: current.wind_speed_10m}\n",
     "id: country\nname: Country\ndescription: Country details by ISO code\n\
-     base_url: http://127.0.0.1:8080\npath: /v3.1/alpha/{code}\n",
-    "id: post_report\nname: Post report\ndescription: POST a JSON report to a webhook\n\
-     base_url: http://127.0.0.1:8080\nmethod: POST\npath: /post\n",
+     base_url: https://restcountries.com\npath: /v3.1/alpha/{code}\n\
+     request: {path_params: [code]}\n\
+     response_extract:\n  fields: {name: 0.name.common, capital: 0.capital.0, population: 0.population, \
+     currency: '$[0].currencies'}\n",
+    "id: rates\nname: Exchange rates\ndescription: Latest rates for a base currency\n\
+     base_url: https://open.er-api.com\npath: /v6/latest/{base}\n",
 ];
 
 const WORKFLOW: &str = r#"
 id: quickstart
-name: Where am I, and what's the weather?
+name: Travel briefing
+inputs:
+  city: {description: where you are going, default: Lisbon}
+  home_currency: {description: what you pay in, default: USD}
 steps:
-  - id: locate
-    tool_id: ip_locate
+  - id: place
+    tool_id: geocode
+    input_mapping: {name: $input.city, count: "1"}
+    validations:
+      - {field: lat, check: not_null, message: "the geocoder does not know this city"}
   - id: weather
     tool_id: forecast
-    input_mapping: {latitude: locate.lat, longitude: locate.lon}
+    input_mapping: {latitude: place.lat, longitude: place.lon, current: "temperature_2m,wind_speed_10m"}
   - id: country
     tool_id: country
-    input_mapping: {code: locate.countryCode}
-  - id: report
-    tool_id: post_report
-    input_mapping:
-      city: locate.city
-      temperature: weather.temperature
-      country: country.items.0.name.common
+    input_mapping: {code: place.country_code}
+  - id: money
+    tool_id: rates
+    input_mapping: {base: $input.home_currency}
+    outputs:
+      local_currency: "steps.country.currency.map(code, code)[0]"
+      rate: "body.rates[steps.country.currency.map(code, code)[0]]"
+  - id: briefing
+    kind: transform
+    outputs:
+      headline: >-
+        steps.place.name + ", " + steps.country.name + ": " +
+        string(steps.weather.temperature) + " °C, wind " + string(steps.weather.wind) + " km/h"
+      capital: steps.country.capital
+      population: steps.country.population
+      money: >-
+        "1 " + inputs.home_currency + " = " + string(steps.money.rate) + " " + steps.money.local_currency
 "#;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let loaded = match args.as_slice() {
-        [] => embedded(),
-        [workflow, tools] => from_files(workflow, tools),
-        _ => Err("usage: quickstart [WORKFLOW TOOLS_DIR]".to_owned()),
-    };
-    let (workflow, catalog) = match loaded {
-        Ok(loaded) => loaded,
-        Err(message) => {
-            eprintln!("{message}");
-            return ExitCode::from(2);
-        }
-    };
-
-    let report = validate(&workflow, catalog.as_ref());
-    print!("{}", render(&workflow, &report, ViewFormat::Text));
-    println!("\nrun order: {}", report.order().join(" → "));
-    if report.is_valid() {
-        println!("valid: ready for approval");
-        ExitCode::SUCCESS
-    } else {
-        for problem in &report.errors {
-            println!("problem: {problem}");
-        }
-        ExitCode::FAILURE
+    support::Example {
+        tools: TOOLS,
+        workflow: WORKFLOW,
+        inputs: &[],
+        demo_prefix: &[
+            ("geocode", "/geocoding"),
+            ("forecast", "/open-meteo"),
+            ("country", "/restcountries"),
+            ("rates", "/er-api"),
+        ],
     }
-}
-
-type Loaded = (Workflow, Box<dyn ToolCatalog>);
-
-fn embedded() -> Result<Loaded, String> {
-    let mut catalog = MemoryCatalog::new();
-    for (index, text) in TOOLS.iter().enumerate() {
-        let origin = format!("<embedded tool {index}>");
-        let tool =
-            parse_tool(text, Format::Yaml, &origin, &process_env).map_err(|e| e.to_string())?;
-        catalog.insert(tool);
-    }
-    let workflow = Workflow::parse(WORKFLOW, Format::Yaml, "<embedded workflow>")
-        .map_err(|e| e.to_string())?;
-    Ok((workflow, Box::new(catalog)))
-}
-
-fn from_files(workflow: &str, tools: &str) -> Result<Loaded, String> {
-    let registry = ToolRegistry::load([tools])
-        .into_result()
-        .map_err(|errors| {
-            errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n\n")
-        })?;
-    let workflow = load_workflow_file(workflow.as_ref()).map_err(|e| e.to_string())?;
-    Ok((workflow, Box::new(registry)))
+    .main()
 }

@@ -9,6 +9,8 @@
 //! | [`core`] | `wayline-core`: models, references, templates, CEL, plug-in traits | always |
 //! | [`graph`] | `wayline-graph`: edge inference, validation, order, views | `graph` |
 //! | [`registry`] | `wayline-registry`: tool files, tool configs, catalog | `registry` |
+//! | [`executor`] | `wayline-executor`: the engine — scheduling, HTTP, retries, polling, records | `executor` |
+//! | [`testing`] | the tool test harness and a loopback mock server | `testing` |
 //!
 //! ```
 //! use wayline::core::{MemoryCatalog, Step, ToolDefinition, Workflow};
@@ -23,7 +25,11 @@
 //! ```
 
 pub use wayline_core as core;
+#[cfg(feature = "executor")]
+pub use wayline_executor as executor;
 #[cfg(feature = "graph")]
 pub use wayline_graph as graph;
 #[cfg(feature = "registry")]
 pub use wayline_registry as registry;
+#[cfg(feature = "testing")]
+pub mod testing;

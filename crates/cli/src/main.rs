@@ -1,4 +1,4 @@
-//! The `wayline` command: check and list tools, validate and draw workflows.
+//! The `wayline` command: check, list and try tools; validate, draw and run workflows.
 //!
 //! Exit codes: 0 ok; 1 the thing checked failed (a problem in a tool or workflow file, an invalid
 //! workflow); 2 bad usage or unreadable input (a missing file, an unknown flag). The contract is
@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::Serialize;
@@ -17,7 +19,7 @@ use wayline_registry::{Error as RegistryError, ToolRegistry, catalog_entries, re
 #[command(
     name = "wayline",
     version,
-    about = "Graphs of API calls: check, validate, draw"
+    about = "Graphs of API calls: check, validate, draw, run"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -51,6 +53,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = GraphFormat::Text)]
         format: GraphFormat,
     },
+    /// Run a workflow: live progress on stderr, a summary (or the run record) on stdout.
+    Run(run::RunArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -64,6 +68,9 @@ enum ToolsCommand {
         #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
         format: ReportFormat,
     },
+    /// Call one tool: print the request (secrets redacted), send it, print the response and
+    /// the extracted outputs.
+    Try(run::TryArgs),
     /// List the tools: id, description, inputs (required ones starred) and outputs.
     List {
         /// Tool files or directories.
@@ -76,7 +83,7 @@ enum ToolsCommand {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ReportFormat {
+pub(crate) enum ReportFormat {
     Text,
     Json,
 }
@@ -90,7 +97,7 @@ enum GraphFormat {
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
+pub(crate) enum Outcome {
     Ok,
     Failed,
     Unreadable,
@@ -121,6 +128,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Tools(ToolsCommand::Check { paths, format }) => tools_check(&paths, format),
         Command::Tools(ToolsCommand::List { paths, format }) => tools_list(&paths, format),
+        Command::Tools(ToolsCommand::Try(args)) => run::try_command(args),
+        Command::Run(args) => run::run_command(args),
         Command::Validate {
             workflow,
             tools,
@@ -136,7 +145,7 @@ fn main() -> ExitCode {
 }
 
 /// The outcome a set of registry errors implies: unreadable beats failed.
-fn outcome_of(errors: &[RegistryError]) -> Outcome {
+pub(crate) fn outcome_of(errors: &[RegistryError]) -> Outcome {
     if errors
         .iter()
         .any(|error| matches!(error, RegistryError::Io { .. }))
@@ -149,7 +158,7 @@ fn outcome_of(errors: &[RegistryError]) -> Outcome {
     }
 }
 
-fn print_errors(errors: &[RegistryError]) {
+pub(crate) fn print_errors(errors: &[RegistryError]) {
     for error in errors {
         eprintln!("error: {error}\n");
     }
@@ -194,7 +203,7 @@ impl ProblemDoc {
     }
 }
 
-fn print_json(value: &impl Serialize) {
+pub(crate) fn print_json(value: &impl Serialize) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => println!("{text}"),
         Err(error) => eprintln!("error: cannot write JSON: {error}"),
@@ -257,7 +266,7 @@ fn tools_list(paths: &[PathBuf], format: ReportFormat) -> Outcome {
 }
 
 /// Loads tools for a command that needs them all; problems are printed.
-fn load_tools(paths: &[PathBuf]) -> Result<ToolRegistry, Outcome> {
+pub(crate) fn load_tools(paths: &[PathBuf]) -> Result<ToolRegistry, Outcome> {
     let report = ToolRegistry::load(paths);
     if report.errors.is_empty() {
         Ok(report.registry)

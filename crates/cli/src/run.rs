@@ -1,0 +1,353 @@
+//! `wayline run` and `wayline tools try`: running a workflow, or one tool, for real.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use indexmap::IndexMap;
+use serde_json::Value;
+use wayline_core::document::Format;
+use wayline_core::{
+    HttpRequest, HttpResponse, RunStatus, SecretProvider, Step, ToolCatalog, Transport,
+    TransportError, Workflow,
+};
+use wayline_executor::{
+    CancelToken, Engine, PlannedStep, Progress, ReqwestTransport, RunOptions, summary,
+};
+use wayline_registry::{ToolConfigs, ToolRegistry};
+
+use crate::{Outcome, ReportFormat, load_tools, print_errors, print_json};
+
+/// What `wayline run` and `wayline tools try` share.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Common {
+    /// Tool files or directories (repeatable).
+    #[arg(long = "tools", required = true, value_name = "DIR")]
+    pub(crate) tools: Vec<PathBuf>,
+    /// The tool-configs file: base URL overrides and credentials per tool.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// A run input, `NAME=TEXT` (a string) or `NAME:=JSON` (typed: numbers, lists...).
+    #[arg(long = "input", value_name = "K=V")]
+    pub(crate) inputs: Vec<String>,
+    /// Print the requests that would be sent, and send none.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+}
+
+/// `wayline run` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// The workflow file (YAML or JSON).
+    pub(crate) workflow: PathBuf,
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// A YAML or JSON file of run inputs (`--input` wins over it).
+    #[arg(long = "inputs", value_name = "FILE")]
+    pub(crate) inputs_file: Option<PathBuf>,
+    /// Most steps running at once.
+    #[arg(long, default_value_t = wayline_executor::DEFAULT_MAX_PARALLEL)]
+    pub(crate) max_parallel: usize,
+    /// Cancel the run after this many milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub(crate) deadline_ms: Option<u64>,
+    /// Output format: text prints a summary, json the run record.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub(crate) format: ReportFormat,
+}
+
+/// `wayline tools try` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct TryArgs {
+    /// The tool to call.
+    pub(crate) tool_id: String,
+    #[command(flatten)]
+    pub(crate) common: Common,
+}
+
+/// Parses `NAME=TEXT` and `NAME:=JSON` inputs.
+fn parse_inputs(raw: &[String], into: &mut IndexMap<String, Value>) -> Result<(), String> {
+    for item in raw {
+        if let Some((name, json)) = item.split_once(":=") {
+            let value = serde_json::from_str(json).map_err(|error| {
+                format!(
+                    "--input {item}: `{json}` is not JSON ({error}); use {name}=TEXT for a string"
+                )
+            })?;
+            into.insert(name.to_owned(), value);
+        } else if let Some((name, text)) = item.split_once('=') {
+            into.insert(name.to_owned(), Value::String(text.to_owned()));
+        } else {
+            return Err(format!("--input {item}: write NAME=TEXT or NAME:=JSON"));
+        }
+    }
+    Ok(())
+}
+
+fn load_configs(path: Option<&Path>, registry: &ToolRegistry) -> Result<ToolConfigs, Outcome> {
+    let Some(path) = path else {
+        return Ok(ToolConfigs::new());
+    };
+    let configs = ToolConfigs::load(path).map_err(|error| {
+        let outcome = crate::outcome_of(std::slice::from_ref(&error));
+        print_errors(&[error]);
+        outcome
+    })?;
+    let known = registry.tool_ids();
+    for problem in configs.unknown_tools(&known, &path.display().to_string()) {
+        eprintln!("warning: {problem}");
+    }
+    Ok(configs)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Outcome> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| {
+            eprintln!("error: cannot start the async runtime: {error}");
+            Outcome::Unreadable
+        })
+}
+
+fn transport() -> Result<ReqwestTransport, Outcome> {
+    ReqwestTransport::new().map_err(|error| {
+        eprintln!("error: cannot start the HTTP client: {error}");
+        Outcome::Unreadable
+    })
+}
+
+pub(crate) fn run_command(args: RunArgs) -> Outcome {
+    match run_workflow(args) {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
+    let registry = load_tools(&args.common.tools)?;
+    let workflow = wayline_registry::load_workflow_file(&args.workflow).map_err(|error| {
+        print_errors(&[error]);
+        Outcome::Unreadable
+    })?;
+    let mut inputs = IndexMap::new();
+    if let Some(path) = &args.inputs_file {
+        inputs = read_inputs_file(path)?;
+    }
+    parse_inputs(&args.common.inputs, &mut inputs).map_err(|error| {
+        eprintln!("error: {error}");
+        Outcome::Unreadable
+    })?;
+    let configs = load_configs(args.common.config.as_deref(), &registry)?;
+    let runtime = runtime()?;
+    let mut builder = Engine::builder(Arc::new(registry))
+        .secrets(Arc::new(configs))
+        .max_parallel(args.max_parallel)
+        .transport(Arc::new(transport()?));
+    if !args.common.dry_run {
+        builder = builder.observer(Arc::new(Progress::stderr()));
+    }
+    let engine = builder.build();
+    if args.common.dry_run {
+        let planned = runtime
+            .block_on(engine.dry_run(&workflow, inputs))
+            .map_err(|error| {
+                eprintln!("error: {error}");
+                Outcome::Unreadable
+            })?;
+        match args.format {
+            ReportFormat::Json => print_json(&planned),
+            ReportFormat::Text => print_plan(&planned),
+        }
+        return Ok(Outcome::Ok);
+    }
+    let cancel = CancelToken::new();
+    let mut options = RunOptions::new().inputs(inputs).cancel(cancel.clone());
+    if let Some(ms) = args.deadline_ms {
+        options = options.deadline(std::time::Duration::from_millis(ms));
+    }
+    let run = runtime
+        .block_on(async {
+            let on_interrupt = cancel.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    on_interrupt.cancel();
+                }
+            });
+            engine.run(&workflow, options).await
+        })
+        .map_err(|error| {
+            eprintln!("error: {error}");
+            Outcome::Unreadable
+        })?;
+    match args.format {
+        ReportFormat::Json => print_json(&run),
+        ReportFormat::Text => print!("{}", summary(&run)),
+    }
+    Ok(if run.status == RunStatus::Success {
+        Outcome::Ok
+    } else {
+        Outcome::Failed
+    })
+}
+
+fn read_inputs_file(path: &Path) -> Result<IndexMap<String, Value>, Outcome> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        eprintln!("error: cannot read {}: {error}", path.display());
+        Outcome::Unreadable
+    })?;
+    let format = Format::from_path(path).unwrap_or(Format::Yaml);
+    wayline_core::document::parse(&text, format, &path.display().to_string()).map_err(|error| {
+        eprintln!("error: {error}");
+        Outcome::Unreadable
+    })
+}
+
+fn print_plan(planned: &[PlannedStep]) {
+    for step in planned {
+        let what = if step.tool_id.is_empty() {
+            "transform".to_owned()
+        } else {
+            format!("tool {}", step.tool_id)
+        };
+        println!("{} ({what})", step.step_id);
+        if let Some(when) = &step.when {
+            println!("  when {when}");
+        }
+        if let Some(request) = &step.request {
+            println!("  {} {}", request.method, request.url);
+            for (name, value) in &request.headers {
+                println!("  {name}: {value}");
+            }
+            if let Some(body) = &request.body {
+                println!("  body: {body}");
+            }
+        }
+        if let Some(command) = &step.command {
+            println!("  $ {}", command.join(" "));
+        }
+        for note in &step.notes {
+            println!("  note: {note}");
+        }
+    }
+}
+
+/// A transport that remembers the last response, so `tools try` can show it whole.
+#[derive(Debug)]
+struct Remember {
+    inner: ReqwestTransport,
+    last: Mutex<Option<HttpResponse>>,
+}
+
+#[async_trait::async_trait]
+impl Transport for Remember {
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
+        let response = self.inner.send(request).await?;
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(response.clone());
+        Ok(response)
+    }
+}
+
+pub(crate) fn try_command(args: TryArgs) -> Outcome {
+    match try_tool(args) {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
+    let registry = load_tools(&args.common.tools)?;
+    if registry.tool(&args.tool_id).is_none() {
+        let hint = wayline_core::document::nearest(&args.tool_id, registry.tool_ids())
+            .map(|id| format!(" (did you mean `{id}`?)"))
+            .unwrap_or_default();
+        eprintln!("error: no tool `{}` in the tools given{hint}", args.tool_id);
+        return Err(Outcome::Unreadable);
+    }
+    let mut inputs = IndexMap::new();
+    parse_inputs(&args.common.inputs, &mut inputs).map_err(|error| {
+        eprintln!("error: {error}");
+        Outcome::Unreadable
+    })?;
+    let configs = load_configs(args.common.config.as_deref(), &registry)?;
+    // The raw response is printed whole: mask the tool's secrets in it, as the record does.
+    let secret_values: Vec<String> = configs
+        .get(&args.tool_id)
+        .map(|config| {
+            config
+                .secrets()
+                .map(|secret| secret.expose().to_owned())
+                .filter(|value| value.len() >= 4)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mask = |text: &str| {
+        secret_values.iter().fold(text.to_owned(), |text, secret| {
+            text.replace(secret.as_str(), "***")
+        })
+    };
+    let secrets: Arc<dyn SecretProvider> = Arc::new(configs);
+    // One step calling the tool, each input passed as a run input.
+    let mut workflow = Workflow::new("tools-try", format!("try {}", args.tool_id));
+    let mut step = Step::new("call", args.tool_id.clone());
+    for name in inputs.keys() {
+        step = step.map(name.clone(), format!("$input.{name}"));
+    }
+    step.retry = Some(wayline_core::RetryPolicy::new(1));
+    workflow.steps.push(step);
+    let transport = Arc::new(Remember {
+        inner: transport()?,
+        last: Mutex::new(None),
+    });
+    let engine = Engine::builder(Arc::new(registry))
+        .secrets(secrets)
+        .transport(transport.clone())
+        .build();
+    let runtime = runtime()?;
+    let planned = runtime
+        .block_on(engine.dry_run(&workflow, inputs.clone()))
+        .map_err(|error| {
+            eprintln!("error: {error}");
+            Outcome::Unreadable
+        })?;
+    println!("request:");
+    print_plan(&planned);
+    if args.common.dry_run {
+        return Ok(Outcome::Ok);
+    }
+    let run = runtime
+        .block_on(engine.run(&workflow, RunOptions::new().inputs(inputs)))
+        .map_err(|error| {
+            eprintln!("error: {error}");
+            Outcome::Unreadable
+        })?;
+    let result = &run.step_results[0];
+    if let Some(response) = transport
+        .last
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+    {
+        println!("\nresponse: HTTP {}", response.status);
+        for (name, value) in &response.headers {
+            println!("  {name}: {}", mask(value));
+        }
+        let text = response.text();
+        let body = match serde_json::from_str::<Value>(&text) {
+            Ok(json) => serde_json::to_string_pretty(&json).unwrap_or_else(|_| text.to_string()),
+            Err(_) => text.to_string(),
+        };
+        println!("{}", mask(&body));
+    }
+    match &result.error {
+        Some(error) => {
+            println!("\nerror: {error}");
+            Ok(Outcome::Failed)
+        }
+        None => {
+            println!("\noutput:");
+            print_json(&result.output_data);
+            for warning in &result.warnings {
+                println!("warning: {warning}");
+            }
+            Ok(Outcome::Ok)
+        }
+    }
+}
