@@ -84,9 +84,26 @@ impl ToolHarness {
         inputs: impl IntoIterator<Item = (&'a str, Value)>,
     ) -> ToolCall {
         let before = server.requests().len();
+        let mut call = self.call_at(&server.url(""), inputs).await;
+        call.request = server.requests().into_iter().nth(before);
+        call
+    }
+
+    /// Calls the tool once (no retries) against any server at `server_url` (`http://host:port`),
+    /// keeping the path of the tool's base URL. The server records the request; the returned
+    /// call has none.
+    pub async fn call_at<'a>(
+        &self,
+        server_url: &str,
+        inputs: impl IntoIterator<Item = (&'a str, Value)>,
+    ) -> ToolCall {
         let base_path = url_path(&self.tool.base_url);
         let mut config = self.config.clone();
-        config.base_url = Some(server.url(base_path.trim_end_matches('/')));
+        config.base_url = Some(format!(
+            "{}{}",
+            server_url.trim_end_matches('/'),
+            base_path.trim_end_matches('/')
+        ));
         let mut secrets = MemorySecrets::new();
         secrets.insert(self.tool.id.clone(), config);
         let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools([self.tool.clone()])))
@@ -110,8 +127,10 @@ impl ToolHarness {
                 result
             }
         };
-        let request = server.requests().into_iter().nth(before);
-        ToolCall { result, request }
+        ToolCall {
+            result,
+            request: None,
+        }
     }
 }
 

@@ -1,5 +1,8 @@
 //! Cross-crate tests of the `wayline` facade.
 
+mod harness;
+mod requests;
+
 use wayline::core::ToolCatalog;
 use wayline::graph::{ViewFormat, render, validate};
 use wayline::registry::{ToolRegistry, load_workflow_file, render_catalog};

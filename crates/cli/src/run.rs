@@ -274,7 +274,7 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
             config
                 .secrets()
                 .map(|secret| secret.expose().to_owned())
-                .filter(|value| value.len() >= 4)
+                .filter(|value| value.len() >= 6)
                 .collect()
         })
         .unwrap_or_default();

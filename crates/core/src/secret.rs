@@ -97,11 +97,13 @@ impl ToolConfig {
         }
     }
 
-    /// Every secret value this config holds (tokens, user names, header values, named values).
+    /// The values that are credentials: the token, header values and named values. The user
+    /// name is left out: it identifies rather than authenticates (a client id), and masking a
+    /// short common word everywhere it appears would garble records. Headers carrying it (basic
+    /// auth) are hidden whole anyway.
     pub fn secrets(&self) -> impl Iterator<Item = &Secret> {
         self.auth_token
             .iter()
-            .chain(&self.auth_username)
             .chain(self.headers.values())
             .chain(self.values.values())
     }

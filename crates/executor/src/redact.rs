@@ -13,7 +13,7 @@ use wayline_core::{HttpRequest, RequestSummary};
 const MASK: &str = "***";
 /// Secrets shorter than this are not searched for in text (they would mask ordinary words);
 /// headers carrying them are still hidden.
-const MIN_SCRUBBED_LEN: usize = 4;
+const MIN_SCRUBBED_LEN: usize = 6;
 /// Longest body kept in a request summary.
 const MAX_SUMMARY_BODY: usize = 4 * 1024;
 
@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn secrets_are_masked_everywhere() {
-        let redactor = Redactor::new(["s3cret-token", "s3cret", "ab"]);
+        let redactor = Redactor::new(["s3cret-token", "s3cret", "abc"]);
         assert_eq!(
             redactor.text("x s3cret-token y s3cret ab"),
             "x *** y *** ab"

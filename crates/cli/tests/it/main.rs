@@ -6,6 +6,8 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use wayline_testkit::{fixture, testdata};
 
+mod run;
+
 fn wayline(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_wayline"))
         .args(args)

@@ -1,0 +1,244 @@
+//! `wayline run` and `wayline tools try` against a loopback server started by the test.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use wayline_executor::testing::{MockServer, Reply};
+use wayline_testkit::testdata;
+
+/// A server standing in for the testdata tools' API; `/v1/forecast` fails when `fail` is set.
+async fn api(fail: bool) -> MockServer {
+    MockServer::start(move |request| match request.path() {
+        "/json" => Reply::json(200, json!({"lat": 38.7, "lon": -9.1, "countryCode": "PT", "city": "Lisbon"})),
+        "/v1/forecast" if fail => Reply::text(500, "forecast is down"),
+        "/v1/forecast" => Reply::json(200, json!({"current": {"temperature_2m": 18.5, "wind_speed_10m": 7}})),
+        "/graphql" => Reply::json(200, json!({"data": {"country": {"name": "Portugal", "capital": "Lisbon", "currency": "EUR"}}})),
+        "/token" => Reply::json(200, json!({"access_token": "at-1", "echo": request.header("authorization")})),
+        _ => Reply::status(404),
+    })
+    .await
+    .unwrap()
+}
+
+/// A tool-configs file pointing every testdata tool at `server`.
+fn config_for(server: &MockServer, dir: &tempfile::TempDir) -> PathBuf {
+    let url = server.url("");
+    let text = format!(
+        "ip_locate: {{base_url: \"{url}\"}}\nforecast: {{base_url: \"{url}\"}}\ncountry: {{base_url: \"{url}\"}}\n\
+         token: {{base_url: \"{url}\", auth_username: client, auth_token: \"${{WAYLINE_TEST_SECRET}}\"}}\n"
+    );
+    let path = dir.path().join("configs.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+async fn wayline(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_wayline"))
+            .args(&args)
+            .env("WAYLINE_TEST_SECRET", "s3cret-value-42")
+            .output()
+            .expect("the wayline binary runs")
+    })
+    .await
+    .unwrap()
+}
+
+fn args(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|part| (*part).to_owned()).collect()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn tools_dir() -> String {
+    testdata("tools").display().to_string()
+}
+
+fn geo_workflow() -> String {
+    testdata("workflows/geo.json").display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_succeeds_with_progress_and_a_summary() {
+    let server = api(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_for(&server, &dir);
+    let output = wayline(args(&[
+        "run",
+        &geo_workflow(),
+        "--tools",
+        &tools_dir(),
+        "--config",
+        config.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("succeeded: 3 ok, 0 failed, 0 skipped"),
+        "{stdout}"
+    );
+    // Not a terminal: plain progress lines on stderr.
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("  start   step_1"), "{stderr}");
+    assert!(stderr.contains("  ok      step_2 HTTP 200"), "{stderr}");
+    assert_eq!(server.hits(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_json_prints_the_record_and_exits_1_when_the_run_fails() {
+    let server = api(true).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_for(&server, &dir);
+    let output = wayline(args(&[
+        "run",
+        &geo_workflow(),
+        "--tools",
+        &tools_dir(),
+        "--config",
+        config.to_str().unwrap(),
+        "--format",
+        "json",
+    ]))
+    .await;
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let record: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(record["workflow_id"], "geo");
+    assert_eq!(record["status"], "failed");
+    let steps = record["step_results"].as_array().unwrap();
+    let ids: Vec<&str> = steps
+        .iter()
+        .map(|s| s["step_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["step_1", "step_2", "step_3"]);
+    assert_eq!(steps[1]["status"], "failed");
+    assert_eq!(steps[1]["error"], "HTTP 500: forecast is down");
+    assert_eq!(steps[1]["response_status"], 500);
+    assert_eq!(steps[1]["request"]["method"], "GET");
+    assert_eq!(
+        steps[2]["status"], "success",
+        "step_3 does not depend on step_2"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_rejects_bad_input_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let workflow = dir.path().join("w.yaml");
+    std::fs::write(
+        &workflow,
+        "id: w\nname: W\ninputs: {city: {}}\nsteps:\n  - {id: a, tool_id: ip_locate, input_mapping: {q: $input.city}}\n",
+    )
+    .unwrap();
+    let output = wayline(args(&[
+        "run",
+        workflow.to_str().unwrap(),
+        "--tools",
+        &tools_dir(),
+    ]))
+    .await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("input `city` is required"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = wayline(args(&[
+        "run",
+        workflow.to_str().unwrap(),
+        "--tools",
+        &tools_dir(),
+        "--input",
+        "novalue",
+    ]))
+    .await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("write NAME=TEXT or NAME:=JSON"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dry_run_prints_requests_with_placeholders_and_sends_nothing() {
+    let server = api(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_for(&server, &dir);
+    let output = wayline(args(&[
+        "run",
+        &geo_workflow(),
+        "--tools",
+        &tools_dir(),
+        "--config",
+        config.to_str().unwrap(),
+        "--dry-run",
+    ]))
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("/v1/forecast?latitude=%3Cstep_1.lat%3E&longitude=%3Cstep_1.lon%3E&current=temperature_2m"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("GET {}/json", server.url(""))),
+        "{stdout}"
+    );
+    assert_eq!(server.hits(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_try_prints_request_response_and_outputs_without_secrets() {
+    let server = api(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_for(&server, &dir);
+    let output = wayline(args(&[
+        "tools",
+        "try",
+        "token",
+        "--tools",
+        &tools_dir(),
+        "--config",
+        config.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains(&format!("POST {}/token", server.url(""))),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Authorization: ***"), "{stdout}");
+    assert!(
+        stdout.contains("body: \"grant_type=client_credentials\""),
+        "{stdout}"
+    );
+    assert!(stdout.contains("response: HTTP 200"), "{stdout}");
+    assert!(stdout.contains("\"access_token\": \"at-1\""), "{stdout}");
+    // The server echoed the basic-auth header; its credentials are not printed.
+    assert!(!stdout.contains("s3cret-value-42"), "{stdout}");
+    let sent = server.requests();
+    assert!(
+        sent[0]
+            .header("authorization")
+            .unwrap()
+            .starts_with("Basic ")
+    );
+
+    let output = wayline(args(&[
+        "tools",
+        "try",
+        "token",
+        "--tools",
+        &tools_dir(),
+        "--config",
+        config.to_str().unwrap(),
+        "--dry-run",
+    ]))
+    .await;
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(server.hits(), 1, "a dry run sends nothing");
+    let output = wayline(args(&["tools", "try", "tokn", "--tools", &tools_dir()])).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("did you mean `token`"));
+}
