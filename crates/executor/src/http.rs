@@ -30,7 +30,7 @@ pub struct ReqwestTransport {
 pub struct ReqwestTransportBuilder {
     connect_timeout: Duration,
     pool_idle_timeout: Duration,
-    max_idle_per_host: usize,
+    max_idle_per_host: Option<usize>,
     user_agent: String,
     max_response_bytes: usize,
 }
@@ -40,7 +40,7 @@ impl Default for ReqwestTransportBuilder {
         ReqwestTransportBuilder {
             connect_timeout: Duration::from_secs(10),
             pool_idle_timeout: Duration::from_secs(90),
-            max_idle_per_host: 32,
+            max_idle_per_host: None,
             user_agent: concat!("wayline/", env!("CARGO_PKG_VERSION")).to_owned(),
             max_response_bytes: 32 << 20,
         }
@@ -60,9 +60,10 @@ impl ReqwestTransportBuilder {
         self
     }
 
-    /// Idle connections kept per host (default 32).
+    /// Idle connections kept per host (default: no limit; idle ones close after the pool idle
+    /// timeout). A limit below `max_parallel` makes every wave of parallel steps reconnect.
     pub fn max_idle_per_host(mut self, count: usize) -> Self {
-        self.max_idle_per_host = count;
+        self.max_idle_per_host = Some(count);
         self
     }
 
@@ -81,11 +82,14 @@ impl ReqwestTransportBuilder {
 
     /// Builds the transport; fails only if the TLS backend cannot start.
     pub fn build(self) -> Result<ReqwestTransport, TransportError> {
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
             .pool_idle_timeout(self.pool_idle_timeout)
-            .pool_max_idle_per_host(self.max_idle_per_host)
-            .user_agent(self.user_agent)
+            .user_agent(self.user_agent);
+        if let Some(count) = self.max_idle_per_host {
+            builder = builder.pool_max_idle_per_host(count);
+        }
+        let client = builder
             .build()
             .map_err(|error| TransportError::new(TransportErrorKind::Other, describe(&error)))?;
         Ok(ReqwestTransport {

@@ -1,5 +1,6 @@
 //! Integration tests of the engine: real requests to loopback servers started in each test.
 
+mod commands;
 mod faults;
 mod jsonpath_cts;
 mod polling;

@@ -1,0 +1,152 @@
+//! Engine benchmarks (numbers and commands in `docs/benchmarks.md`):
+//! - `overhead/*`: 1,000-step chain and 1,000-wide fan-out against a loopback server that
+//!   answers at once, and the same against the scripted transport (no sockets): the time per
+//!   step is the engine's overhead.
+//! - `makespan/200x20ms`: 200 independent steps, 20 ms server latency, `max_parallel` 50; the
+//!   ideal is 4 waves × 20 ms = 80 ms.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use wayline_core::{HttpResponse, MemoryCatalog, RunStatus, Step, ToolDefinition, Workflow};
+use wayline_executor::testing::{MockServer, Reply};
+use wayline_executor::{Engine, PreparedWorkflow, ReqwestTransport, RunOptions, ScriptedTransport};
+
+fn chain(count: usize) -> Workflow {
+    let mut workflow = Workflow::new("chain", "chain");
+    for index in 0..count {
+        let mut step = Step::new(format!("s{index}"), "echo");
+        if index > 0 {
+            step = step.map("previous", format!("s{}.n", index - 1));
+        }
+        workflow.steps.push(step);
+    }
+    workflow
+}
+
+fn fan_out(count: usize) -> Workflow {
+    let mut workflow = Workflow::new("fan", "fan-out");
+    for index in 0..count {
+        workflow.steps.push(Step::new(format!("s{index}"), "echo"));
+    }
+    workflow
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn engine(
+    base: &str,
+    transport: Option<Arc<dyn wayline_core::Transport>>,
+    max_parallel: usize,
+) -> Engine {
+    let catalog = MemoryCatalog::from_tools([ToolDefinition::new("echo", base)]);
+    let transport = transport.unwrap_or_else(|| Arc::new(ReqwestTransport::new().unwrap()));
+    Engine::builder(Arc::new(catalog))
+        .transport(transport)
+        .max_parallel(max_parallel)
+        .build()
+}
+
+fn run_once(runtime: &tokio::runtime::Runtime, engine: &Engine, prepared: &PreparedWorkflow) {
+    let run = runtime
+        .block_on(engine.run_prepared(prepared, RunOptions::new()))
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Success);
+}
+
+fn overhead(c: &mut Criterion) {
+    let runtime = runtime();
+    let server = runtime
+        .block_on(MockServer::start_unrecorded(|_| {
+            Reply::json(200, serde_json::json!({"n": 1}))
+        }))
+        .unwrap();
+    let scripted: Arc<dyn wayline_core::Transport> = Arc::new(
+        ScriptedTransport::new().with_fallback(|_| Ok(HttpResponse::new(200, r#"{"n": 1}"#))),
+    );
+    let mut group = c.benchmark_group("overhead");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    // The floor: 1,000 sequential GETs with the same transport and no engine at all.
+    let transport = ReqwestTransport::new().unwrap();
+    let url = server.url("/");
+    group.bench_function("chain_1000/bare_transport", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                for _ in 0..1_000 {
+                    let request = wayline_core::HttpRequest::new("GET", url.clone());
+                    let response = wayline_core::Transport::send(&transport, request)
+                        .await
+                        .unwrap();
+                    assert_eq!(response.status, 200);
+                }
+            });
+        });
+    });
+    for (name, workflow) in [
+        ("chain_1000", chain(1_000)),
+        ("fan_out_1000", fan_out(1_000)),
+    ] {
+        let loopback = engine(&server.url(""), None, 50);
+        let prepared = loopback.prepare(&workflow).unwrap();
+        group.bench_function(format!("{name}/loopback"), |b| {
+            b.iter(|| run_once(&runtime, &loopback, &prepared));
+        });
+        let in_memory = engine("http://api.test", Some(Arc::clone(&scripted)), 50);
+        let prepared = in_memory.prepare(&workflow).unwrap();
+        group.bench_function(format!("{name}/scripted"), |b| {
+            b.iter(|| run_once(&runtime, &in_memory, &prepared));
+        });
+    }
+    group.finish();
+}
+
+fn makespan(c: &mut Criterion) {
+    let runtime = runtime();
+    let server = runtime
+        .block_on(MockServer::start_unrecorded(|_| {
+            Reply::json(200, serde_json::json!({"n": 1})).delay(Duration::from_millis(20))
+        }))
+        .unwrap();
+    let engine = engine(&server.url(""), None, 50);
+    let prepared = engine.prepare(&fan_out(200)).unwrap();
+    let mut group = c.benchmark_group("makespan");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10));
+    // The floor on this machine: the same 200 requests, 50 at a time, with no engine.
+    let transport = ReqwestTransport::new().unwrap();
+    let url = server.url("/");
+    group.bench_function("200x20ms_parallel50/bare_transport", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                use futures_util::StreamExt;
+                futures_util::stream::iter(0..200)
+                    .map(|_| {
+                        let request = wayline_core::HttpRequest::new("GET", url.clone());
+                        wayline_core::Transport::send(&transport, request)
+                    })
+                    .buffer_unordered(50)
+                    .for_each(|response| async move {
+                        assert_eq!(response.unwrap().status, 200);
+                    })
+                    .await;
+            });
+        });
+    });
+    group.bench_function("200x20ms_parallel50", |b| {
+        b.iter(|| run_once(&runtime, &engine, &prepared));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, overhead, makespan);
+criterion_main!(benches);
