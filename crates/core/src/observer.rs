@@ -6,7 +6,8 @@
 //!   one run: `RunStarted`, then per step `StepStarted`, one `Attempt` per attempt (with
 //!   `RetryScheduled` between attempts that are retries), `StepFinished`; finally
 //!   `RunFinished`. Events of different steps interleave when steps run in parallel.
-//! - Steps that never start (skipped) get only `StepFinished`.
+//! - Steps skipped without starting (a dependency did not succeed, or the run stopped first) get
+//!   only `StepFinished`; a step skipped by its own `when` gets `StepStarted` first.
 //! - It must return quickly and must not block: hand slow work (disk, network) to a task or a
 //!   channel.
 //! - Events carry the same redacted data as the run record: no secret values.

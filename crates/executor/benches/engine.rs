@@ -109,22 +109,58 @@ fn overhead(c: &mut Criterion) {
     group.finish();
 }
 
+/// A server with its own runtime on its own thread, as a real remote service would be: its
+/// timers and sockets do not wait behind the engine's tasks. Lives until the process ends.
+fn server_thread(latency: Duration) -> String {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let server = MockServer::start_unrecorded(move |_| {
+                Reply::json(200, serde_json::json!({"n": 1})).latency(latency)
+            })
+            .await
+            .unwrap();
+            sender.send(server.url("")).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    receiver.recv().unwrap()
+}
+
 fn makespan(c: &mut Criterion) {
-    let runtime = runtime();
-    let server = runtime
-        .block_on(MockServer::start_unrecorded(|_| {
-            Reply::json(200, serde_json::json!({"n": 1})).delay(Duration::from_millis(20))
-        }))
+    // The engine's side on one thread, the server on another: the two cores, one each.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
         .unwrap();
-    let engine = engine(&server.url(""), None, 50);
+    let server_url = server_thread(Duration::from_millis(20));
+    let engine = engine(&server_url, None, 50);
     let prepared = engine.prepare(&fan_out(200)).unwrap();
     let mut group = c.benchmark_group("makespan");
     group
         .sample_size(20)
         .measurement_time(Duration::from_secs(10));
+    // What "20 ms latency" really is with this server: one request, alone.
+    let single = ReqwestTransport::new().unwrap();
+    let single_url = format!("{server_url}/");
+    group.bench_function("one_request_20ms", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let request = wayline_core::HttpRequest::new("GET", single_url.clone());
+                let response = wayline_core::Transport::send(&single, request)
+                    .await
+                    .unwrap();
+                assert_eq!(response.status, 200);
+            });
+        });
+    });
     // The floor on this machine: the same 200 requests, 50 at a time, with no engine.
     let transport = ReqwestTransport::new().unwrap();
-    let url = server.url("/");
+    let url = format!("{server_url}/");
     group.bench_function("200x20ms_parallel50/bare_transport", |b| {
         b.iter(|| {
             runtime.block_on(async {

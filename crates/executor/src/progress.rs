@@ -246,3 +246,69 @@ pub fn summary(run: &Run) -> String {
     text.push_str(&format!("{}: {}\n", status_word(run.status), counts(run)));
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// A writer the test can read back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn drive(style: ProgressStyle) -> String {
+        let out = Shared::default();
+        let progress = Progress::new(out.clone(), style);
+        let mut run = Run::new("r1", "w");
+        run.step_results = vec![StepResult::pending("a"), StepResult::pending("b")];
+        progress.on_event(&RunEvent::RunStarted { run: &run });
+        for step_id in ["a", "b"] {
+            progress.on_event(&RunEvent::StepStarted {
+                run_id: "r1",
+                step_id,
+            });
+        }
+        let mut done = StepResult::pending("a");
+        done.status = StepStatus::Success;
+        done.response_status = Some(200);
+        done.duration_ms = Some(12);
+        progress.on_event(&RunEvent::StepFinished {
+            run_id: "r1",
+            result: &done,
+        });
+        let bytes = out.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn plain_progress_is_one_line_per_event() {
+        assert_eq!(
+            drive(ProgressStyle::Plain),
+            "run r1 of `w`: 2 steps\n  start   a\n  start   b\n  ok      a HTTP 200 12 ms\n"
+        );
+    }
+
+    #[test]
+    fn live_progress_redraws_the_running_steps_in_place() {
+        let shown = drive(ProgressStyle::Live);
+        // After `a` finishes, the block of running steps (two lines) is erased and redrawn
+        // with only `b` under the finished line.
+        let last = shown.rsplit("\x1b[2F\x1b[J").next().unwrap();
+        assert!(
+            last.starts_with("  ok      a HTTP 200 12 ms\n  ...     b "),
+            "{last:?}"
+        );
+        assert_eq!(last.lines().count(), 2);
+    }
+}

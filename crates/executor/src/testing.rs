@@ -107,6 +107,8 @@ pub enum Reply {
         body: Vec<u8>,
         /// Wait before answering (tokio time: pausable in tests).
         delay: Duration,
+        /// Wait measured by the wall clock instead (see [`Reply::latency`]).
+        latency: Duration,
     },
     /// Reset the connection (TCP RST) without answering.
     Reset,
@@ -124,6 +126,7 @@ impl Reply {
             headers: vec![("content-type".into(), "application/json".into())],
             body: body.to_string().into_bytes(),
             delay: Duration::ZERO,
+            latency: Duration::ZERO,
         }
     }
 
@@ -134,6 +137,7 @@ impl Reply {
             headers: vec![("content-type".into(), "text/plain".into())],
             body: body.into().into_bytes(),
             delay: Duration::ZERO,
+            latency: Duration::ZERO,
         }
     }
 
@@ -144,6 +148,7 @@ impl Reply {
             headers: Vec::new(),
             body: Vec::new(),
             delay: Duration::ZERO,
+            latency: Duration::ZERO,
         }
     }
 
@@ -155,10 +160,21 @@ impl Reply {
         self
     }
 
-    /// Delays the answer (responses only).
+    /// Delays the answer on tokio's clock (responses only): instant under a paused clock in
+    /// tests, but rounded up to tokio's millisecond timer ticks.
     pub fn delay(mut self, wait: Duration) -> Reply {
         if let Reply::Respond { delay, .. } = &mut self {
             *delay = wait;
+        }
+        self
+    }
+
+    /// Delays the answer by wall-clock time, precise to the operating system's sleep (responses
+    /// only): for benchmarks that need a server whose latency is what it says. Each waiting
+    /// answer holds a thread of tokio's blocking pool.
+    pub fn latency(mut self, wait: Duration) -> Reply {
+        if let Reply::Respond { latency, .. } = &mut self {
+            *latency = wait;
         }
         self
     }
@@ -283,9 +299,13 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 headers,
                 body,
                 delay,
+                latency,
             } => {
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
+                }
+                if !latency.is_zero() {
+                    let _ = tokio::task::spawn_blocking(move || std::thread::sleep(latency)).await;
                 }
                 let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
                 for (name, value) in &headers {
