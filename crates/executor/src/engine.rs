@@ -175,9 +175,10 @@ impl Engine {
                 configs,
                 redactor,
             };
-            Scheduler::new(prepared, &shared)
+            let run = Scheduler::new(prepared, &shared)
                 .run(options.cancel, options.deadline)
-                .await
+                .await;
+            Ok(run)
         }
         .instrument(span)
         .await
@@ -527,11 +528,7 @@ impl<'r> Scheduler<'r> {
         }
     }
 
-    async fn run(
-        mut self,
-        cancel: Option<CancelToken>,
-        deadline: Option<Duration>,
-    ) -> Result<Run, Error> {
+    async fn run(mut self, cancel: Option<CancelToken>, deadline: Option<Duration>) -> Run {
         let engine = self.shared.engine;
         engine.emit(&RunEvent::RunStarted { run: &self.record });
         for position in 0..self.prepared.steps.len() {
@@ -587,7 +584,7 @@ impl<'r> Scheduler<'r> {
         self.record.finished_at = Some(Utc::now());
         engine.emit(&RunEvent::RunFinished { run: &self.record });
         tracing::info!(status = ?self.record.status, "run finished");
-        Ok(self.record)
+        self.record
     }
 
     fn push_ready(&mut self, position: usize) {

@@ -179,9 +179,6 @@ enum Invoke {
     Cli(Invocation, u64),
 }
 
-/// One attempt's result: a reply (any status), or a failure with its transport kind.
-type AttemptResult = Result<HttpResponse, TransportError>;
-
 async fn call(
     job: &StepJob<'_>,
     tool: &ToolDefinition,
@@ -219,8 +216,7 @@ async fn call(
     };
     let mut rng = fastrand::Rng::with_seed(seed(&run.run_id, &prepared.step.id));
     let mut failures_in_a_row = 0u32;
-    let mut polls = 0u32;
-    let mut last_poll_error: Option<String> = None;
+    let mut poll = PollState::default();
     loop {
         progress.attempts += 1;
         let attempt = progress.attempts;
@@ -240,81 +236,52 @@ async fn call(
             error: error_text.as_deref(),
             duration,
         });
-        let (retryable, message, retry_after) = match result {
+        let failed = match result {
             Ok(reply) => {
                 if let Invoke::Http(_) = invoke {
                     progress.response_status = Some(reply.status);
                 }
                 if is_transient_status(reply.status) {
-                    let wait = reply
-                        .header("retry-after")
-                        .and_then(|value| parse_retry_after(value, SystemTime::now()));
-                    let message = response::status_error(&reply)
-                        .unwrap_or_else(|| format!("HTTP {}", reply.status));
-                    (resend(None), message, wait)
-                } else if let Some(error) = response::status_error(&reply) {
-                    (false, error, None)
+                    AttemptFailed {
+                        retryable: resend(None),
+                        message: response::status_error(&reply)
+                            .unwrap_or_else(|| format!("HTTP {}", reply.status)),
+                        retry_after: reply
+                            .header("retry-after")
+                            .and_then(|value| parse_retry_after(value, SystemTime::now())),
+                    }
+                } else if let Some(message) = response::status_error(&reply) {
+                    AttemptFailed {
+                        retryable: false,
+                        message,
+                        retry_after: None,
+                    }
                 } else {
                     failures_in_a_row = 0;
-                    let parsed = response::parse_body(&reply);
-                    let text_body;
-                    let body = match &parsed {
-                        Some(parsed) => parsed,
-                        None => {
-                            text_body = Value::String(reply.text().into_owned());
-                            &text_body
-                        }
-                    };
-                    let view = ResponseView {
-                        status: reply.status,
-                        headers: &reply.headers,
-                        body,
-                    };
-                    if let (Some(until), Some(poll)) = (&prepared.until, &prepared.step.poll) {
-                        polls += 1;
-                        let holds = match eval::condition(until, job.scope(Some(view))) {
-                            Ok(holds) => holds,
-                            Err(error) => {
-                                last_poll_error = Some(error);
-                                false
-                            }
-                        };
-                        if !holds {
-                            if polls >= poll.max_attempts {
-                                let why = last_poll_error
-                                    .map(|error| format!("; last evaluation: {error}"))
-                                    .unwrap_or_default();
-                                return Err(format!(
-                                    "poll: `{}` still false after {polls} polls (last status {}){why}",
-                                    until.source(),
-                                    reply.status
-                                )
-                                .into());
-                            }
-                            tokio::time::sleep(Duration::from_millis(poll.interval_ms)).await;
-                            continue;
-                        }
+                    match settle(job, &reply, &mut poll).await? {
+                        Some(output) => return Ok(output),
+                        None => continue,
                     }
-                    if prepared.has_outputs() {
-                        return Ok(step_outputs(job, Some((view, parsed.as_ref())))?);
-                    }
-                    return Ok(response::output(
-                        &prepared.extraction,
-                        &reply,
-                        parsed.as_ref(),
-                    )?);
                 }
             }
             Err(error) => {
                 let kind = error.kind();
-                let message = match &invoke {
-                    Invoke::Http(_) => format!("HTTP request failed: {error}"),
-                    Invoke::Cli(..) => error.message().to_owned(),
-                };
-                (kind.is_transient() && resend(Some(kind)), message, None)
+                AttemptFailed {
+                    retryable: kind.is_transient() && resend(Some(kind)),
+                    message: match &invoke {
+                        Invoke::Http(_) => format!("HTTP request failed: {error}"),
+                        Invoke::Cli(..) => error.message().to_owned(),
+                    },
+                    retry_after: None,
+                }
             }
         };
         failures_in_a_row += 1;
+        let AttemptFailed {
+            retryable,
+            message,
+            retry_after,
+        } = failed;
         if !retryable || failures_in_a_row >= prepared.retry.max_attempts {
             let after = if attempt > 1 {
                 format!(" (after {attempt} attempts)")
@@ -348,7 +315,77 @@ async fn call(
     }
 }
 
-async fn attempt_once(job: &StepJob<'_>, invoke: &Invoke) -> AttemptResult {
+/// A failed attempt: whether it may be retried, why it failed, and the wait the server asked for.
+struct AttemptFailed {
+    retryable: bool,
+    message: String,
+    retry_after: Option<Duration>,
+}
+
+/// Polls so far, and why the last `until` could not be evaluated.
+#[derive(Default)]
+struct PollState {
+    polls: u32,
+    last_error: Option<String>,
+}
+
+/// A response with a good status: the step's output, or `None` when `poll.until` does not hold
+/// yet (after waiting the poll interval), or the failure once polls run out.
+async fn settle(
+    job: &StepJob<'_>,
+    reply: &HttpResponse,
+    state: &mut PollState,
+) -> Result<Option<Value>, Failure> {
+    let prepared = job.prepared;
+    let parsed = response::parse_body(reply);
+    let text_body;
+    let body = match &parsed {
+        Some(parsed) => parsed,
+        None => {
+            text_body = Value::String(reply.text().into_owned());
+            &text_body
+        }
+    };
+    let view = ResponseView {
+        status: reply.status,
+        headers: &reply.headers,
+        body,
+    };
+    if let (Some(until), Some(poll)) = (&prepared.until, &prepared.step.poll) {
+        state.polls += 1;
+        let holds = eval::condition(until, job.scope(Some(view))).unwrap_or_else(|error| {
+            state.last_error = Some(error);
+            false
+        });
+        if !holds {
+            if state.polls >= poll.max_attempts {
+                let why = state
+                    .last_error
+                    .take()
+                    .map(|error| format!("; last evaluation: {error}"))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "poll: `{}` still false after {} polls (last status {}){why}",
+                    until.source(),
+                    state.polls,
+                    reply.status
+                )
+                .into());
+            }
+            tokio::time::sleep(Duration::from_millis(poll.interval_ms)).await;
+            return Ok(None);
+        }
+    }
+    let output = if prepared.has_outputs() {
+        step_outputs(job, Some((view, parsed.as_ref())))?
+    } else {
+        response::output(&prepared.extraction, reply, parsed.as_ref())?
+    };
+    Ok(Some(output))
+}
+
+/// One attempt: a reply (any status), or a failure with its transport kind.
+async fn attempt_once(job: &StepJob<'_>, invoke: &Invoke) -> Result<HttpResponse, TransportError> {
     let timeout = job.prepared.timeout;
     match invoke {
         Invoke::Http(request) => {
