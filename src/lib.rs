@@ -10,7 +10,7 @@
 //! | [`graph`] | `wayline-graph`: edge inference, validation, order, views | `graph` |
 //! | [`registry`] | `wayline-registry`: tool files, tool configs, catalog | `registry` |
 //! | [`executor`] | `wayline-executor`: the engine — scheduling, HTTP, retries, polling, records | `executor` |
-//! | [`testing`] | the tool test harness and a loopback mock server | `testing` |
+//! | `testing` | the tool test harness and a loopback mock server | `testing` |
 //!
 //! ```
 //! use wayline::core::{MemoryCatalog, Step, ToolDefinition, Workflow};

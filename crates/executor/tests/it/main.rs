@@ -6,4 +6,5 @@ mod jsonpath_cts;
 mod polling;
 mod scheduling;
 mod semantics;
+mod spans;
 mod support;
