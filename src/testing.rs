@@ -27,11 +27,10 @@ use std::sync::Arc;
 use serde_json::Value;
 use wayline_core::document::Format;
 use wayline_core::{
-    MemoryCatalog, MemorySecrets, RetryPolicy, Step, StepResult, StepStatus, ToolConfig,
-    ToolDefinition, Workflow,
+    MemoryCatalog, MemorySecrets, StepResult, StepStatus, ToolConfig, ToolDefinition,
 };
+use wayline_executor::Engine;
 pub use wayline_executor::testing::{MockServer, RecordedRequest, Reply};
-use wayline_executor::{Engine, RunOptions};
 
 /// A tool under test. See the [module documentation](self).
 #[derive(Debug, Clone)]
@@ -108,25 +107,20 @@ impl ToolHarness {
         secrets.insert(self.tool.id.clone(), config);
         let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools([self.tool.clone()])))
             .secrets(Arc::new(secrets))
-            .default_retry(RetryPolicy::new(1))
             .build();
-        let mut workflow = Workflow::new("harness", "tool under test");
-        let mut step = Step::new("call", self.tool.id.clone());
-        let mut options = RunOptions::new();
-        for (name, value) in inputs {
-            step = step.map(name, format!("$input.{name}"));
-            options = options.input(name, value);
-        }
-        workflow.steps.push(step);
-        let result = match engine.run(&workflow, options).await {
-            Ok(mut run) => run.step_results.remove(0),
-            Err(error) => {
+        let inputs = inputs
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        let result = engine
+            .call_tool(&self.tool.id, inputs)
+            .await
+            .unwrap_or_else(|error| {
                 let mut result = StepResult::pending("call");
                 result.status = StepStatus::Failed;
                 result.error = Some(error.to_string());
                 result
-            }
-        };
+            });
         ToolCall {
             result,
             request: None,

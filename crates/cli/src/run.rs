@@ -7,11 +7,10 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use wayline_core::document::Format;
 use wayline_core::{
-    HttpRequest, HttpResponse, RunStatus, SecretProvider, Step, ToolCatalog, Transport,
-    TransportError, Workflow,
+    HttpRequest, HttpResponse, RunStatus, SecretProvider, ToolCatalog, Transport, TransportError,
 };
 use wayline_executor::{
-    CancelToken, Engine, PlannedStep, Progress, ReqwestTransport, RunOptions, summary,
+    CancelToken, Engine, PlannedStep, Progress, Redactor, ReqwestTransport, RunOptions, summary,
 };
 use wayline_registry::{ToolConfigs, ToolRegistry};
 
@@ -268,30 +267,9 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
     })?;
     let configs = load_configs(args.common.config.as_deref(), &registry)?;
     // The raw response is printed whole: mask the tool's secrets in it, as the record does.
-    let secret_values: Vec<String> = configs
-        .get(&args.tool_id)
-        .map(|config| {
-            config
-                .secrets()
-                .map(|secret| secret.expose().to_owned())
-                .filter(|value| value.len() >= 6)
-                .collect()
-        })
-        .unwrap_or_default();
-    let mask = |text: &str| {
-        secret_values.iter().fold(text.to_owned(), |text, secret| {
-            text.replace(secret.as_str(), "***")
-        })
-    };
+    let redactor = Redactor::for_configs(configs.get(&args.tool_id));
     let secrets: Arc<dyn SecretProvider> = Arc::new(configs);
-    // One step calling the tool, each input passed as a run input.
-    let mut workflow = Workflow::new("tools-try", format!("try {}", args.tool_id));
-    let mut step = Step::new("call", args.tool_id.clone());
-    for name in inputs.keys() {
-        step = step.map(name.clone(), format!("$input.{name}"));
-    }
-    step.retry = Some(wayline_core::RetryPolicy::new(1));
-    workflow.steps.push(step);
+    let workflow = Engine::tool_call_workflow(&args.tool_id, inputs.keys().map(String::as_str));
     let transport = Arc::new(Remember {
         inner: transport()?,
         last: Mutex::new(None),
@@ -312,13 +290,12 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
     if args.common.dry_run {
         return Ok(Outcome::Ok);
     }
-    let run = runtime
-        .block_on(engine.run(&workflow, RunOptions::new().inputs(inputs)))
+    let result = runtime
+        .block_on(engine.call_tool(&args.tool_id, inputs))
         .map_err(|error| {
             eprintln!("error: {error}");
             Outcome::Unreadable
         })?;
-    let result = &run.step_results[0];
     if let Some(response) = transport
         .last
         .lock()
@@ -327,14 +304,14 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
     {
         println!("\nresponse: HTTP {}", response.status);
         for (name, value) in &response.headers {
-            println!("  {name}: {}", mask(value));
+            println!("  {name}: {}", redactor.text(value));
         }
         let text = response.text();
         let body = match serde_json::from_str::<Value>(&text) {
             Ok(json) => serde_json::to_string_pretty(&json).unwrap_or_else(|_| text.to_string()),
             Err(_) => text.to_string(),
         };
-        println!("{}", mask(&body));
+        println!("{}", redactor.text(&body));
     }
     match &result.error {
         Some(error) => {

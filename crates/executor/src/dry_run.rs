@@ -56,20 +56,14 @@ pub fn dry_run(
         .iter()
         .map(|step| step.tool.as_ref().and_then(|tool| config(&tool.id)))
         .collect();
-    let redactor = Redactor::new(
-        configs
-            .iter()
-            .flatten()
-            .flat_map(ToolConfig::secrets)
-            .map(|secret| secret.expose()),
-    );
+    let redactor = Redactor::for_configs(configs.iter().flatten());
     let is_step = |id: &str| prepared.is_step(id);
     prepared
         .order
         .iter()
         .map(|&position| {
             let prepared_step = &prepared.steps[position];
-            let step = &prepared_step.step;
+            let step = &prepared.workflow.steps[position];
             let mut planned = PlannedStep {
                 step_id: step.id.clone(),
                 tool_id: step.tool_id.clone(),

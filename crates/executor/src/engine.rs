@@ -8,7 +8,7 @@
 //! step reads only the outputs of steps it depends on, all finished before it starts.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -160,13 +160,8 @@ impl Engine {
             tracing::info_span!("run", run_id = %run_id, workflow_id = %prepared.workflow.id);
         async {
             let configs = self.fetch_configs(prepared).await;
-            let redactor = Redactor::new(
-                configs
-                    .values()
-                    .flat_map(|config| config.iter().flatten())
-                    .flat_map(ToolConfig::secrets)
-                    .map(|secret| secret.expose()),
-            );
+            let redactor =
+                Redactor::for_configs(configs.values().flat_map(|config| config.iter().flatten()));
             let shared = RunShared {
                 engine: &self.inner,
                 run_id,
@@ -468,11 +463,9 @@ struct Scheduler<'r> {
     outputs: Vec<Option<Arc<Value>>>,
     /// Unfinished predecessors per step.
     waiting: Vec<usize>,
-    finished: Vec<bool>,
     ready: BinaryHeap<(u64, Reverse<usize>)>,
     hosts: Vec<Option<String>>,
     busy: HashMap<String, usize>,
-    running: HashSet<usize>,
 }
 
 struct ByPosition<'a>(&'a Scheduler<'a>);
@@ -494,23 +487,30 @@ impl<'r> Scheduler<'r> {
         for (index, &position) in prepared.order.iter().enumerate() {
             slot[position] = index;
             record.step_results.push(StepResult::pending(
-                prepared.steps[position].step.id.clone(),
+                prepared.workflow.steps[position].id.clone(),
             ));
         }
+        // One URL parse per tool, not per step.
+        let mut host_of: HashMap<&str, Option<String>> = HashMap::new();
         let hosts = prepared
             .steps
             .iter()
             .map(|step| {
                 let tool = step.tool.as_ref()?;
-                let base = shared
-                    .config(&tool.id)
-                    .ok()
-                    .flatten()
-                    .and_then(|config| config.base_url.as_deref())
-                    .unwrap_or(&tool.base_url);
-                url::Url::parse(base)
-                    .ok()
-                    .and_then(|url| url.host_str().map(str::to_owned))
+                host_of
+                    .entry(tool.id.as_str())
+                    .or_insert_with(|| {
+                        let base = shared
+                            .config(&tool.id)
+                            .ok()
+                            .flatten()
+                            .and_then(|config| config.base_url.as_deref())
+                            .unwrap_or(&tool.base_url);
+                        url::Url::parse(base)
+                            .ok()
+                            .and_then(|url| url.host_str().map(str::to_owned))
+                    })
+                    .clone()
             })
             .collect();
         Scheduler {
@@ -520,11 +520,9 @@ impl<'r> Scheduler<'r> {
             slot,
             outputs: vec![None; count],
             waiting: prepared.predecessors.iter().map(Vec::len).collect(),
-            finished: vec![false; count],
             ready: BinaryHeap::new(),
             hosts,
             busy: HashMap::new(),
-            running: HashSet::new(),
         }
     }
 
@@ -573,7 +571,7 @@ impl<'r> Scheduler<'r> {
         let status = if stopped.is_some() {
             RunStatus::Cancelled
         } else if self.prepared.order.iter().any(|&position| {
-            self.prepared.steps[position].step.severity == Severity::Critical
+            self.prepared.workflow.steps[position].severity == Severity::Critical
                 && self.record.step_results[self.slot[position]].status == StepStatus::Failed
         }) {
             RunStatus::Failed
@@ -621,6 +619,7 @@ impl<'r> Scheduler<'r> {
         let prepared: &'r PreparedWorkflow = self.prepared;
         let shared: &'r RunShared<'r> = self.shared;
         let step = &prepared.steps[position];
+        let definition = &prepared.workflow.steps[position];
         let started_at = Utc::now();
         {
             let result = &mut self.record.step_results[self.slot[position]];
@@ -629,21 +628,12 @@ impl<'r> Scheduler<'r> {
         }
         shared.engine.emit(&RunEvent::StepStarted {
             run_id: &shared.run_id,
-            step_id: &step.step.id,
+            step_id: &definition.id,
         });
         let mut steps = HashMap::new();
-        for expression in step
-            .when
-            .iter()
-            .chain(&step.until)
-            .chain(step.cel_outputs.iter().map(|(_, e)| e))
-        {
-            for id in expression.step_refs() {
-                if let Some(&from) = prepared.index.get(id)
-                    && let Some(output) = &self.outputs[from]
-                {
-                    steps.insert(id.clone(), Arc::clone(output));
-                }
+        for (id, from) in &step.reads {
+            if let Some(output) = &self.outputs[*from] {
+                steps.insert(id.clone(), Arc::clone(output));
             }
         }
         if let Some(when) = &step.when {
@@ -670,7 +660,7 @@ impl<'r> Scheduler<'r> {
         }
         let is_step = |id: &str| prepared.is_step(id);
         let inputs = match resolve::resolve(
-            &step.step,
+            definition,
             &is_step,
             &shared.inputs,
             &ByPosition(self),
@@ -685,23 +675,22 @@ impl<'r> Scheduler<'r> {
         if let Some(host) = &self.hosts[position] {
             *self.busy.entry(host.clone()).or_default() += 1;
         }
-        self.running.insert(position);
         let job = StepJob {
             run: shared,
+            step: definition,
             prepared: step,
             inputs,
             steps,
             started_at,
         };
         let span =
-            tracing::info_span!("step", step_id = %step.step.id, tool_id = %step.step.tool_id);
+            tracing::info_span!("step", step_id = %definition.id, tool_id = %definition.tool_id);
         Some(Box::pin(
             async move { (position, step::execute(job).await) }.instrument(span),
         ))
     }
 
     fn finish(&mut self, position: usize, done: StepDone) {
-        self.running.remove(&position);
         if let Some(host) = &self.hosts[position]
             && let Some(count) = self.busy.get_mut(host)
         {
@@ -724,7 +713,6 @@ impl<'r> Scheduler<'r> {
 
     /// Emits the step's result and releases or skips its dependents.
     fn after(&mut self, position: usize) {
-        self.finished[position] = true;
         let shared = self.shared;
         let result = &self.record.step_results[self.slot[position]];
         shared.engine.emit(&RunEvent::StepFinished {
@@ -765,23 +753,21 @@ impl<'r> Scheduler<'r> {
     /// Ends a stopped run: running steps fail, steps not started are skipped.
     fn stop(&mut self, reason: &str) {
         let now = Utc::now();
-        for position in 0..self.prepared.steps.len() {
-            if self.finished[position] {
-                continue;
-            }
-            let result = &mut self.record.step_results[self.slot[position]];
-            if self.running.contains(&position) {
-                result.status = StepStatus::Failed;
-                result.error = Some(format!("stopped while running: {reason}"));
-            } else {
-                result.status = StepStatus::Skipped;
-                result.error = Some(format!("not started: {reason}"));
-            }
+        let shared = self.shared;
+        for result in &mut self.record.step_results {
+            let (status, error) = match result.status {
+                StepStatus::Running => (
+                    StepStatus::Failed,
+                    format!("stopped while running: {reason}"),
+                ),
+                StepStatus::Pending => (StepStatus::Skipped, format!("not started: {reason}")),
+                _ => continue,
+            };
+            result.status = status;
+            result.error = Some(error);
             result.finished_at = Some(now);
-            self.finished[position] = true;
-            let result = &self.record.step_results[self.slot[position]];
-            self.shared.engine.emit(&RunEvent::StepFinished {
-                run_id: &self.shared.run_id,
+            shared.engine.emit(&RunEvent::StepFinished {
+                run_id: &shared.run_id,
                 result,
             });
         }

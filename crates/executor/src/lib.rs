@@ -37,6 +37,7 @@ mod retry;
 mod step;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tool_call;
 mod validation;
 
 pub use cancel::CancelToken;
@@ -49,4 +50,5 @@ pub use middleware::{StepContext, StepMiddleware};
 pub use mock::ScriptedTransport;
 pub use prepare::PreparedWorkflow;
 pub use progress::{Progress, ProgressStyle, summary};
+pub use redact::Redactor;
 pub use request::{BuiltRequest, build_request};

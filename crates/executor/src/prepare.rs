@@ -8,7 +8,7 @@ use std::time::Duration;
 use wayline_core::tool::ToolKind;
 use wayline_core::workflow::ExpressionField;
 use wayline_core::{
-    Expression, Reference, RetryPolicy, Step, StepKind, ToolCatalog, ToolDefinition, Workflow,
+    Expression, Reference, RetryPolicy, StepKind, ToolCatalog, ToolDefinition, Workflow,
 };
 
 use crate::Error;
@@ -60,13 +60,16 @@ impl PreparedWorkflow {
 /// One step with everything compiled.
 #[derive(Debug)]
 pub(crate) struct PreparedStep {
-    pub(crate) step: Step,
+    /// Shared by every step calling the same tool.
     pub(crate) tool: Option<Arc<ToolDefinition>>,
     pub(crate) when: Option<Expression>,
     pub(crate) until: Option<Expression>,
     pub(crate) cel_outputs: Vec<(String, Expression)>,
     pub(crate) path_outputs: Vec<(String, Path)>,
-    pub(crate) extraction: Extraction,
+    /// Steps the CEL expressions read (`steps.ID`), with their positions.
+    pub(crate) reads: Vec<(String, usize)>,
+    /// The tool's compiled `response_extract`, shared like the tool.
+    pub(crate) extraction: Arc<Extraction>,
     pub(crate) validations: Vec<Validation>,
     pub(crate) retry: RetryPolicy,
     pub(crate) timeout: Duration,
@@ -78,6 +81,9 @@ impl PreparedStep {
     }
 }
 
+/// A tool and its compiled extraction, shared by the steps that call it.
+type SharedTool = (Arc<ToolDefinition>, Arc<Extraction>);
+
 pub(crate) fn prepare(
     workflow: &Workflow,
     catalog: &dyn ToolCatalog,
@@ -88,9 +94,34 @@ pub(crate) fn prepare(
     let mut steps = Vec::with_capacity(workflow.steps.len());
     let mut input_refs: Vec<String> = Vec::new();
     let is_step = |id: &str| workflow.step(id).is_some();
+    let index: HashMap<String, usize> = workflow
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(position, step)| (step.id.clone(), position))
+        .collect();
+    // One copy of each tool and of its compiled extraction, however many steps call it.
+    let mut tools: HashMap<&str, Option<SharedTool>> = HashMap::new();
     for step in &workflow.steps {
         let mut fail = |problem: String| problems.push(format!("step `{}`: {problem}", step.id));
-        let tool = catalog.tool(&step.tool_id).cloned().map(Arc::new);
+        let shared = tools
+            .entry(step.tool_id.as_str())
+            .or_insert_with(|| {
+                let tool = catalog.tool(&step.tool_id)?;
+                let extraction = Extraction::compile(tool).unwrap_or_else(|error| {
+                    fail(format!(
+                        "`response_extract` of tool `{}`: {error}",
+                        step.tool_id
+                    ));
+                    Extraction::default()
+                });
+                Some((Arc::new(tool.clone()), Arc::new(extraction)))
+            })
+            .clone();
+        let (tool, extraction) = match shared {
+            Some((tool, extraction)) => (Some(tool), extraction),
+            None => (None, Arc::default()),
+        };
         match (step.kind, tool.as_deref()) {
             (StepKind::Decision, _) => fail(
                 "decision steps need the planner, which this engine does not have; use `when` conditions to branch".to_owned(),
@@ -132,18 +163,6 @@ pub(crate) fn prepare(
             fail(format!("`outputs`: {error}"));
             Vec::new()
         });
-        let extraction = tool
-            .as_deref()
-            .map(Extraction::compile)
-            .transpose()
-            .unwrap_or_else(|error| {
-                fail(format!(
-                    "`response_extract` of tool `{}`: {error}",
-                    step.tool_id
-                ));
-                None
-            })
-            .unwrap_or_default();
         let validations = step
             .validations
             .iter()
@@ -168,13 +187,25 @@ pub(crate) fn prepare(
             .or_else(|| tool.as_ref().and_then(|tool| tool.timeout_ms))
             .map(Duration::from_millis)
             .unwrap_or(defaults.timeout);
+        let mut reads = Vec::new();
+        let expressions = when
+            .iter()
+            .chain(&until)
+            .chain(cel_outputs.iter().map(|(_, expression)| expression));
+        for id in expressions.flat_map(Expression::step_refs) {
+            if let Some(&position) = index.get(id)
+                && !reads.iter().any(|(known, _)| known == id)
+            {
+                reads.push((id.clone(), position));
+            }
+        }
         steps.push(PreparedStep {
-            step: step.clone(),
             tool,
             when,
             until,
             cel_outputs,
             path_outputs,
+            reads,
             extraction,
             validations,
             retry,
@@ -192,12 +223,6 @@ pub(crate) fn prepare(
     let predecessors = (0..count).map(|index| graph.predecessors(index)).collect();
     let successors = (0..count).map(|index| graph.successors(index)).collect();
     let priority = graph.remaining_weight(|_| 1);
-    let index = workflow
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(position, step)| (step.id.clone(), position))
-        .collect();
     Ok(PreparedWorkflow {
         workflow: workflow.clone(),
         steps,

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use indexmap::IndexMap;
 use serde_json::Value;
-use wayline_core::{HttpRequest, RequestSummary};
+use wayline_core::{HttpRequest, RequestSummary, ToolConfig};
 
 const MASK: &str = "***";
 /// Secrets shorter than this are not searched for in text (they would mask ordinary words);
@@ -32,9 +32,20 @@ pub(crate) fn is_credential_header(name: &str) -> bool {
     NAMES.iter().any(|known| known.eq_ignore_ascii_case(name))
 }
 
-/// Replaces known secret values by `***`.
+/// Replaces the secret values of tool configs by `***` in text and JSON, as the engine does for
+/// run records and events.
+///
+/// ```
+/// use wayline_core::{Secret, ToolConfig};
+/// use wayline_executor::Redactor;
+///
+/// let mut config = ToolConfig::default();
+/// config.auth_token = Some(Secret::new("tok-123456"));
+/// let redactor = Redactor::for_configs([&config]);
+/// assert_eq!(redactor.text("echo: tok-123456"), "echo: ***");
+/// ```
 #[derive(Clone, Default)]
-pub(crate) struct Redactor {
+pub struct Redactor {
     secrets: Vec<String>,
 }
 
@@ -45,8 +56,18 @@ impl std::fmt::Debug for Redactor {
 }
 
 impl Redactor {
+    /// A redactor for the [`secrets`](ToolConfig::secrets) of these tool configs.
+    pub fn for_configs<'c>(configs: impl IntoIterator<Item = &'c ToolConfig>) -> Self {
+        Self::new(
+            configs
+                .into_iter()
+                .flat_map(ToolConfig::secrets)
+                .map(|secret| secret.expose()),
+        )
+    }
+
     /// A redactor for these values.
-    pub(crate) fn new<'s>(secrets: impl IntoIterator<Item = &'s str>) -> Self {
+    fn new<'s>(secrets: impl IntoIterator<Item = &'s str>) -> Self {
         let mut secrets: Vec<String> = secrets
             .into_iter()
             .filter(|secret| secret.len() >= MIN_SCRUBBED_LEN)
@@ -59,7 +80,7 @@ impl Redactor {
     }
 
     /// `text` with every secret masked.
-    pub(crate) fn text<'t>(&self, text: &'t str) -> Cow<'t, str> {
+    pub fn text<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let mut out = Cow::Borrowed(text);
         for secret in &self.secrets {
             if out.contains(secret.as_str()) {
@@ -70,7 +91,7 @@ impl Redactor {
     }
 
     /// Masks secrets in every string of `value`, keys included.
-    pub(crate) fn value(&self, value: &mut Value) {
+    pub fn value(&self, value: &mut Value) {
         if self.secrets.is_empty() {
             return;
         }

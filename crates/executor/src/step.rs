@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use wayline_core::tool::ToolKind;
 use wayline_core::{
-    HttpRequest, HttpResponse, RequestSummary, RunEvent, StepKind, StepResult, StepStatus,
+    HttpRequest, HttpResponse, RequestSummary, RunEvent, Step, StepKind, StepResult, StepStatus,
     ToolDefinition, TransportError, TransportErrorKind,
 };
 
@@ -28,6 +28,7 @@ use crate::validation::{self, Target};
 #[derive(Debug)]
 pub(crate) struct StepJob<'r> {
     pub(crate) run: &'r RunShared<'r>,
+    pub(crate) step: &'r Step,
     pub(crate) prepared: &'r PreparedStep,
     pub(crate) inputs: IndexMap<String, Value>,
     pub(crate) steps: HashMap<String, Arc<Value>>,
@@ -72,7 +73,7 @@ pub(crate) async fn execute(job: StepJob<'_>) -> StepDone {
     let mut progress = Progress::default();
     let outcome = run_step(&job, &mut progress).await;
     let redactor = &job.run.redactor;
-    let step = &job.prepared.step;
+    let step = job.step;
     let mut result = StepResult::pending(step.id.clone());
     result.started_at = Some(job.started_at);
     result.attempts = progress.attempts;
@@ -117,7 +118,7 @@ impl StepJob<'_> {
         StepContext {
             run_id: &self.run.run_id,
             workflow_id: &self.run.workflow_id,
-            step: &self.prepared.step,
+            step: self.step,
             tool: self.prepared.tool.as_deref(),
             inputs: &self.inputs,
         }
@@ -155,11 +156,11 @@ async fn run_step(job: &StepJob<'_>, progress: &mut Progress) -> Result<Value, F
             .await
             .map_err(|reason| format!("blocked before it ran: {reason}"))?;
     }
-    let output = match (prepared.step.kind, prepared.tool.as_deref()) {
+    let output = match (job.step.kind, prepared.tool.as_deref()) {
         (StepKind::Transform, _) => step_outputs(job, None)?,
         (_, Some(tool)) => call(job, tool, progress).await?,
         (_, None) => {
-            return Err(format!("tool `{}` is not in the catalog", prepared.step.tool_id).into());
+            return Err(format!("tool `{}` is not in the catalog", job.step.tool_id).into());
         }
     };
     let findings = validation::run(&prepared.validations, Target::Output, &output);
@@ -196,7 +197,7 @@ async fn call(
             let key = tool
                 .idempotency_key
                 .as_ref()
-                .map(|_| format!("wayline-{}-{}", run.run_id, prepared.step.id));
+                .map(|_| format!("wayline-{}-{}", run.run_id, job.step.id));
             let built = build_request(tool, &job.inputs, config, key.as_deref())?;
             progress.warnings.extend(built.warnings);
             let mut request = built.request;
@@ -214,7 +215,7 @@ async fn call(
         ),
         Invoke::Cli(..) => tool.idempotent == Some(true),
     };
-    let mut rng = fastrand::Rng::with_seed(seed(&run.run_id, &prepared.step.id));
+    let mut rng = fastrand::Rng::with_seed(seed(&run.run_id, &job.step.id));
     let mut failures_in_a_row = 0u32;
     let mut poll = PollState::default();
     loop {
@@ -229,7 +230,7 @@ async fn call(
             .map(|error| run.redactor.text(&error.to_string()).into_owned());
         job.emit(&RunEvent::Attempt {
             run_id: &run.run_id,
-            step_id: &prepared.step.id,
+            step_id: &job.step.id,
             tool_id: &tool.id,
             attempt,
             status: result.as_ref().ok().map(|reply| reply.status),
@@ -305,12 +306,12 @@ async fn call(
         let reason = run.redactor.text(&message);
         job.emit(&RunEvent::RetryScheduled {
             run_id: &run.run_id,
-            step_id: &prepared.step.id,
+            step_id: &job.step.id,
             attempt,
             delay,
             reason: &reason,
         });
-        tracing::debug!(step = %prepared.step.id, attempt, ?delay, "retry scheduled");
+        tracing::debug!(step = %job.step.id, attempt, ?delay, "retry scheduled");
         tokio::time::sleep(delay).await;
     }
 }
@@ -351,7 +352,7 @@ async fn settle(
         headers: &reply.headers,
         body,
     };
-    if let (Some(until), Some(poll)) = (&prepared.until, &prepared.step.poll) {
+    if let (Some(until), Some(poll)) = (&prepared.until, &job.step.poll) {
         state.polls += 1;
         let holds = eval::condition(until, job.scope(Some(view))).unwrap_or_else(|error| {
             state.last_error = Some(error);
