@@ -25,6 +25,7 @@ pub mod observer;
 pub mod reference;
 pub mod run;
 pub mod secret;
+pub mod store;
 pub mod template;
 pub mod tool;
 pub mod transport;
@@ -37,6 +38,10 @@ pub use observer::{RunEvent, RunObserver};
 pub use reference::Reference;
 pub use run::{RequestSummary, Run, RunStatus, StepResult, StepStatus};
 pub use secret::{MemorySecrets, Secret, SecretProvider, ToolConfig};
+pub use store::{
+    Approval, RunPage, RunQuery, RunStore, RunSummary, StoreError, StoreErrorKind, StoredWorkflow,
+    WorkflowStore,
+};
 pub use tool::{
     AuthConfig, AuthType, CodePath, CommandConfig, RequestConfig, ResponseExtractConfig,
     RetryPolicy, ToolDefinition, ToolKind,

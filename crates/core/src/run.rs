@@ -17,6 +17,9 @@ pub struct Run {
     pub id: String,
     /// The workflow that ran.
     pub workflow_id: String,
+    /// The saved version that ran (wayline's addition; absent for a workflow run from a file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_version: Option<u32>,
     /// Overall status.
     pub status: RunStatus,
     /// One result per step, in execution order.
@@ -39,6 +42,7 @@ impl Run {
         Run {
             id: id.into(),
             workflow_id: workflow_id.into(),
+            workflow_version: None,
             status: RunStatus::Running,
             step_results: Vec::new(),
             user_inputs: IndexMap::new(),
@@ -172,6 +176,8 @@ pub enum StepStatus {
     Pending,
     /// In progress.
     Running,
+    /// It was in flight when the process running it died: it may or may not have taken effect.
+    UnknownOutcome,
 }
 
 #[cfg(test)]

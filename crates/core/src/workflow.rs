@@ -101,8 +101,14 @@ pub enum WorkflowStatus {
     /// Being designed.
     #[default]
     Draft,
-    /// Approved by a person.
+    /// Approved by a person (who, when and which graph are in the store's record).
     Approved,
+    /// The approved graph passed a validation run.
+    Validated,
+    /// In use: runs on triggers. At most one version of a workflow is active.
+    Active,
+    /// Retired; kept for history.
+    Archived,
 }
 
 /// One node of the graph.

@@ -1,0 +1,301 @@
+//! The conformance suite every [`WorkflowStore`] and [`RunStore`] passes: call
+//! [`workflow_store`] and [`run_store`] from a test with a fresh, empty store. They panic with
+//! a message naming the broken rule.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! use wayline_store::{MemoryStore, conformance};
+//!
+//! let store = Arc::new(MemoryStore::new());
+//! conformance::workflow_store(store.clone()).await;
+//! conformance::run_store(store).await;
+//! # });
+//! ```
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+use wayline_core::store::{RunQuery, StoreErrorKind, StoredWorkflow};
+use wayline_core::{
+    RequestSummary, Run, RunStatus, RunStore, Step, StepResult, StepStatus, Workflow,
+    WorkflowStatus, WorkflowStore,
+};
+
+fn version(id: &str, number: u32) -> StoredWorkflow {
+    let mut workflow = Workflow::new(id, format!("{id} v{number}"));
+    workflow.steps.push(
+        Step::new("first", "tool_a")
+            .map("query", "$input.q")
+            .map("n", number.to_string()),
+    );
+    workflow
+        .steps
+        .push(Step::new("second", "tool_b").map("x", "first.items.0"));
+    StoredWorkflow::new(workflow, number, format!("sha256:{id}{number}"))
+}
+
+/// Checks the [`WorkflowStore`] contract on an empty store.
+pub async fn workflow_store(store: Arc<dyn WorkflowStore>) {
+    assert_eq!(
+        store.workflow("w", None).await.unwrap(),
+        None,
+        "empty store"
+    );
+    assert!(store.workflow_versions("w").await.unwrap().is_empty());
+    assert!(store.list_workflows().await.unwrap().is_empty());
+
+    let first = version("w", 1);
+    store.insert_workflow(&first).await.unwrap();
+    assert_eq!(
+        store.workflow("w", Some(1)).await.unwrap().as_ref(),
+        Some(&first),
+        "a version reads back as written"
+    );
+    let again = store.insert_workflow(&first).await.unwrap_err();
+    assert_eq!(again.kind(), StoreErrorKind::Conflict, "{again}");
+
+    let second = version("w", 2);
+    store.insert_workflow(&second).await.unwrap();
+    assert_eq!(
+        store.workflow("w", None).await.unwrap().as_ref(),
+        Some(&second)
+    );
+    assert_eq!(
+        store.workflow_versions("w").await.unwrap(),
+        vec![first.clone(), second.clone()],
+        "versions oldest first"
+    );
+    assert_eq!(store.workflow("w", Some(9)).await.unwrap(), None);
+
+    // Optimistic concurrency.
+    let mut approved = first.clone();
+    approved.workflow.status = WorkflowStatus::Approved;
+    let stored = store.update_workflow(&approved).await.unwrap();
+    assert_eq!(
+        stored.revision,
+        first.revision + 1,
+        "an update bumps the revision"
+    );
+    assert_eq!(
+        store.workflow("w", Some(1)).await.unwrap().as_ref(),
+        Some(&stored)
+    );
+    let stale = store.update_workflow(&approved).await.unwrap_err();
+    assert_eq!(stale.kind(), StoreErrorKind::Conflict, "{stale}");
+    assert_eq!(
+        store.workflow("w", Some(1)).await.unwrap().as_ref(),
+        Some(&stored),
+        "a refused update writes nothing"
+    );
+    let missing = store.update_workflow(&version("w", 7)).await.unwrap_err();
+    assert_eq!(missing.kind(), StoreErrorKind::NotFound, "{missing}");
+
+    // Racing updates of one revision: exactly one wins.
+    let mut racers = tokio::task::JoinSet::new();
+    for index in 0..8 {
+        let store = Arc::clone(&store);
+        let mut update = stored.clone();
+        update.workflow.description = format!("racer {index}");
+        racers.spawn(async move { store.update_workflow(&update).await });
+    }
+    let mut winners = 0;
+    while let Some(outcome) = racers.join_next().await {
+        match outcome.unwrap() {
+            Ok(_) => winners += 1,
+            Err(error) => assert_eq!(error.kind(), StoreErrorKind::Conflict, "{error}"),
+        }
+    }
+    assert_eq!(winners, 1, "racing updates of one revision: one must win");
+
+    store.insert_workflow(&version("a-first", 1)).await.unwrap();
+    let listed: Vec<(String, u32)> = store
+        .list_workflows()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|record| (record.id().to_owned(), record.version))
+        .collect();
+    assert_eq!(
+        listed,
+        [("a-first".to_owned(), 1), ("w".to_owned(), 2)],
+        "latest version of each workflow, by id"
+    );
+
+    let bad = store
+        .insert_workflow(&version("../escape", 1))
+        .await
+        .unwrap_err();
+    assert_eq!(bad.kind(), StoreErrorKind::Invalid, "{bad}");
+}
+
+fn run(id: &str, workflow: &str, started_at: DateTime<Utc>, status: RunStatus) -> Run {
+    let mut run = Run::new(id, workflow);
+    run.workflow_version = Some(1);
+    run.status = status;
+    run.started_at = Some(started_at);
+    run.user_inputs.insert("q".into(), json!("Oslo"));
+    for step in ["first", "second", "third"] {
+        run.step_results.push(StepResult::pending(step));
+    }
+    run
+}
+
+fn finished_step(step_id: &str, started_at: DateTime<Utc>) -> StepResult {
+    let mut result = StepResult::pending(step_id);
+    result.status = StepStatus::Success;
+    result.output_data = json!({"items": [1, 2, {"deep": "ü ✓"}], "count": 3});
+    result.warnings = vec!["a warning".into()];
+    result.started_at = Some(started_at);
+    result.finished_at = Some(started_at + Duration::milliseconds(12));
+    result.attempts = 2;
+    result.duration_ms = Some(12);
+    result.request = Some(RequestSummary::new("GET", "http://api.test/x?q=1"));
+    result.response_status = Some(200);
+    result
+}
+
+/// Checks the [`RunStore`] contract on an empty store.
+pub async fn run_store(store: Arc<dyn RunStore>) {
+    let t0: DateTime<Utc> = "2026-03-04T05:06:07.123456789Z".parse().unwrap();
+    assert_eq!(store.run("missing").await.unwrap(), None);
+    let missing = store
+        .save_step("missing", &StepResult::pending("x"))
+        .await
+        .unwrap_err();
+    assert_eq!(missing.kind(), StoreErrorKind::NotFound, "{missing}");
+    let missing = store
+        .finish_run(&run("missing", "w", t0, RunStatus::Failed))
+        .await
+        .unwrap_err();
+    assert_eq!(missing.kind(), StoreErrorKind::NotFound, "{missing}");
+
+    let mut record = run("r1", "w", t0, RunStatus::Running);
+    store.create_run(&record).await.unwrap();
+    assert_eq!(store.run("r1").await.unwrap().as_ref(), Some(&record));
+    let again = store.create_run(&record).await.unwrap_err();
+    assert_eq!(again.kind(), StoreErrorKind::Conflict, "{again}");
+    let bad = store
+        .create_run(&run("a/b", "w", t0, RunStatus::Running))
+        .await
+        .unwrap_err();
+    assert_eq!(bad.kind(), StoreErrorKind::Invalid, "{bad}");
+
+    // A step result replaces the pending one in place; an unknown step is appended.
+    let second = finished_step("second", t0);
+    store.save_step("r1", &second).await.unwrap();
+    record.step_results[1] = second;
+    let extra = finished_step("extra", t0);
+    store.save_step("r1", &extra).await.unwrap();
+    record.step_results.push(extra);
+    assert_eq!(
+        store.run("r1").await.unwrap().as_ref(),
+        Some(&record),
+        "step results are saved field by field, in place"
+    );
+    record.status = RunStatus::Success;
+    record.finished_at = Some(t0 + Duration::seconds(1));
+    store.finish_run(&record).await.unwrap();
+    assert_eq!(store.run("r1").await.unwrap().as_ref(), Some(&record));
+
+    // Many runs, and many steps of one run, saved at once: nothing lost.
+    let mut writers = tokio::task::JoinSet::new();
+    for index in 0..20 {
+        let store = Arc::clone(&store);
+        writers.spawn(async move {
+            let id = format!("par-{index}");
+            let mut run = run(&id, "par", t0, RunStatus::Running);
+            run.step_results.clear();
+            store.create_run(&run).await.unwrap();
+            let mut steps = tokio::task::JoinSet::new();
+            for step in 0..10 {
+                let store = Arc::clone(&store);
+                let id = id.clone();
+                steps.spawn(async move {
+                    let result = finished_step(&format!("s{step}"), t0);
+                    store.save_step(&id, &result).await.unwrap();
+                });
+            }
+            while let Some(done) = steps.join_next().await {
+                done.unwrap();
+            }
+        });
+    }
+    while let Some(done) = writers.join_next().await {
+        done.unwrap();
+    }
+    for index in 0..20 {
+        let run = store.run(&format!("par-{index}")).await.unwrap().unwrap();
+        let steps: BTreeSet<_> = run.step_results.iter().map(|r| r.step_id.clone()).collect();
+        assert_eq!(
+            steps.len(),
+            10,
+            "run par-{index} lost step results: {steps:?}"
+        );
+    }
+
+    // History: newest first, paged, filtered.
+    let statuses = [RunStatus::Success, RunStatus::Failed];
+    for index in 0..7i64 {
+        let workflow = if index % 2 == 0 { "even" } else { "odd" };
+        let at = t0 + Duration::minutes(index);
+        let history = run(
+            &format!("h{index}"),
+            workflow,
+            at,
+            statuses[usize::from(index % 3 == 0)],
+        );
+        store.create_run(&history).await.unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut query = RunQuery::new().workflow("even").limit(3);
+    loop {
+        let page = store.list_runs(&query).await.unwrap();
+        assert!(page.runs.len() <= 3, "a page holds at most `limit` runs");
+        seen.extend(page.runs.iter().map(|summary| summary.id.clone()));
+        match page.next_cursor {
+            Some(cursor) => query = query.after(cursor),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["h6", "h4", "h2", "h0"], "paged history of `even`");
+    let failed = store
+        .list_runs(&RunQuery::new().status(RunStatus::Failed).limit(100))
+        .await
+        .unwrap();
+    let ids: Vec<_> = failed
+        .runs
+        .iter()
+        .map(|summary| summary.id.as_str())
+        .collect();
+    assert_eq!(ids, ["h6", "h3", "h0"], "failed runs");
+    let window = store
+        .list_runs(&RunQuery::new().workflow("odd").started_between(
+            Some(t0 + Duration::minutes(2)),
+            Some(t0 + Duration::minutes(5)),
+        ))
+        .await
+        .unwrap();
+    let ids: Vec<_> = window
+        .runs
+        .iter()
+        .map(|summary| summary.id.as_str())
+        .collect();
+    assert_eq!(ids, ["h3"], "runs of `odd` started in [t0+2m, t0+5m)");
+    let summary = &window.runs[0];
+    assert_eq!(
+        (
+            summary.workflow_version,
+            summary.steps,
+            summary.failed_steps
+        ),
+        (Some(1), 3, 0)
+    );
+    let bad = store
+        .list_runs(&RunQuery::new().after("not a cursor"))
+        .await
+        .unwrap_err();
+    assert_eq!(bad.kind(), StoreErrorKind::Invalid, "{bad}");
+}

@@ -1,0 +1,102 @@
+//! Workflow and run stores, the workflow lifecycle and run history.
+//!
+//! - [`MemoryStore`], [`FileStore`] (JSON files, for development) and, with the default
+//!   `sqlite` feature, [`SqliteStore`] (the embedded default at `$WAYLINE_HOME/wayline.db`)
+//!   implement `wayline-core`'s [`WorkflowStore`] and [`RunStore`]; [`conformance`] checks
+//!   any implementation against their contracts.
+//! - [`Lifecycle`] moves saved workflows through `Draft → Approved → Validated → Active →
+//!   Archived`, keeping every version.
+//! - [`open`] picks the store a path names: a `.db` file is SQLite, anything else a directory
+//!   of files.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! use wayline_core::{Step, Workflow, WorkflowStatus};
+//! use wayline_store::{Lifecycle, MemoryStore};
+//!
+//! let lifecycle = Lifecycle::new(Arc::new(MemoryStore::new()));
+//! let mut workflow = Workflow::new("briefing", "Briefing");
+//! workflow.steps.push(Step::new("geo", "geocode"));
+//! let saved = lifecycle.save(&workflow).await.unwrap();
+//! assert_eq!((saved.record.version, saved.created), (1, true));
+//! let approved = lifecycle.approve("briefing", None, "ada").await.unwrap();
+//! assert_eq!(approved.state(), WorkflowStatus::Approved);
+//! // Any change to the graph makes a new draft version.
+//! workflow.steps.push(Step::new("weather", "forecast").map("lat", "geo.lat"));
+//! let changed = lifecycle.save(&workflow).await.unwrap();
+//! assert_eq!((changed.record.version, changed.record.state()), (2, WorkflowStatus::Draft));
+//! # });
+//! ```
+
+pub mod conformance;
+mod file;
+mod lifecycle;
+mod memory;
+mod records;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use file::FileStore;
+pub use lifecycle::{Lifecycle, Saved, graph_hash, state_name};
+pub use memory::MemoryStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::{Durability, SqliteStore};
+pub use wayline_core::store::{
+    Approval, Cursor, RunPage, RunQuery, RunStore, RunSummary, StoreError, StoreErrorKind,
+    StoredWorkflow, WorkflowStore,
+};
+
+/// Both stores of one location.
+#[derive(Debug, Clone)]
+pub struct Stores {
+    /// Workflow versions.
+    pub workflows: Arc<dyn WorkflowStore>,
+    /// Runs.
+    pub runs: Arc<dyn RunStore>,
+}
+
+impl Stores {
+    /// The two halves of one store that implements both traits.
+    pub fn from_shared<S: WorkflowStore + RunStore + 'static>(store: Arc<S>) -> Stores {
+        Stores {
+            workflows: store.clone(),
+            runs: store,
+        }
+    }
+}
+
+/// Opens the store `location` names: a path ending in `.db` is a SQLite database (created when
+/// missing), anything else a [`FileStore`] directory (created when missing).
+pub fn open(location: &Path) -> Result<Stores, StoreError> {
+    if location
+        .extension()
+        .is_some_and(|extension| extension == "db")
+    {
+        #[cfg(feature = "sqlite")]
+        return Ok(Stores::from_shared(Arc::new(SqliteStore::open(location)?)));
+        #[cfg(not(feature = "sqlite"))]
+        return Err(StoreError::new(
+            StoreErrorKind::Unavailable,
+            format!(
+                "{} is a SQLite store, but this build has no `sqlite` feature; use a directory (the file store)",
+                location.display()
+            ),
+        ));
+    }
+    Ok(Stores::from_shared(Arc::new(FileStore::open(location)?)))
+}
+
+/// Where the embedded default store lives: `$WAYLINE_HOME/wayline.db`, with `WAYLINE_HOME`
+/// defaulting to `~/.wayline`. `None` when neither variable nor a home directory is known.
+pub fn default_location() -> Option<PathBuf> {
+    let home = match std::env::var_os("WAYLINE_HOME") {
+        Some(home) if !home.is_empty() => PathBuf::from(home),
+        _ => PathBuf::from(std::env::var_os("HOME").filter(|home| !home.is_empty())?)
+            .join(".wayline"),
+    };
+    Some(home.join("wayline.db"))
+}

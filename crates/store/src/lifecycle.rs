@@ -1,0 +1,338 @@
+//! The workflow lifecycle: `Draft → Approved → Validated → Active → Archived`, kept in any
+//! [`WorkflowStore`].
+//!
+//! - [`Lifecycle::save`] stores a workflow. A graph that differs from the latest version's
+//!   becomes a new version in `Draft`; the versions before it stay as they were. An unchanged
+//!   graph keeps its version (and its state).
+//! - [`Lifecycle::approve`] records who approved which graph, and when.
+//! - [`Lifecycle::record_validation`] accepts a green run of exactly that approved version.
+//! - [`Lifecycle::activate`] makes a validated version the active one; the version active
+//!   before it is archived.
+//!
+//! Every transition re-reads the record and writes it with optimistic concurrency, so two
+//! processes cannot both move the same version.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use wayline_core::store::{Approval, StoreError, StoreErrorKind, StoredWorkflow, check_id};
+use wayline_core::{Run, RunStatus, Workflow, WorkflowStatus, WorkflowStore};
+
+/// The hash of a workflow's graph: its declared inputs, steps and edges, with object keys
+/// sorted, so reformatting a file does not change it but any change to the graph does. The id,
+/// name, description and lifecycle status are not part of it.
+pub fn graph_hash(workflow: &Workflow) -> String {
+    let graph = serde_json::json!({
+        "inputs": workflow.inputs,
+        "steps": workflow.steps,
+        "edges": workflow.edges,
+    });
+    let mut text = String::new();
+    write_canonical(&graph, &mut text);
+    let digest = Sha256::digest(text.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        hex.push_str(&format!("{byte:02x}"));
+    }
+    format!("sha256:{hex}")
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (index, key) in keys.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// What [`Lifecycle::save`] did.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Saved {
+    /// The stored version.
+    pub record: StoredWorkflow,
+    /// True when this call created the version; false when the graph was unchanged.
+    pub created: bool,
+}
+
+/// Lifecycle operations over a [`WorkflowStore`]. See the [module documentation](self).
+#[derive(Debug, Clone)]
+pub struct Lifecycle {
+    store: Arc<dyn WorkflowStore>,
+}
+
+impl Lifecycle {
+    /// Lifecycle operations on `store`.
+    pub fn new(store: Arc<dyn WorkflowStore>) -> Self {
+        Lifecycle { store }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn WorkflowStore> {
+        &self.store
+    }
+
+    /// Saves `workflow` (see the [module documentation](self)).
+    pub async fn save(&self, workflow: &Workflow) -> Result<Saved, StoreError> {
+        check_id("workflow", &workflow.id)?;
+        let hash = graph_hash(workflow);
+        let latest = self.store.workflow(&workflow.id, None).await?;
+        if let Some(latest) = latest.as_ref().filter(|latest| latest.graph_hash == hash) {
+            if latest.workflow.name == workflow.name
+                && latest.workflow.description == workflow.description
+            {
+                return Ok(Saved {
+                    record: latest.clone(),
+                    created: false,
+                });
+            }
+            // Only the labels changed: same graph, same version, same state.
+            let mut renamed = latest.clone();
+            renamed.workflow.name.clone_from(&workflow.name);
+            renamed
+                .workflow
+                .description
+                .clone_from(&workflow.description);
+            renamed.updated_at = Utc::now();
+            return Ok(Saved {
+                record: self.store.update_workflow(&renamed).await?,
+                created: false,
+            });
+        }
+        let version = latest.map_or(1, |latest| latest.version + 1);
+        let mut draft = workflow.clone();
+        draft.status = WorkflowStatus::Draft;
+        let record = StoredWorkflow::new(draft, version, hash);
+        self.store.insert_workflow(&record).await?;
+        Ok(Saved {
+            record,
+            created: true,
+        })
+    }
+
+    /// One version (the latest when `version` is `None`), or a `NotFound` error.
+    pub async fn get(&self, id: &str, version: Option<u32>) -> Result<StoredWorkflow, StoreError> {
+        self.store.workflow(id, version).await?.ok_or_else(|| {
+            let which = version.map_or_else(String::new, |version| format!(" version {version}"));
+            StoreError::new(
+                StoreErrorKind::NotFound,
+                format!("workflow `{id}`{which} is not in the store; save it first"),
+            )
+        })
+    }
+
+    /// The version runs should use: the active one.
+    pub async fn active(&self, id: &str) -> Result<StoredWorkflow, StoreError> {
+        let versions = self.store.workflow_versions(id).await?;
+        if versions.is_empty() {
+            return Err(StoreError::new(
+                StoreErrorKind::NotFound,
+                format!("workflow `{id}` is not in the store; save it first"),
+            ));
+        }
+        versions
+            .into_iter()
+            .rev()
+            .find(|record| record.state() == WorkflowStatus::Active)
+            .ok_or_else(|| {
+                StoreError::new(
+                    StoreErrorKind::Conflict,
+                    format!(
+                        "workflow `{id}` has no active version: approve it and activate it (a green validation run), or name a version"
+                    ),
+                )
+            })
+    }
+
+    /// Approves a `Draft` version (the latest when `version` is `None`) in the name of `by`.
+    /// Approving an already approved version again records the new approver.
+    pub async fn approve(
+        &self,
+        id: &str,
+        version: Option<u32>,
+        by: &str,
+    ) -> Result<StoredWorkflow, StoreError> {
+        if by.trim().is_empty() {
+            return Err(StoreError::new(
+                StoreErrorKind::Invalid,
+                "an approval needs the approver's name",
+            ));
+        }
+        let mut record = self.get(id, version).await?;
+        expect_state(
+            &record,
+            &[WorkflowStatus::Draft, WorkflowStatus::Approved],
+            "approve",
+        )?;
+        let hash = graph_hash(&record.workflow);
+        if hash != record.graph_hash {
+            return Err(StoreError::new(
+                StoreErrorKind::Corrupt,
+                format!(
+                    "workflow `{id}` version {}: its stored graph no longer matches its hash; save the workflow again",
+                    record.version
+                ),
+            ));
+        }
+        record.approval = Some(Approval::now(by.trim(), hash));
+        record.workflow.status = WorkflowStatus::Approved;
+        record.validation_run_id = None;
+        record.updated_at = Utc::now();
+        self.store.update_workflow(&record).await
+    }
+
+    /// Accepts `run` as the validation run of the approved version it ran: it must have run
+    /// that version and succeeded. The version becomes `Validated`.
+    pub async fn record_validation(&self, run: &Run) -> Result<StoredWorkflow, StoreError> {
+        let Some(version) = run.workflow_version else {
+            return Err(StoreError::new(
+                StoreErrorKind::Invalid,
+                format!(
+                    "run `{}` did not run a saved version of `{}`, so it cannot validate one",
+                    run.id, run.workflow_id
+                ),
+            ));
+        };
+        let mut record = self.get(&run.workflow_id, Some(version)).await?;
+        expect_state(
+            &record,
+            &[WorkflowStatus::Approved, WorkflowStatus::Validated],
+            "validate",
+        )?;
+        if run.status != RunStatus::Success {
+            return Err(StoreError::new(
+                StoreErrorKind::Conflict,
+                format!(
+                    "validation run `{}` of workflow `{}` version {version} did not succeed ({}); fix what failed and run it again",
+                    run.id,
+                    run.workflow_id,
+                    serde_json::to_value(run.status).unwrap_or_default()
+                ),
+            ));
+        }
+        record.validation_run_id = Some(run.id.clone());
+        record.workflow.status = WorkflowStatus::Validated;
+        record.updated_at = Utc::now();
+        self.store.update_workflow(&record).await
+    }
+
+    /// Activates a validated version; the previously active version is archived.
+    pub async fn activate(&self, id: &str, version: u32) -> Result<StoredWorkflow, StoreError> {
+        let mut record = self.get(id, Some(version)).await?;
+        if record.state() == WorkflowStatus::Active {
+            return Ok(record);
+        }
+        if record.state() != WorkflowStatus::Validated || record.validation_run_id.is_none() {
+            return Err(StoreError::new(
+                StoreErrorKind::Conflict,
+                format!(
+                    "workflow `{id}` version {version} is {}: activation needs a green validation run of the approved graph",
+                    state_name(record.state())
+                ),
+            ));
+        }
+        for mut other in self.store.workflow_versions(id).await? {
+            if other.version != version && other.state() == WorkflowStatus::Active {
+                other.workflow.status = WorkflowStatus::Archived;
+                other.updated_at = Utc::now();
+                self.store.update_workflow(&other).await?;
+            }
+        }
+        record.workflow.status = WorkflowStatus::Active;
+        record.updated_at = Utc::now();
+        self.store.update_workflow(&record).await
+    }
+
+    /// Archives a version: it stays for history and can no longer run on triggers.
+    pub async fn archive(&self, id: &str, version: u32) -> Result<StoredWorkflow, StoreError> {
+        let mut record = self.get(id, Some(version)).await?;
+        record.workflow.status = WorkflowStatus::Archived;
+        record.updated_at = Utc::now();
+        self.store.update_workflow(&record).await
+    }
+}
+
+fn expect_state(
+    record: &StoredWorkflow,
+    allowed: &[WorkflowStatus],
+    action: &str,
+) -> Result<(), StoreError> {
+    if allowed.contains(&record.state()) {
+        return Ok(());
+    }
+    Err(StoreError::new(
+        StoreErrorKind::Conflict,
+        format!(
+            "cannot {action} workflow `{}` version {}: it is {}; save a new version to change it",
+            record.id(),
+            record.version,
+            state_name(record.state())
+        ),
+    ))
+}
+
+/// The lower-case name of a lifecycle state, as stored.
+pub fn state_name(state: WorkflowStatus) -> String {
+    serde_json::to_value(state)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{state:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wayline_core::Step;
+
+    fn workflow() -> Workflow {
+        let mut workflow = Workflow::new("w", "W");
+        workflow
+            .steps
+            .push(Step::new("a", "t").map("q", "$input.q").map("n", "1"));
+        workflow
+    }
+
+    #[test]
+    fn the_hash_ignores_labels_and_key_order_but_not_the_graph() {
+        let base = workflow();
+        let hash = graph_hash(&base);
+        assert!(hash.starts_with("sha256:") && hash.len() == 71);
+        let mut relabelled = base.clone();
+        relabelled.name = "Other".into();
+        relabelled.description = "text".into();
+        relabelled.status = WorkflowStatus::Active;
+        assert_eq!(graph_hash(&relabelled), hash);
+        let mut reordered = Workflow::new("w", "W");
+        reordered
+            .steps
+            .push(Step::new("a", "t").map("n", "1").map("q", "$input.q"));
+        assert_eq!(graph_hash(&reordered), hash);
+        let mut changed = base;
+        changed.steps[0] = Step::new("a", "t").map("q", "$input.other");
+        assert_ne!(graph_hash(&changed), hash);
+    }
+}

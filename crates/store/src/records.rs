@@ -1,0 +1,90 @@
+//! What every store does the same way: its errors, replacing a step result, paging history.
+
+use wayline_core::store::{
+    Cursor, RunPage, RunQuery, RunSummary, StoreError, StoreErrorKind, StoredWorkflow,
+};
+use wayline_core::{Run, StepResult};
+
+pub(crate) fn version_exists(record: &StoredWorkflow) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::Conflict,
+        format!(
+            "workflow `{}` version {} already exists",
+            record.id(),
+            record.version
+        ),
+    )
+}
+
+pub(crate) fn version_missing(record: &StoredWorkflow) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::NotFound,
+        format!(
+            "workflow `{}` version {} is not in the store",
+            record.id(),
+            record.version
+        ),
+    )
+}
+
+/// The optimistic-concurrency check of an update.
+pub(crate) fn check_revision(
+    stored: &StoredWorkflow,
+    update: &StoredWorkflow,
+) -> Result<(), StoreError> {
+    if stored.revision == update.revision {
+        return Ok(());
+    }
+    Err(StoreError::new(
+        StoreErrorKind::Conflict,
+        format!(
+            "workflow `{}` version {} changed since it was read (revision {} now, {} read); read it again and retry",
+            update.id(),
+            update.version,
+            stored.revision,
+            update.revision
+        ),
+    ))
+}
+
+pub(crate) fn run_exists(id: &str) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::Conflict,
+        format!("run `{id}` already exists"),
+    )
+}
+
+pub(crate) fn run_missing(id: &str) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::NotFound,
+        format!("run `{id}` is not in the store"),
+    )
+}
+
+/// Puts `result` in place of the run's result for the same step, or appends it.
+pub(crate) fn replace_step(run: &mut Run, result: &StepResult) {
+    match run
+        .step_results
+        .iter_mut()
+        .find(|existing| existing.step_id == result.step_id)
+    {
+        Some(existing) => *existing = result.clone(),
+        None => run.step_results.push(result.clone()),
+    }
+}
+
+/// One page of `summaries` (any order) for `query`.
+pub(crate) fn page(
+    summaries: impl Iterator<Item = RunSummary>,
+    query: &RunQuery,
+    cursor: Option<&Cursor>,
+) -> RunPage {
+    let mut selected: Vec<RunSummary> = summaries
+        .filter(|summary| query.matches(summary))
+        .filter(|summary| cursor.is_none_or(|cursor| summary.is_after(cursor)))
+        .collect();
+    selected.sort_by(RunSummary::newest_first);
+    // One more than a page tells whether there is a next page.
+    selected.truncate(query.page_size() + 1);
+    RunPage::from_sorted(selected, query)
+}

@@ -1,0 +1,134 @@
+use std::sync::Arc;
+
+use wayline_core::store::StoreErrorKind;
+use wayline_core::{Run, RunStatus, Step, Workflow, WorkflowStatus};
+use wayline_store::{Lifecycle, MemoryStore};
+
+fn workflow() -> Workflow {
+    let mut workflow = Workflow::new("briefing", "Briefing");
+    workflow
+        .steps
+        .push(Step::new("geo", "geocode").map("q", "$input.city"));
+    workflow
+        .steps
+        .push(Step::new("weather", "forecast").map("lat", "geo.lat"));
+    workflow
+}
+
+fn validation_run(id: &str, version: u32, status: RunStatus) -> Run {
+    let mut run = Run::new(id, "briefing");
+    run.workflow_version = Some(version);
+    run.status = status;
+    run
+}
+
+#[tokio::test]
+async fn approve_then_edit_returns_to_draft() {
+    let lifecycle = Lifecycle::new(Arc::new(MemoryStore::new()));
+    let first = lifecycle.save(&workflow()).await.unwrap();
+    assert_eq!(first.record.state(), WorkflowStatus::Draft);
+    let approved = lifecycle.approve("briefing", None, "ada").await.unwrap();
+    let approval = approved.approval.clone().unwrap();
+    assert_eq!(approval.by, "ada");
+    assert_eq!(approval.graph_hash, approved.graph_hash);
+
+    // Saving the same graph again changes nothing.
+    let same = lifecycle.save(&workflow()).await.unwrap();
+    assert!(!same.created);
+    assert_eq!(same.record.state(), WorkflowStatus::Approved);
+
+    // A change to the graph: a new version, back in draft; the approved one is kept.
+    let mut edited = workflow();
+    edited.steps[1] = Step::new("weather", "forecast").map("lat", "geo.latitude");
+    let second = lifecycle.save(&edited).await.unwrap();
+    assert!(second.created);
+    assert_eq!(second.record.version, 2);
+    assert_eq!(second.record.state(), WorkflowStatus::Draft);
+    assert!(second.record.approval.is_none());
+    let kept = lifecycle.get("briefing", Some(1)).await.unwrap();
+    assert_eq!(kept.state(), WorkflowStatus::Approved);
+    assert_eq!(lifecycle.get("briefing", None).await.unwrap().version, 2);
+}
+
+#[tokio::test]
+async fn activation_needs_a_green_validation_run_of_the_approved_version() {
+    let lifecycle = Lifecycle::new(Arc::new(MemoryStore::new()));
+    lifecycle.save(&workflow()).await.unwrap();
+
+    // Not approved yet: no validation, no activation.
+    let early = lifecycle
+        .record_validation(&validation_run("v0", 1, RunStatus::Success))
+        .await
+        .unwrap_err();
+    assert_eq!(early.kind(), StoreErrorKind::Conflict, "{early}");
+    let refused = lifecycle.activate("briefing", 1).await.unwrap_err();
+    assert_eq!(refused.kind(), StoreErrorKind::Conflict);
+    assert!(
+        refused.message().contains("green validation run"),
+        "{refused}"
+    );
+
+    lifecycle.approve("briefing", None, "ada").await.unwrap();
+    let red = lifecycle
+        .record_validation(&validation_run("v1", 1, RunStatus::Failed))
+        .await
+        .unwrap_err();
+    assert!(red.message().contains("did not succeed"), "{red}");
+    assert!(lifecycle.activate("briefing", 1).await.is_err());
+    let unsaved = lifecycle
+        .record_validation(&Run::new("v2", "briefing"))
+        .await
+        .unwrap_err();
+    assert_eq!(unsaved.kind(), StoreErrorKind::Invalid);
+
+    let validated = lifecycle
+        .record_validation(&validation_run("v3", 1, RunStatus::Success))
+        .await
+        .unwrap();
+    assert_eq!(validated.state(), WorkflowStatus::Validated);
+    assert_eq!(validated.validation_run_id.as_deref(), Some("v3"));
+    let active = lifecycle.activate("briefing", 1).await.unwrap();
+    assert_eq!(active.state(), WorkflowStatus::Active);
+    assert_eq!(lifecycle.active("briefing").await.unwrap().version, 1);
+
+    // Version 2 goes through the same gate; activating it archives version 1.
+    let mut edited = workflow();
+    edited.steps.push(Step::new("extra", "forecast"));
+    lifecycle.save(&edited).await.unwrap();
+    assert_eq!(lifecycle.active("briefing").await.unwrap().version, 1);
+    lifecycle
+        .approve("briefing", Some(2), "grace")
+        .await
+        .unwrap();
+    lifecycle
+        .record_validation(&validation_run("v4", 2, RunStatus::Success))
+        .await
+        .unwrap();
+    lifecycle.activate("briefing", 2).await.unwrap();
+    assert_eq!(lifecycle.active("briefing").await.unwrap().version, 2);
+    assert_eq!(
+        lifecycle.get("briefing", Some(1)).await.unwrap().state(),
+        WorkflowStatus::Archived
+    );
+    // An archived version cannot be approved again.
+    let archived = lifecycle
+        .approve("briefing", Some(1), "ada")
+        .await
+        .unwrap_err();
+    assert!(archived.message().contains("archived"), "{archived}");
+}
+
+#[tokio::test]
+async fn unknown_workflows_and_blank_approvers_are_refused() {
+    let lifecycle = Lifecycle::new(Arc::new(MemoryStore::new()));
+    let missing = lifecycle.approve("nope", None, "ada").await.unwrap_err();
+    assert_eq!(missing.kind(), StoreErrorKind::NotFound);
+    lifecycle.save(&workflow()).await.unwrap();
+    let blank = lifecycle.approve("briefing", None, "  ").await.unwrap_err();
+    assert_eq!(blank.kind(), StoreErrorKind::Invalid);
+    let none_active = lifecycle.active("briefing").await.unwrap_err();
+    assert!(
+        none_active.message().contains("no active version"),
+        "{none_active}"
+    );
+}
