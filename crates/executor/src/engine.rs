@@ -22,8 +22,8 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use tracing::Instrument;
 use wayline_core::{
-    RetryPolicy, Run, RunEvent, RunObserver, RunStatus, SecretProvider, Severity, StepResult,
-    StepStatus, ToolCatalog, ToolConfig, Transport, Workflow,
+    RetryPolicy, Run, RunEvent, RunObserver, RunStatus, RunStore, SecretProvider, Severity,
+    StepResult, StepStatus, ToolCatalog, ToolConfig, Transport, Workflow,
 };
 
 use crate::Error;
@@ -77,6 +77,7 @@ pub(crate) struct EngineInner {
     secrets: Arc<dyn SecretProvider>,
     observers: Vec<Arc<dyn RunObserver>>,
     pub(crate) middleware: Vec<Arc<dyn StepMiddleware>>,
+    pub(crate) run_store: Option<Arc<dyn RunStore>>,
     max_parallel: usize,
     per_host_limit: Option<usize>,
     defaults: Defaults,
@@ -98,6 +99,7 @@ pub struct EngineBuilder {
     secrets: Arc<dyn SecretProvider>,
     observers: Vec<Arc<dyn RunObserver>>,
     middleware: Vec<Arc<dyn StepMiddleware>>,
+    run_store: Option<Arc<dyn RunStore>>,
     max_parallel: usize,
     per_host_limit: Option<usize>,
     defaults: Defaults,
@@ -125,6 +127,7 @@ impl Engine {
             secrets: Arc::new(wayline_core::MemorySecrets::new()),
             observers: Vec::new(),
             middleware: Vec::new(),
+            run_store: None,
             max_parallel: DEFAULT_MAX_PARALLEL,
             per_host_limit: None,
             defaults: Defaults {
@@ -159,24 +162,33 @@ impl Engine {
         let span =
             tracing::info_span!("run", run_id = %run_id, workflow_id = %prepared.workflow.id);
         async {
-            let configs = self.fetch_configs(prepared).await;
-            let redactor =
-                Redactor::for_configs(configs.values().flat_map(|config| config.iter().flatten()));
-            let shared = RunShared {
-                engine: &self.inner,
-                run_id,
-                workflow_id: prepared.workflow.id.clone(),
-                inputs,
-                configs,
-                redactor,
-            };
-            let run = Scheduler::new(prepared, &shared)
-                .run(options.cancel, options.deadline)
-                .await;
-            Ok(run)
+            let shared = self.shared(prepared, run_id, inputs).await;
+            let mut scheduler = Scheduler::new(prepared, &shared);
+            scheduler.record.workflow_version = options.workflow_version;
+            scheduler.run(options.cancel, options.deadline).await
         }
         .instrument(span)
         .await
+    }
+
+    /// What every step of a run shares: its id, inputs, tool configs and redactor.
+    pub(crate) async fn shared<'e>(
+        &'e self,
+        prepared: &PreparedWorkflow,
+        run_id: String,
+        inputs: IndexMap<String, Value>,
+    ) -> RunShared<'e> {
+        let configs = self.fetch_configs(prepared).await;
+        let redactor =
+            Redactor::for_configs(configs.values().flat_map(|config| config.iter().flatten()));
+        RunShared {
+            engine: &self.inner,
+            run_id,
+            workflow_id: prepared.workflow.id.clone(),
+            inputs,
+            configs,
+            redactor,
+        }
     }
 
     pub(crate) async fn fetch_configs(
@@ -227,6 +239,15 @@ impl EngineBuilder {
         self
     }
 
+    /// Makes runs durable: each run is recorded in `store` when it starts, each step is marked
+    /// running before its call and its result saved before its dependents start, and the final
+    /// record is written at the end. A run that was interrupted can then be finished with
+    /// [`Engine::resume`].
+    pub fn run_store(mut self, store: Arc<dyn RunStore>) -> Self {
+        self.run_store = Some(store);
+        self
+    }
+
     /// Most steps running at once (default [`DEFAULT_MAX_PARALLEL`]; at least 1).
     pub fn max_parallel(mut self, count: usize) -> Self {
         self.max_parallel = count.max(1);
@@ -268,6 +289,7 @@ impl EngineBuilder {
                 secrets: self.secrets,
                 observers: self.observers,
                 middleware: self.middleware,
+                run_store: self.run_store,
                 max_parallel: self.max_parallel,
                 per_host_limit: self.per_host_limit,
                 defaults: self.defaults,
@@ -305,6 +327,8 @@ pub struct RunOptions {
     pub deadline: Option<Duration>,
     /// A token that cancels the run.
     pub cancel: Option<CancelToken>,
+    /// The saved workflow version being run, recorded in the run.
+    pub workflow_version: Option<u32>,
 }
 
 impl RunOptions {
@@ -340,6 +364,12 @@ impl RunOptions {
     /// Sets the cancellation token.
     pub fn cancel(mut self, token: CancelToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+
+    /// Names the saved workflow version this run runs.
+    pub fn workflow_version(mut self, version: u32) -> Self {
+        self.workflow_version = Some(version);
         self
     }
 }
@@ -454,10 +484,12 @@ impl RunShared<'_> {
 type StepFuture<'r> = Pin<Box<dyn Future<Output = (usize, StepDone)> + 'r>>;
 
 /// One run's mutable state.
-struct Scheduler<'r> {
+pub(crate) struct Scheduler<'r> {
     prepared: &'r PreparedWorkflow,
     shared: &'r RunShared<'r>,
-    record: Run,
+    pub(crate) record: Run,
+    /// True when continuing a stored run rather than starting one.
+    resumed: bool,
     /// Position → index in `record.step_results`.
     slot: Vec<usize>,
     outputs: Vec<Option<Arc<Value>>>,
@@ -478,7 +510,7 @@ impl Outputs for ByPosition<'_> {
 }
 
 impl<'r> Scheduler<'r> {
-    fn new(prepared: &'r PreparedWorkflow, shared: &'r RunShared<'r>) -> Self {
+    pub(crate) fn new(prepared: &'r PreparedWorkflow, shared: &'r RunShared<'r>) -> Self {
         let count = prepared.steps.len();
         let mut record = Run::new(shared.run_id.clone(), prepared.workflow.id.clone());
         record.user_inputs = shared.inputs.clone();
@@ -490,6 +522,57 @@ impl<'r> Scheduler<'r> {
                 prepared.workflow.steps[position].id.clone(),
             ));
         }
+        Scheduler::with_record(prepared, shared, record, slot)
+    }
+
+    /// Continues `record`, a stored run of `prepared` whose step results are each final
+    /// (success, failed, skipped) or `pending` (to run now). Successful outputs feed the steps
+    /// still to run.
+    pub(crate) fn resumed(
+        prepared: &'r PreparedWorkflow,
+        shared: &'r RunShared<'r>,
+        mut record: Run,
+    ) -> Self {
+        let mut slot = Vec::with_capacity(prepared.steps.len());
+        for step in &prepared.workflow.steps {
+            let index = match record
+                .step_results
+                .iter()
+                .position(|result| result.step_id == step.id)
+            {
+                Some(index) => index,
+                None => {
+                    record
+                        .step_results
+                        .push(StepResult::pending(step.id.clone()));
+                    record.step_results.len() - 1
+                }
+            };
+            slot.push(index);
+        }
+        let mut scheduler = Scheduler::with_record(prepared, shared, record, slot);
+        scheduler.resumed = true;
+        for position in 0..prepared.steps.len() {
+            let result = &scheduler.record.step_results[scheduler.slot[position]];
+            if result.status == StepStatus::Success {
+                scheduler.outputs[position] = Some(Arc::new(result.output_data.clone()));
+            }
+            if result.status != StepStatus::Pending {
+                for &next in &prepared.successors[position] {
+                    scheduler.waiting[next] -= 1;
+                }
+            }
+        }
+        scheduler
+    }
+
+    fn with_record(
+        prepared: &'r PreparedWorkflow,
+        shared: &'r RunShared<'r>,
+        record: Run,
+        slot: Vec<usize>,
+    ) -> Self {
+        let count = prepared.steps.len();
         // One URL parse per tool, not per step.
         let mut host_of: HashMap<&str, Option<String>> = HashMap::new();
         let hosts = prepared
@@ -517,6 +600,7 @@ impl<'r> Scheduler<'r> {
             prepared,
             shared,
             record,
+            resumed: false,
             slot,
             outputs: vec![None; count],
             waiting: prepared.predecessors.iter().map(Vec::len).collect(),
@@ -526,12 +610,38 @@ impl<'r> Scheduler<'r> {
         }
     }
 
-    async fn run(mut self, cancel: Option<CancelToken>, deadline: Option<Duration>) -> Run {
+    /// Runs to the end. An `Err` means the run store failed: at the start (nothing ran), or at
+    /// the end (the error carries the run record that could not be saved).
+    pub(crate) async fn run(
+        mut self,
+        cancel: Option<CancelToken>,
+        deadline: Option<Duration>,
+    ) -> Result<Run, Error> {
         let engine = self.shared.engine;
+        if let Some(store) = &engine.run_store {
+            let stored = if self.resumed {
+                store.finish_run(&self.record).await
+            } else {
+                store.create_run(&self.record).await
+            };
+            stored.map_err(|error| Error::Store {
+                run_id: self.record.id.clone(),
+                error,
+                run: None,
+            })?;
+        }
         engine.emit(&RunEvent::RunStarted { run: &self.record });
-        for position in 0..self.prepared.steps.len() {
-            if self.waiting[position] == 0 {
-                self.push_ready(position);
+        // Collected first: settling a step below releases its dependents itself.
+        let startable: Vec<usize> = (0..self.prepared.steps.len())
+            .filter(|&position| {
+                self.waiting[position] == 0
+                    && self.record.step_results[self.slot[position]].status == StepStatus::Pending
+            })
+            .collect();
+        for position in startable {
+            match self.failed_dependency(position) {
+                Some(reason) => self.settle(position, StepStatus::Skipped, reason),
+                None => self.push_ready(position),
             }
         }
         let cancel = cancel.unwrap_or_default();
@@ -582,7 +692,16 @@ impl<'r> Scheduler<'r> {
         self.record.finished_at = Some(Utc::now());
         engine.emit(&RunEvent::RunFinished { run: &self.record });
         tracing::info!(status = ?self.record.status, "run finished");
-        self.record
+        if let Some(store) = &engine.run_store
+            && let Err(error) = store.finish_run(&self.record).await
+        {
+            return Err(Error::Store {
+                run_id: self.record.id.clone(),
+                error,
+                run: Some(Box::new(self.record)),
+            });
+        }
+        Ok(self.record)
     }
 
     fn push_ready(&mut self, position: usize) {
@@ -685,8 +804,19 @@ impl<'r> Scheduler<'r> {
         };
         let span =
             tracing::info_span!("step", step_id = %definition.id, tool_id = %definition.tool_id);
+        let store = shared.engine.run_store.as_deref();
+        let running = store.map(|_| self.record.step_results[self.slot[position]].clone());
         Some(Box::pin(
-            async move { (position, step::execute(job).await) }.instrument(span),
+            async move {
+                let done = match (store, running) {
+                    (Some(store), Some(running)) => {
+                        step::execute_durably(job, store, running).await
+                    }
+                    _ => step::execute(job).await,
+                };
+                (position, done)
+            }
+            .instrument(span),
         ))
     }
 

@@ -22,6 +22,37 @@ pub enum Error {
         /// Each problem, as a sentence.
         problems: Vec<String>,
     },
+    /// The run store failed. At the start of a run nothing ran (`run` is `None`); at the end,
+    /// `run` is the record that could not be saved.
+    #[error("the run store failed for run `{run_id}`: {error}")]
+    Store {
+        /// The run.
+        run_id: String,
+        /// What the store said.
+        error: wayline_core::StoreError,
+        /// The finished run, when it ran.
+        run: Option<Box<wayline_core::Run>>,
+    },
+    /// A stored run cannot be resumed.
+    #[error("run `{run_id}` cannot be resumed: {reason}")]
+    Resume {
+        /// The run.
+        run_id: String,
+        /// Why, and what to do.
+        reason: String,
+    },
+    /// Steps of a resumed run were in flight when it stopped and are not safe to repeat; the
+    /// caller decides whether to retry or skip them.
+    #[error(
+        "run `{run_id}`: the outcome of {} is unknown (they were running when the run stopped, and repeating them is not known to be safe); resume with retry or skip for them",
+        .steps.iter().map(|step| format!("`{step}`")).collect::<Vec<_>>().join(", ")
+    )]
+    UnknownOutcome {
+        /// The run.
+        run_id: String,
+        /// The steps.
+        steps: Vec<String>,
+    },
 }
 
 fn bullets(problems: &[String]) -> String {

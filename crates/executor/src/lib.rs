@@ -19,6 +19,7 @@
 mod cancel;
 mod command;
 mod dry_run;
+pub mod durable;
 mod engine;
 mod error;
 mod eval;
@@ -42,6 +43,7 @@ mod validation;
 
 pub use cancel::CancelToken;
 pub use dry_run::{PlannedStep, dry_run};
+pub use durable::{ResumeOptions, UnknownSteps};
 pub use engine::{DEFAULT_MAX_PARALLEL, Engine, EngineBuilder, RunOptions};
 pub use error::Error;
 #[cfg(feature = "http")]

@@ -10,8 +10,8 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use wayline_core::tool::ToolKind;
 use wayline_core::{
-    HttpRequest, HttpResponse, RequestSummary, RunEvent, Step, StepKind, StepResult, StepStatus,
-    ToolDefinition, TransportError, TransportErrorKind,
+    HttpRequest, HttpResponse, RequestSummary, RunEvent, RunStore, Step, StepKind, StepResult,
+    StepStatus, ToolDefinition, TransportError, TransportErrorKind,
 };
 
 use crate::command::{self, Invocation};
@@ -66,6 +66,38 @@ struct Progress {
     warnings: Vec<String>,
     request: Option<RequestSummary>,
     response_status: Option<u16>,
+}
+
+/// [`execute`] with a run store: the step is saved as `running` before it can act (so a crash
+/// leaves it marked in flight), and its result is saved before its dependents may start. A
+/// store failure fails the step, with the reason, rather than going unrecorded.
+pub(crate) async fn execute_durably(
+    job: StepJob<'_>,
+    store: &dyn RunStore,
+    running: StepResult,
+) -> StepDone {
+    let run_id = &job.run.run_id;
+    if let Err(error) = store.save_step(run_id, &running).await {
+        let mut result = running;
+        result.status = StepStatus::Failed;
+        result.error = Some(format!(
+            "not started: the run store could not record it: {error}"
+        ));
+        result.finished_at = Some(Utc::now());
+        return StepDone {
+            result,
+            output: None,
+        };
+    }
+    let mut done = execute(job).await;
+    if let Err(error) = store.save_step(run_id, &done.result).await {
+        done.result.status = StepStatus::Failed;
+        done.result.error = Some(format!(
+            "it ran, but the run store could not save its result: {error}"
+        ));
+        done.output = None;
+    }
+    done
 }
 
 pub(crate) async fn execute(job: StepJob<'_>) -> StepDone {

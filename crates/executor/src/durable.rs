@@ -1,0 +1,195 @@
+//! Finishing an interrupted run: [`Engine::resume`] and what it does with steps that were in
+//! flight when the run stopped.
+//!
+//! A run made with a run store (see [`EngineBuilder::run_store`](crate::EngineBuilder::run_store))
+//! has every step marked `running` before its call and its result saved before its dependents
+//! start. If the process dies, the stored run stays `running`: its successful steps are kept
+//! (outputs included), failed steps stay failed, skipped and pending steps are decided again,
+//! and steps that were `running` have an unknown outcome. Those are run again when that is safe
+//! (a transform, a method other than POST/PATCH, an idempotent tool, or a tool that sends an
+//! idempotency key, which is the same on resume because the run id is); otherwise
+//! [`UnknownSteps`] decides.
+
+use tracing::Instrument;
+use wayline_core::tool::ToolKind;
+use wayline_core::{Run, RunStatus, StepKind, StepResult, StepStatus};
+
+use crate::Error;
+use crate::cancel::CancelToken;
+use crate::engine::{Engine, Scheduler};
+use crate::prepare::{PreparedStep, PreparedWorkflow};
+use crate::retry::may_resend;
+
+/// What to do with steps whose outcome is unknown and which are not safe to repeat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum UnknownSteps {
+    /// Resume nothing: mark them `unknown_outcome` in the store and return
+    /// [`Error::UnknownOutcome`] so a person decides.
+    #[default]
+    Stop,
+    /// Run them again.
+    Retry,
+    /// Mark them skipped (their dependents are skipped too) and finish the rest.
+    Skip,
+}
+
+/// How to resume a run.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ResumeOptions {
+    /// Steps with an unknown outcome that are not safe to repeat.
+    pub unknown: UnknownSteps,
+    /// Time allowed for the rest of the run.
+    pub deadline: Option<std::time::Duration>,
+    /// A token that cancels the run.
+    pub cancel: Option<CancelToken>,
+}
+
+impl ResumeOptions {
+    /// Stop at unknown outcomes; no deadline.
+    pub fn new() -> Self {
+        ResumeOptions::default()
+    }
+
+    /// Sets what happens to unknown outcomes.
+    #[must_use]
+    pub fn unknown(mut self, unknown: UnknownSteps) -> Self {
+        self.unknown = unknown;
+        self
+    }
+
+    /// Sets the deadline of the rest of the run.
+    #[must_use]
+    pub fn deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Sets the cancellation token.
+    #[must_use]
+    pub fn cancel(mut self, token: CancelToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}
+
+/// True when running the step a second time cannot do harm a first time did not.
+fn safe_to_repeat(step: &PreparedStep, kind: StepKind) -> bool {
+    if kind == StepKind::Transform {
+        return true;
+    }
+    let Some(tool) = step.tool.as_deref() else {
+        return true;
+    };
+    match tool.kind {
+        ToolKind::Cli => tool.idempotent == Some(true),
+        _ => may_resend(
+            &tool.method,
+            tool.idempotent,
+            tool.idempotency_key.is_some(),
+            None,
+        ),
+    }
+}
+
+impl Engine {
+    /// Finishes run `run_id`, an interrupted run of `prepared` in the engine's run store, with
+    /// the inputs it was started with. See the [module documentation](crate::durable).
+    pub async fn resume(
+        &self,
+        prepared: &PreparedWorkflow,
+        run_id: &str,
+        options: ResumeOptions,
+    ) -> Result<Run, Error> {
+        let refuse = |reason: String| Error::Resume {
+            run_id: run_id.to_owned(),
+            reason,
+        };
+        let Some(store) = self.inner.run_store.as_deref() else {
+            return Err(refuse(
+                "this engine has no run store; build it with `EngineBuilder::run_store`".into(),
+            ));
+        };
+        let store_error = |error| Error::Store {
+            run_id: run_id.to_owned(),
+            error,
+            run: None,
+        };
+        let mut record = store
+            .run(run_id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| refuse("it is not in the run store".into()))?;
+        let workflow = &prepared.workflow;
+        if record.workflow_id != workflow.id {
+            return Err(refuse(format!(
+                "it ran workflow `{}`, not `{}`",
+                record.workflow_id, workflow.id
+            )));
+        }
+        if record.status != RunStatus::Running {
+            let status = serde_json::to_value(record.status).unwrap_or_default();
+            return Err(refuse(format!(
+                "it has already ended ({}); start a new run instead",
+                status.as_str().unwrap_or("ended")
+            )));
+        }
+        if let Some(unknown) = record
+            .step_results
+            .iter()
+            .find(|result| !prepared.index.contains_key(result.step_id.as_str()))
+        {
+            return Err(refuse(format!(
+                "its step `{}` is not in the workflow any more; resume it with the version it ran",
+                unknown.step_id
+            )));
+        }
+        let mut unsafe_unknown = Vec::new();
+        for result in &mut record.step_results {
+            let position = prepared.index[result.step_id.as_str()];
+            let kind = workflow.steps[position].kind;
+            match result.status {
+                StepStatus::Success | StepStatus::Failed => {}
+                StepStatus::Running | StepStatus::UnknownOutcome
+                    if !safe_to_repeat(&prepared.steps[position], kind)
+                        && options.unknown != UnknownSteps::Retry =>
+                {
+                    if options.unknown == UnknownSteps::Skip {
+                        result.status = StepStatus::Skipped;
+                        result.error = Some(
+                            "its outcome is unknown (it was running when the run stopped); skipped on resume"
+                                .into(),
+                        );
+                    } else {
+                        result.status = StepStatus::UnknownOutcome;
+                        result.error = Some(
+                            "it was running when the run stopped; whether it took effect is unknown"
+                                .into(),
+                        );
+                        unsafe_unknown.push(result.step_id.clone());
+                    }
+                }
+                // Pending, skipped (decided again), and in-flight steps that are safe to repeat.
+                _ => *result = StepResult::pending(result.step_id.clone()),
+            }
+        }
+        if !unsafe_unknown.is_empty() {
+            store.finish_run(&record).await.map_err(store_error)?;
+            return Err(Error::UnknownOutcome {
+                run_id: run_id.to_owned(),
+                steps: unsafe_unknown,
+            });
+        }
+        let span = tracing::info_span!("run", run_id = %run_id, workflow_id = %workflow.id, resumed = true);
+        async {
+            let inputs = record.user_inputs.clone();
+            let shared = self.shared(prepared, run_id.to_owned(), inputs).await;
+            Scheduler::resumed(prepared, &shared, record)
+                .run(options.cancel, options.deadline)
+                .await
+        }
+        .instrument(span)
+        .await
+    }
+}

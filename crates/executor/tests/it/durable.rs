@@ -1,0 +1,328 @@
+//! Durable runs: the run store sees each step as running before its call and finished before
+//! its dependents start; interrupted runs resume.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use wayline_core::{
+    HttpRequest, HttpResponse, MemoryCatalog, Run, RunStatus, RunStore, StepResult, StepStatus,
+    ToolDefinition, Transport, TransportError, Workflow,
+};
+use wayline_executor::{Engine, Error, ResumeOptions, RunOptions, UnknownSteps};
+use wayline_store::MemoryStore;
+
+use crate::support::workflow;
+
+/// Answers `{"n": <path length>}` and writes down, at each call, what the store says of the
+/// run's steps.
+#[derive(Debug)]
+struct Spy {
+    store: Arc<MemoryStore>,
+    seen: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl Transport for Spy {
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
+        let path = url::Url::parse(&request.url).unwrap().path().to_owned();
+        let run = self.store.run("r1").await.unwrap().unwrap();
+        let states: Vec<String> = run
+            .step_results
+            .iter()
+            .map(|result| {
+                format!(
+                    "{}={}",
+                    result.step_id,
+                    json!(result.status).as_str().unwrap()
+                )
+            })
+            .collect();
+        self.seen
+            .lock()
+            .unwrap()
+            .push(format!("{} {path} [{}]", request.method, states.join(" ")));
+        Ok(HttpResponse::new(200, json!({"n": path.len()}).to_string()))
+    }
+}
+
+fn chain() -> Workflow {
+    workflow(
+        r"
+id: chain
+name: Chain
+steps:
+  - {id: a, tool_id: get_a}
+  - {id: b, tool_id: post_b, input_mapping: {x: a.n}}
+  - {id: c, tool_id: get_c, input_mapping: {y: b.n}}
+",
+    )
+}
+
+fn tools() -> Vec<ToolDefinition> {
+    let mut post = ToolDefinition::new("post_b", "http://api.test/b");
+    post.method = "POST".into();
+    vec![
+        ToolDefinition::new("get_a", "http://api.test/a"),
+        post,
+        ToolDefinition::new("get_c", "http://api.test/c"),
+    ]
+}
+
+fn engine(store: &Arc<MemoryStore>) -> (Engine, Arc<Spy>) {
+    let spy = Arc::new(Spy {
+        store: Arc::clone(store),
+        seen: Mutex::new(Vec::new()),
+    });
+    let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools(tools())))
+        .transport(spy.clone())
+        .run_store(store.clone())
+        .build();
+    (engine, spy)
+}
+
+#[tokio::test]
+async fn each_step_is_stored_as_running_before_its_call_and_the_run_at_the_end() {
+    let store = Arc::new(MemoryStore::new());
+    let (engine, spy) = engine(&store);
+    let run = engine
+        .run(&chain(), RunOptions::new().run_id("r1").workflow_version(4))
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Success);
+    assert_eq!(run.workflow_version, Some(4));
+    assert_eq!(
+        *spy.seen.lock().unwrap(),
+        [
+            "GET /a [a=running b=pending c=pending]",
+            "POST /b [a=success b=running c=pending]",
+            "GET /c [a=success b=success c=running]",
+        ]
+    );
+    assert_eq!(store.run("r1").await.unwrap(), Some(run));
+}
+
+/// The stored state of a run killed while `b` was in flight.
+fn interrupted(store_run: &mut Run) {
+    store_run.step_results[0].status = StepStatus::Success;
+    store_run.step_results[0].output_data = json!({"n": 2});
+    store_run.step_results[1].status = StepStatus::Running;
+}
+
+async fn store_interrupted(store: &MemoryStore, post_tool_idempotent: bool) -> Engine {
+    let mut run = Run::new("r1", "chain");
+    run.user_inputs.insert("unused".into(), json!(1));
+    for id in ["a", "b", "c"] {
+        run.step_results.push(StepResult::pending(id));
+    }
+    interrupted(&mut run);
+    store.create_run(&run).await.unwrap();
+    let mut tools = tools();
+    tools[1].idempotent = Some(post_tool_idempotent);
+    Engine::builder(Arc::new(MemoryCatalog::from_tools(tools)))
+        .transport(Arc::new(Spy {
+            store: Arc::new(MemoryStore::new()),
+            seen: Mutex::new(Vec::new()),
+        }))
+        .build()
+}
+
+#[tokio::test]
+async fn a_resumed_run_keeps_finished_steps_and_repeats_only_safe_in_flight_ones() {
+    let store = Arc::new(MemoryStore::new());
+    // `b` is an idempotent POST: safe to repeat.
+    store_interrupted(&store, true).await;
+    let mut tools = tools();
+    tools[1].idempotent = Some(true);
+    let spy = Arc::new(Spy {
+        store: Arc::clone(&store),
+        seen: Mutex::new(Vec::new()),
+    });
+    let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools(tools)))
+        .transport(spy.clone())
+        .run_store(store.clone())
+        .build();
+    let prepared = engine.prepare(&chain()).unwrap();
+    let run = engine
+        .resume(&prepared, "r1", ResumeOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Success);
+    assert_eq!(
+        *spy.seen.lock().unwrap(),
+        [
+            "POST /b [a=success b=running c=pending]",
+            "GET /c [a=success b=success c=running]",
+        ],
+        "`a` is not called again"
+    );
+    assert_eq!(
+        run.user_inputs["unused"],
+        json!(1),
+        "the run keeps its inputs"
+    );
+    assert_eq!(store.run("r1").await.unwrap(), Some(run.clone()));
+
+    // A finished run is not resumed.
+    let again = engine
+        .resume(&prepared, "r1", ResumeOptions::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(again, Error::Resume { .. }), "{again}");
+    assert!(
+        again.to_string().contains("already ended (success)"),
+        "{again}"
+    );
+}
+
+#[tokio::test]
+async fn an_unsafe_step_in_flight_waits_for_a_decision() {
+    let store = Arc::new(MemoryStore::new());
+    store_interrupted(&store, false).await;
+    let (engine, spy) = engine(&store);
+    let prepared = engine.prepare(&chain()).unwrap();
+
+    let error = engine
+        .resume(&prepared, "r1", ResumeOptions::new())
+        .await
+        .unwrap_err();
+    let Error::UnknownOutcome { steps, .. } = &error else {
+        panic!("{error}");
+    };
+    assert_eq!(steps, &["b"]);
+    assert!(spy.seen.lock().unwrap().is_empty(), "nothing was called");
+    let stored = store.run("r1").await.unwrap().unwrap();
+    assert_eq!(stored.status, RunStatus::Running);
+    assert_eq!(stored.step_results[1].status, StepStatus::UnknownOutcome);
+
+    // Skip it: its dependent is skipped, the run fails.
+    let skipped = engine
+        .resume(
+            &prepared,
+            "r1",
+            ResumeOptions::new().unknown(UnknownSteps::Skip),
+        )
+        .await
+        .unwrap();
+    assert!(spy.seen.lock().unwrap().is_empty());
+    let statuses: Vec<_> = skipped.step_results.iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses,
+        [
+            StepStatus::Success,
+            StepStatus::Skipped,
+            StepStatus::Skipped
+        ]
+    );
+    assert!(
+        skipped.step_results[1]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("unknown")
+    );
+    assert_eq!(
+        skipped.step_results[2].error.as_deref(),
+        Some("dependency `b` was skipped")
+    );
+}
+
+#[tokio::test]
+async fn retry_unknown_repeats_the_unsafe_step() {
+    let store = Arc::new(MemoryStore::new());
+    store_interrupted(&store, false).await;
+    let (engine, spy) = engine(&store);
+    let prepared = engine.prepare(&chain()).unwrap();
+    let run = engine
+        .resume(
+            &prepared,
+            "r1",
+            ResumeOptions::new().unknown(UnknownSteps::Retry),
+        )
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Success);
+    assert_eq!(spy.seen.lock().unwrap().len(), 2, "b and c");
+}
+
+#[tokio::test]
+async fn resume_needs_a_store_and_a_stored_run_of_this_workflow() {
+    let store = Arc::new(MemoryStore::new());
+    let without_store = store_interrupted(&store, true).await;
+    let prepared = without_store.prepare(&chain()).unwrap();
+    let error = without_store
+        .resume(&prepared, "r1", ResumeOptions::new())
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("no run store"), "{error}");
+
+    let (engine, _) = engine(&store);
+    let missing = engine
+        .resume(&prepared, "nope", ResumeOptions::new())
+        .await
+        .unwrap_err();
+    assert!(
+        missing.to_string().contains("not in the run store"),
+        "{missing}"
+    );
+    let mut other = chain();
+    other.id = "other".into();
+    let other = engine.prepare(&other).unwrap();
+    let wrong = engine
+        .resume(&other, "r1", ResumeOptions::new())
+        .await
+        .unwrap_err();
+    assert!(
+        wrong.to_string().contains("ran workflow `chain`"),
+        "{wrong}"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_store_fails_the_step_instead_of_losing_it() {
+    #[derive(Debug)]
+    struct Broken(MemoryStore);
+    #[async_trait::async_trait]
+    impl RunStore for Broken {
+        async fn create_run(&self, run: &Run) -> Result<(), wayline_core::StoreError> {
+            self.0.create_run(run).await
+        }
+        async fn save_step(&self, _: &str, _: &StepResult) -> Result<(), wayline_core::StoreError> {
+            Err(wayline_core::StoreError::new(
+                wayline_core::StoreErrorKind::Unavailable,
+                "disk full",
+            ))
+        }
+        async fn finish_run(&self, run: &Run) -> Result<(), wayline_core::StoreError> {
+            self.0.finish_run(run).await
+        }
+        async fn run(&self, id: &str) -> Result<Option<Run>, wayline_core::StoreError> {
+            self.0.run(id).await
+        }
+        async fn list_runs(
+            &self,
+            query: &wayline_core::RunQuery,
+        ) -> Result<wayline_core::RunPage, wayline_core::StoreError> {
+            self.0.list_runs(query).await
+        }
+    }
+    let store = Arc::new(MemoryStore::new());
+    let spy = Arc::new(Spy {
+        store: Arc::clone(&store),
+        seen: Mutex::new(Vec::new()),
+    });
+    let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools(tools())))
+        .transport(spy.clone())
+        .run_store(Arc::new(Broken(MemoryStore::new())))
+        .build();
+    let run = engine
+        .run(&chain(), RunOptions::new().run_id("r1"))
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+    assert!(
+        spy.seen.lock().unwrap().is_empty(),
+        "no call without a record"
+    );
+    let error = run.step_results[0].error.as_deref().unwrap();
+    assert!(error.contains("could not record it: disk full"), "{error}");
+}
