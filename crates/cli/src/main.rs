@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod run;
+mod runs;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::Serialize;
@@ -55,6 +56,9 @@ enum Command {
     },
     /// Run a workflow: live progress on stderr, a summary (or the run record) on stdout.
     Run(run::RunArgs),
+    /// Run history: list, show, and resume interrupted runs.
+    #[command(subcommand)]
+    Runs(runs::RunsCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -130,6 +134,7 @@ fn main() -> ExitCode {
         Command::Tools(ToolsCommand::List { paths, format }) => tools_list(&paths, format),
         Command::Tools(ToolsCommand::Try(args)) => run::try_command(args),
         Command::Run(args) => run::run_command(args),
+        Command::Runs(command) => runs::runs_command(command),
         Command::Validate {
             workflow,
             tools,

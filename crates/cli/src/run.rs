@@ -52,6 +52,13 @@ pub(crate) struct RunArgs {
     /// Output format: text prints a summary, json the run record.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub(crate) format: ReportFormat,
+    /// Record the run (durably, step by step) in this store: a `.db` file (SQLite) or a
+    /// directory (JSON files). The workflow is saved there too, as a new version if it changed.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) store: Option<PathBuf>,
+    /// The run's id (default: a random UUID).
+    #[arg(long, value_name = "ID")]
+    pub(crate) run_id: Option<String>,
 }
 
 /// `wayline tools try` arguments.
@@ -82,7 +89,10 @@ fn parse_inputs(raw: &[String], into: &mut IndexMap<String, Value>) -> Result<()
     Ok(())
 }
 
-fn load_configs(path: Option<&Path>, registry: &ToolRegistry) -> Result<ToolConfigs, Outcome> {
+pub(crate) fn load_configs(
+    path: Option<&Path>,
+    registry: &ToolRegistry,
+) -> Result<ToolConfigs, Outcome> {
     let Some(path) = path else {
         return Ok(ToolConfigs::new());
     };
@@ -98,7 +108,7 @@ fn load_configs(path: Option<&Path>, registry: &ToolRegistry) -> Result<ToolConf
     Ok(configs)
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, Outcome> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Outcome> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -108,7 +118,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, Outcome> {
         })
 }
 
-fn transport() -> Result<ReqwestTransport, Outcome> {
+pub(crate) fn transport() -> Result<ReqwestTransport, Outcome> {
     ReqwestTransport::new().map_err(|error| {
         eprintln!("error: cannot start the HTTP client: {error}");
         Outcome::Unreadable
@@ -144,6 +154,23 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     if !args.common.dry_run {
         builder = builder.observer(Arc::new(Progress::stderr()));
     }
+    // With a store, the workflow is saved (a new version only if its graph changed) and the
+    // run is recorded durably, naming that version.
+    let mut version = None;
+    if let (Some(path), false) = (&args.store, args.common.dry_run) {
+        let stores = wayline_store::open(path).map_err(|error| {
+            eprintln!("error: {error}");
+            Outcome::Unreadable
+        })?;
+        let saved = runtime
+            .block_on(wayline_store::Lifecycle::new(stores.workflows.clone()).save(&workflow))
+            .map_err(|error| {
+                eprintln!("error: {error}");
+                Outcome::Unreadable
+            })?;
+        version = Some(saved.record.version);
+        builder = builder.run_store(stores.runs);
+    }
     let engine = builder.build();
     if args.common.dry_run {
         let planned = runtime
@@ -160,6 +187,12 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     }
     let cancel = CancelToken::new();
     let mut options = RunOptions::new().inputs(inputs).cancel(cancel.clone());
+    if let Some(id) = args.run_id {
+        options = options.run_id(id);
+    }
+    if let Some(version) = version {
+        options = options.workflow_version(version);
+    }
     if let Some(ms) = args.deadline_ms {
         options = options.deadline(std::time::Duration::from_millis(ms));
     }

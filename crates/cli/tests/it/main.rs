@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use wayline_testkit::{fixture, testdata};
 
+mod durable;
 mod run;
 
 fn wayline(args: &[&str]) -> Output {

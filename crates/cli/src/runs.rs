@@ -1,0 +1,280 @@
+//! The store side of the CLI: `--store`, and `wayline runs list|show|resume`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use wayline_core::RunStatus;
+use wayline_core::store::RunQuery;
+use wayline_executor::{Engine, Error, Progress, ResumeOptions, UnknownSteps, summary};
+use wayline_store::{Lifecycle, Stores};
+
+use crate::run::{load_configs, runtime, transport};
+use crate::{Outcome, ReportFormat, load_tools, print_json};
+
+/// Where runs and workflows are kept.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct StoreArg {
+    /// The store: a `.db` file (SQLite) or a directory (JSON files). Default:
+    /// `$WAYLINE_HOME/wayline.db` (`WAYLINE_HOME` defaults to `~/.wayline`).
+    #[arg(long = "store", value_name = "PATH")]
+    pub(crate) store: Option<PathBuf>,
+}
+
+impl StoreArg {
+    /// Opens the store named, or the default one.
+    pub(crate) fn open(&self) -> Result<Stores, Outcome> {
+        let path = match &self.store {
+            Some(path) => path.clone(),
+            None => wayline_store::default_location().ok_or_else(|| {
+                eprintln!(
+                    "error: no store given and no home directory known; pass --store PATH or set WAYLINE_HOME"
+                );
+                Outcome::Unreadable
+            })?,
+        };
+        wayline_store::open(&path).map_err(|error| {
+            eprintln!("error: {error}");
+            Outcome::Unreadable
+        })
+    }
+}
+
+/// `wayline runs ...`
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum RunsCommand {
+    /// Run history, newest first.
+    List {
+        /// Only runs of this workflow.
+        #[arg(long = "workflow", value_name = "ID")]
+        workflow: Option<String>,
+        /// Only runs with this status.
+        #[arg(long, value_enum)]
+        status: Option<StatusArg>,
+        /// At most this many runs.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Start after this cursor (printed at the end of the previous page).
+        #[arg(long, value_name = "CURSOR")]
+        after: Option<String>,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
+    /// One run: its summary, or with `--format json` its whole record.
+    Show {
+        /// The run id.
+        run_id: String,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
+    /// Finish an interrupted run: keep what finished, run the rest with the same inputs.
+    Resume(ResumeArgs),
+}
+
+/// Run statuses, for filters.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum StatusArg {
+    Success,
+    Failed,
+    Running,
+    Cancelled,
+}
+
+impl From<StatusArg> for RunStatus {
+    fn from(status: StatusArg) -> Self {
+        match status {
+            StatusArg::Success => RunStatus::Success,
+            StatusArg::Failed => RunStatus::Failed,
+            StatusArg::Running => RunStatus::Running,
+            StatusArg::Cancelled => RunStatus::Cancelled,
+        }
+    }
+}
+
+/// `wayline runs resume` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ResumeArgs {
+    /// The run id.
+    run_id: String,
+    /// Tool files or directories (repeatable).
+    #[arg(long = "tools", required = true, value_name = "DIR")]
+    tools: Vec<PathBuf>,
+    /// The tool-configs file: base URL overrides and credentials per tool.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Run again the steps that were in flight and are not safe to repeat.
+    #[arg(long, conflicts_with = "skip_unknown")]
+    retry_unknown: bool,
+    /// Skip the steps that were in flight and are not safe to repeat.
+    #[arg(long)]
+    skip_unknown: bool,
+    #[command(flatten)]
+    store: StoreArg,
+    /// Output format: text prints a summary, json the run record.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
+}
+
+pub(crate) fn runs_command(command: RunsCommand) -> Outcome {
+    let outcome = match command {
+        RunsCommand::List {
+            workflow,
+            status,
+            limit,
+            after,
+            store,
+            format,
+        } => {
+            let mut query = RunQuery::new().limit(limit.max(1));
+            if let Some(workflow) = workflow {
+                query = query.workflow(workflow);
+            }
+            if let Some(status) = status {
+                query = query.status(status.into());
+            }
+            if let Some(after) = after {
+                query = query.after(after);
+            }
+            list(&store, &query, format)
+        }
+        RunsCommand::Show {
+            run_id,
+            store,
+            format,
+        } => show(&store, &run_id, format),
+        RunsCommand::Resume(args) => resume(args),
+    };
+    match outcome {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn list(store: &StoreArg, query: &RunQuery, format: ReportFormat) -> Result<Outcome, Outcome> {
+    let stores = store.open()?;
+    let page = runtime()?
+        .block_on(stores.runs.list_runs(query))
+        .map_err(|error| {
+            eprintln!("error: {error}");
+            Outcome::Unreadable
+        })?;
+    match format {
+        ReportFormat::Json => print_json(&page),
+        ReportFormat::Text => {
+            for run in &page.runs {
+                let version = run
+                    .workflow_version
+                    .map_or_else(String::new, |version| format!(" v{version}"));
+                let started = run.started_at.map_or_else(
+                    || "-".to_owned(),
+                    |at| at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                );
+                println!(
+                    "{}  {started}  {:<9}  {}{version}  ({} steps, {} failed)",
+                    run.id,
+                    status_name(run.status),
+                    run.workflow_id,
+                    run.steps,
+                    run.failed_steps
+                );
+            }
+            if let Some(cursor) = &page.next_cursor {
+                println!("more: --after '{cursor}'");
+            }
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn show(store: &StoreArg, run_id: &str, format: ReportFormat) -> Result<Outcome, Outcome> {
+    let stores = store.open()?;
+    let run = runtime()?
+        .block_on(stores.runs.run(run_id))
+        .map_err(|error| {
+            eprintln!("error: {error}");
+            Outcome::Unreadable
+        })?
+        .ok_or_else(|| {
+            eprintln!("error: no run `{run_id}` in the store; `wayline runs list` shows the runs");
+            Outcome::Unreadable
+        })?;
+    match format {
+        ReportFormat::Json => print_json(&run),
+        ReportFormat::Text => print!("{}", summary(&run)),
+    }
+    Ok(Outcome::Ok)
+}
+
+fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
+    let stores = args.store.open()?;
+    let registry = load_tools(&args.tools)?;
+    let configs = load_configs(args.config.as_deref(), &registry)?;
+    let runtime = runtime()?;
+    let fail = |error: &dyn std::fmt::Display| {
+        eprintln!("error: {error}");
+        Outcome::Unreadable
+    };
+    let stored = runtime
+        .block_on(stores.runs.run(&args.run_id))
+        .map_err(|error| fail(&error))?
+        .ok_or_else(|| fail(&format!("no run `{}` in the store", args.run_id)))?;
+    let Some(version) = stored.workflow_version else {
+        return Err(fail(&format!(
+            "run `{}` did not record which workflow version it ran, so it cannot be resumed",
+            args.run_id
+        )));
+    };
+    let lifecycle = Lifecycle::new(stores.workflows.clone());
+    let saved = runtime
+        .block_on(lifecycle.get(&stored.workflow_id, Some(version)))
+        .map_err(|error| fail(&error))?;
+    let engine = Engine::builder(Arc::new(registry))
+        .secrets(Arc::new(configs))
+        .transport(Arc::new(transport()?))
+        .run_store(stores.runs.clone())
+        .observer(Arc::new(Progress::stderr()))
+        .build();
+    let prepared = engine
+        .prepare(&saved.workflow)
+        .map_err(|error| fail(&error))?;
+    let unknown = if args.retry_unknown {
+        UnknownSteps::Retry
+    } else if args.skip_unknown {
+        UnknownSteps::Skip
+    } else {
+        UnknownSteps::Stop
+    };
+    let resumed = runtime.block_on(engine.resume(
+        &prepared,
+        &args.run_id,
+        ResumeOptions::new().unknown(unknown),
+    ));
+    let run = match resumed {
+        Ok(run) => run,
+        Err(error @ Error::UnknownOutcome { .. }) => {
+            eprintln!("error: {error}: pass --retry-unknown or --skip-unknown");
+            return Err(Outcome::Failed);
+        }
+        Err(error) => return Err(fail(&error)),
+    };
+    match args.format {
+        ReportFormat::Json => print_json(&run),
+        ReportFormat::Text => print!("{}", summary(&run)),
+    }
+    Ok(if run.status == RunStatus::Success {
+        Outcome::Ok
+    } else {
+        Outcome::Failed
+    })
+}
+
+fn status_name(status: RunStatus) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}

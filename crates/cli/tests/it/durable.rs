@@ -1,0 +1,210 @@
+//! Durable runs through the binary: a run killed mid-way (SIGKILL) and resumed.
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wayline_executor::testing::{MockServer, Reply};
+
+/// Four GET tools in a chain; with `hang`, `/c` hangs on its first call (the moment the test
+/// kills the run).
+async fn api(hang: bool) -> (MockServer, Arc<Mutex<HashMap<String, usize>>>) {
+    let calls = Arc::new(Mutex::new(HashMap::<String, usize>::new()));
+    let first_c = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    let server = MockServer::start(move |request| {
+        let path = request.path().to_owned();
+        *counter.lock().unwrap().entry(path.clone()).or_default() += 1;
+        let reply = Reply::json(200, json!({"n": path.len(), "from": path}));
+        if hang && path == "/c" && first_c.fetch_add(1, Ordering::SeqCst) == 0 {
+            reply.delay(Duration::from_secs(60))
+        } else {
+            reply
+        }
+    })
+    .await
+    .unwrap();
+    (server, calls)
+}
+
+fn setup(server: &MockServer, dir: &tempfile::TempDir) -> (String, String) {
+    let tools = dir.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    for name in ["a", "b", "c", "d"] {
+        std::fs::write(
+            tools.join(format!("{name}.yaml")),
+            format!(
+                "id: get_{name}\nname: {name}\ndescription: step {name}\nbase_url: {}\nmethod: GET\npath: /{name}\n",
+                server.url("")
+            ),
+        )
+        .unwrap();
+    }
+    let workflow = dir.path().join("chain.yaml");
+    std::fs::write(
+        &workflow,
+        "id: chain\nname: Chain\nsteps:\n  - {id: a, tool_id: get_a}\n  - {id: b, tool_id: get_b, input_mapping: {x: a.n}}\n  - {id: c, tool_id: get_c, input_mapping: {y: b.n}}\n  - {id: d, tool_id: get_d, input_mapping: {z: c.n}}\n",
+    )
+    .unwrap();
+    (tools.display().to_string(), workflow.display().to_string())
+}
+
+/// The parts of a run record that do not depend on timing.
+fn timeless(run: &Value) -> Value {
+    let steps: Vec<Value> = run["step_results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| {
+            json!([
+                step["step_id"],
+                step["status"],
+                step["output_data"],
+                step["error"],
+                step["request"]
+            ])
+        })
+        .collect();
+    json!({"id": run["id"], "workflow_id": run["workflow_id"], "status": run["status"],
+           "version": run["workflow_version"], "inputs": run["user_inputs"], "steps": steps})
+}
+
+async fn wayline(args: Vec<String>) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_wayline"))
+            .args(&args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_run_resumes_without_repeating_finished_steps() {
+    for store_name in ["wayline.db", "files"] {
+        let (server, calls) = api(true).await;
+        let dir = tempfile::tempdir().unwrap();
+        let (tools, workflow) = setup(&server, &dir);
+        let store = dir.path().join(store_name).display().to_string();
+
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wayline"))
+            .args([
+                "run", &workflow, "--tools", &tools, "--store", &store, "--run-id", "crash-1",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait (real time: the child is another process) until it is blocked inside `c`.
+        let mut waited = Duration::ZERO;
+        while calls.lock().unwrap().get("/c").is_none() {
+            assert!(
+                waited < Duration::from_secs(30),
+                "the run never reached step c"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            waited += Duration::from_millis(20);
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+
+        let resumed = wayline(
+            [
+                "runs", "resume", "crash-1", "--tools", &tools, "--store", &store, "--format",
+                "json",
+            ]
+            .map(String::from)
+            .to_vec(),
+        )
+        .await;
+        let stderr = String::from_utf8_lossy(&resumed.stderr);
+        assert_eq!(resumed.status.code(), Some(0), "{store_name}: {stderr}");
+        let run: Value = serde_json::from_slice(&resumed.stdout).unwrap();
+        {
+            let calls = calls.lock().unwrap();
+            assert_eq!(
+                (calls["/a"], calls["/b"]),
+                (1, 1),
+                "{store_name}: finished steps ran once"
+            );
+            assert_eq!(
+                (calls["/c"], calls["/d"]),
+                (2, 1),
+                "{store_name}: c was in flight (a GET)"
+            );
+        }
+
+        // The same workflow, uninterrupted, gives the same record apart from timings.
+        let (clean_server, _) = api(false).await;
+        let clean_dir = tempfile::tempdir().unwrap();
+        let (clean_tools, clean_workflow) = setup(&clean_server, &clean_dir);
+        let clean_store = clean_dir.path().join(store_name).display().to_string();
+        let clean = wayline(
+            [
+                "run",
+                &clean_workflow,
+                "--tools",
+                &clean_tools,
+                "--store",
+                &clean_store,
+                "--run-id",
+                "crash-1",
+                "--format",
+                "json",
+            ]
+            .map(String::from)
+            .to_vec(),
+        )
+        .await;
+        assert_eq!(clean.status.code(), Some(0));
+        let clean: Value = serde_json::from_slice(&clean.stdout).unwrap();
+        let port = |server: &MockServer| server.addr().port().to_string();
+        let normalise = |run: &Value, server: &MockServer| {
+            serde_json::from_str::<Value>(&timeless(run).to_string().replace(&port(server), "PORT"))
+                .unwrap()
+        };
+        assert_eq!(
+            normalise(&run, &server),
+            normalise(&clean, &clean_server),
+            "{store_name}"
+        );
+
+        // History shows the run once, finished.
+        let listed = wayline(
+            ["runs", "list", "--store", &store, "--format", "json"]
+                .map(String::from)
+                .to_vec(),
+        )
+        .await;
+        let page: Value = serde_json::from_slice(&listed.stdout).unwrap();
+        assert_eq!(page["runs"].as_array().unwrap().len(), 1);
+        assert_eq!(page["runs"][0]["status"], "success");
+        assert_eq!(page["runs"][0]["workflow_version"], 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_show_and_resume_report_unknown_runs_and_finished_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("wayline.db").display().to_string();
+    let shown = wayline(
+        ["runs", "show", "nope", "--store", &store]
+            .map(String::from)
+            .to_vec(),
+    )
+    .await;
+    assert_eq!(shown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&shown.stderr).contains("no run `nope`"));
+    let listed = wayline(
+        ["runs", "list", "--store", &store]
+            .map(String::from)
+            .to_vec(),
+    )
+    .await;
+    assert_eq!(listed.status.code(), Some(0));
+    assert!(listed.stdout.is_empty());
+}
