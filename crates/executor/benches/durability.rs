@@ -1,0 +1,87 @@
+//! The cost of durability (numbers and command in `docs/benchmarks.md`): the 1,000-step chain
+//! of the `engine` benchmark against a loopback server, without a run store and with each
+//! store. Each configuration runs 5 times; the median is printed, per run and per step.
+//!
+//! `cargo bench -p wayline-executor --bench durability`
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wayline_core::{MemoryCatalog, RunStatus, RunStore, Step, ToolDefinition, Workflow};
+use wayline_executor::testing::{MockServer, Reply};
+use wayline_executor::{Engine, ReqwestTransport, RunOptions};
+use wayline_store::{Durability, FileStore, MemoryStore, SqliteStore};
+
+fn chain(count: usize) -> Workflow {
+    let mut workflow = Workflow::new("chain", "chain");
+    for index in 0..count {
+        let mut step = Step::new(format!("s{index}"), "echo");
+        if index > 0 {
+            step = step.map("previous", format!("s{}.n", index - 1));
+        }
+        workflow.steps.push(step);
+    }
+    workflow
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime
+        .block_on(MockServer::start_unrecorded(|_| {
+            Reply::json(200, serde_json::json!({"n": 1}))
+        }))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let stores: Vec<(&str, Option<Arc<dyn RunStore>>)> = vec![
+        ("no store", None),
+        ("memory store", Some(Arc::new(MemoryStore::new()))),
+        (
+            "sqlite, synchronous=NORMAL (process-safe)",
+            Some(Arc::new(
+                SqliteStore::open_with(dir.path().join("normal.db"), Durability::Process).unwrap(),
+            )),
+        ),
+        (
+            "sqlite, synchronous=FULL (power-safe, the default)",
+            Some(Arc::new(
+                SqliteStore::open_with(dir.path().join("full.db"), Durability::Power).unwrap(),
+            )),
+        ),
+        (
+            "file store",
+            Some(Arc::new(FileStore::open(dir.path().join("files")).unwrap())),
+        ),
+    ];
+    let workflow = chain(1_000);
+    for (name, store) in stores {
+        let catalog = MemoryCatalog::from_tools([ToolDefinition::new("echo", server.url(""))]);
+        let mut builder = Engine::builder(Arc::new(catalog))
+            .transport(Arc::new(ReqwestTransport::new().unwrap()));
+        if let Some(store) = store {
+            builder = builder.run_store(store);
+        }
+        let engine = builder.build();
+        let prepared = engine.prepare(&workflow).unwrap();
+        let mut times: Vec<Duration> = (0..5)
+            .map(|_| {
+                let started = Instant::now();
+                let run = runtime
+                    .block_on(engine.run_prepared(&prepared, RunOptions::new()))
+                    .unwrap();
+                assert_eq!(run.status, RunStatus::Success);
+                started.elapsed()
+            })
+            .collect();
+        times.sort();
+        let median = times[2];
+        println!(
+            "chain_1000, {name}: {:.1} ms per run, {:.0} µs per step",
+            median.as_secs_f64() * 1e3,
+            median.as_secs_f64() * 1e6 / 1_000.0
+        );
+    }
+}
