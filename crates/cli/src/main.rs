@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 mod run;
 mod runs;
+mod workflows;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::Serialize;
@@ -59,6 +60,9 @@ enum Command {
     /// Run history: list, show, and resume interrupted runs.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
+    /// Saved workflows: save, show, approve, activate (after a validation run), list.
+    #[command(subcommand)]
+    Workflow(workflows::WorkflowCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -135,6 +139,7 @@ fn main() -> ExitCode {
         Command::Tools(ToolsCommand::Try(args)) => run::try_command(args),
         Command::Run(args) => run::run_command(args),
         Command::Runs(command) => runs::runs_command(command),
+        Command::Workflow(command) => workflows::workflow_command(command),
         Command::Validate {
             workflow,
             tools,

@@ -7,13 +7,17 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use wayline_core::document::Format;
 use wayline_core::{
-    HttpRequest, HttpResponse, RunStatus, SecretProvider, ToolCatalog, Transport, TransportError,
+    HttpRequest, HttpResponse, Run, RunStatus, SecretProvider, ToolCatalog, Transport,
+    TransportError, Workflow,
 };
 use wayline_executor::{
-    CancelToken, Engine, PlannedStep, Progress, Redactor, ReqwestTransport, RunOptions, summary,
+    CancelToken, Engine, EngineBuilder, PlannedStep, Progress, Redactor, ReqwestTransport,
+    RunOptions, summary,
 };
 use wayline_registry::{ToolConfigs, ToolRegistry};
+use wayline_store::{Lifecycle, Stores};
 
+use crate::runs::StoreArg;
 use crate::{Outcome, ReportFormat, load_tools, print_errors, print_json};
 
 /// What `wayline run` and `wayline tools try` share.
@@ -37,7 +41,14 @@ pub(crate) struct Common {
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
     /// The workflow file (YAML or JSON).
-    pub(crate) workflow: PathBuf,
+    #[arg(required_unless_present = "workflow_id")]
+    pub(crate) workflow: Option<PathBuf>,
+    /// Run a saved workflow instead of a file: its active version, or `--version`.
+    #[arg(long, value_name = "ID", conflicts_with = "workflow")]
+    pub(crate) workflow_id: Option<String>,
+    /// With `--workflow-id`: the version to run.
+    #[arg(long, value_name = "N", requires = "workflow_id")]
+    pub(crate) version: Option<u32>,
     #[command(flatten)]
     pub(crate) common: Common,
     /// A YAML or JSON file of run inputs (`--input` wins over it).
@@ -53,7 +64,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub(crate) format: ReportFormat,
     /// Record the run (durably, step by step) in this store: a `.db` file (SQLite) or a
-    /// directory (JSON files). The workflow is saved there too, as a new version if it changed.
+    /// directory (JSON files). A workflow file is saved there too, as a new version if it
+    /// changed. With `--workflow-id` the default store is used when this is not given.
     #[arg(long, value_name = "PATH")]
     pub(crate) store: Option<PathBuf>,
     /// The run's id (default: a random UUID).
@@ -71,7 +83,10 @@ pub(crate) struct TryArgs {
 }
 
 /// Parses `NAME=TEXT` and `NAME:=JSON` inputs.
-fn parse_inputs(raw: &[String], into: &mut IndexMap<String, Value>) -> Result<(), String> {
+pub(crate) fn parse_inputs(
+    raw: &[String],
+    into: &mut IndexMap<String, Value>,
+) -> Result<(), String> {
     for item in raw {
         if let Some((name, json)) = item.split_once(":=") {
             let value = serde_json::from_str(json).map_err(|error| {
@@ -133,92 +148,133 @@ pub(crate) fn run_command(args: RunArgs) -> Outcome {
 
 fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     let registry = load_tools(&args.common.tools)?;
-    let workflow = wayline_registry::load_workflow_file(&args.workflow).map_err(|error| {
-        print_errors(&[error]);
-        Outcome::Unreadable
-    })?;
     let mut inputs = IndexMap::new();
     if let Some(path) = &args.inputs_file {
         inputs = read_inputs_file(path)?;
     }
-    parse_inputs(&args.common.inputs, &mut inputs).map_err(|error| {
-        eprintln!("error: {error}");
-        Outcome::Unreadable
-    })?;
-    let configs = load_configs(args.common.config.as_deref(), &registry)?;
+    parse_inputs(&args.common.inputs, &mut inputs).map_err(unreadable)?;
     let runtime = runtime()?;
-    let mut builder = Engine::builder(Arc::new(registry))
-        .secrets(Arc::new(configs))
-        .max_parallel(args.max_parallel)
-        .transport(Arc::new(transport()?));
-    if !args.common.dry_run {
-        builder = builder.observer(Arc::new(Progress::stderr()));
+    let (workflow, stored) = source(&args, &runtime)?;
+    let mut builder =
+        engine_builder(registry, args.common.config.as_deref())?.max_parallel(args.max_parallel);
+    if let Some((stores, _)) = &stored {
+        builder = builder.run_store(stores.runs.clone());
     }
-    // With a store, the workflow is saved (a new version only if its graph changed) and the
-    // run is recorded durably, naming that version.
-    let mut version = None;
-    if let (Some(path), false) = (&args.store, args.common.dry_run) {
-        let stores = wayline_store::open(path).map_err(|error| {
-            eprintln!("error: {error}");
-            Outcome::Unreadable
-        })?;
-        let saved = runtime
-            .block_on(wayline_store::Lifecycle::new(stores.workflows.clone()).save(&workflow))
-            .map_err(|error| {
-                eprintln!("error: {error}");
-                Outcome::Unreadable
-            })?;
-        version = Some(saved.record.version);
-        builder = builder.run_store(stores.runs);
-    }
-    let engine = builder.build();
     if args.common.dry_run {
         let planned = runtime
-            .block_on(engine.dry_run(&workflow, inputs))
-            .map_err(|error| {
-                eprintln!("error: {error}");
-                Outcome::Unreadable
-            })?;
+            .block_on(builder.build().dry_run(&workflow, inputs))
+            .map_err(unreadable)?;
         match args.format {
             ReportFormat::Json => print_json(&planned),
             ReportFormat::Text => print_plan(&planned),
         }
         return Ok(Outcome::Ok);
     }
-    let cancel = CancelToken::new();
-    let mut options = RunOptions::new().inputs(inputs).cancel(cancel.clone());
+    let engine = builder.observer(Arc::new(Progress::stderr())).build();
+    let mut options = RunOptions::new().inputs(inputs);
     if let Some(id) = args.run_id {
         options = options.run_id(id);
     }
-    if let Some(version) = version {
+    if let Some((_, version)) = stored {
         options = options.workflow_version(version);
     }
     if let Some(ms) = args.deadline_ms {
         options = options.deadline(std::time::Duration::from_millis(ms));
     }
-    let run = runtime
+    let run = execute(&runtime, &engine, &workflow, options)?;
+    Ok(report_run(&run, args.format))
+}
+
+/// The workflow to run, and the store recording the run with the version it names: a saved
+/// workflow (`--workflow-id`), or a file, saved first when `--store` is given (not for a dry
+/// run, which records nothing).
+fn source(
+    args: &RunArgs,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(Workflow, Option<(Stores, u32)>), Outcome> {
+    if let Some(id) = &args.workflow_id {
+        let stores = StoreArg {
+            store: args.store.clone(),
+        }
+        .open()?;
+        let lifecycle = Lifecycle::new(stores.workflows.clone());
+        let record = match args.version {
+            Some(version) => runtime.block_on(lifecycle.get(id, Some(version))),
+            None => runtime.block_on(lifecycle.active(id)),
+        }
+        .map_err(unreadable)?;
+        let version = record.version;
+        return Ok((record.workflow, Some((stores, version))));
+    }
+    let Some(path) = &args.workflow else {
+        return Err(unreadable(
+            "name a workflow file, or a saved workflow with --workflow-id",
+        ));
+    };
+    let workflow = wayline_registry::load_workflow_file(path).map_err(|error| {
+        print_errors(&[error]);
+        Outcome::Unreadable
+    })?;
+    let Some(store) = args.store.as_ref().filter(|_| !args.common.dry_run) else {
+        return Ok((workflow, None));
+    };
+    let stores = wayline_store::open(store).map_err(unreadable)?;
+    let saved = runtime
+        .block_on(Lifecycle::new(stores.workflows.clone()).save(&workflow))
+        .map_err(unreadable)?;
+    let version = saved.record.version;
+    Ok((workflow, Some((stores, version))))
+}
+
+/// An engine over these tools with the HTTP transport and the tool configs of `config`.
+pub(crate) fn engine_builder(
+    registry: ToolRegistry,
+    config: Option<&Path>,
+) -> Result<EngineBuilder, Outcome> {
+    let configs = load_configs(config, &registry)?;
+    Ok(Engine::builder(Arc::new(registry))
+        .secrets(Arc::new(configs))
+        .transport(Arc::new(transport()?)))
+}
+
+/// Runs `workflow`; Ctrl-C cancels the run (which still ends with a complete record).
+pub(crate) fn execute(
+    runtime: &tokio::runtime::Runtime,
+    engine: &Engine,
+    workflow: &Workflow,
+    options: RunOptions,
+) -> Result<Run, Outcome> {
+    let cancel = CancelToken::new();
+    let options = options.cancel(cancel.clone());
+    runtime
         .block_on(async {
-            let on_interrupt = cancel.clone();
             tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
-                    on_interrupt.cancel();
+                    cancel.cancel();
                 }
             });
-            engine.run(&workflow, options).await
+            engine.run(workflow, options).await
         })
-        .map_err(|error| {
-            eprintln!("error: {error}");
-            Outcome::Unreadable
-        })?;
-    match args.format {
-        ReportFormat::Json => print_json(&run),
-        ReportFormat::Text => print!("{}", summary(&run)),
+        .map_err(unreadable)
+}
+
+/// Prints a run (its summary, or its record as JSON) and the exit code it deserves.
+pub(crate) fn report_run(run: &Run, format: ReportFormat) -> Outcome {
+    match format {
+        ReportFormat::Json => print_json(run),
+        ReportFormat::Text => print!("{}", summary(run)),
     }
-    Ok(if run.status == RunStatus::Success {
+    if run.status == RunStatus::Success {
         Outcome::Ok
     } else {
         Outcome::Failed
-    })
+    }
+}
+
+/// Prints an error and returns the "bad input" outcome.
+pub(crate) fn unreadable(error: impl std::fmt::Display) -> Outcome {
+    eprintln!("error: {error}");
+    Outcome::Unreadable
 }
 
 fn read_inputs_file(path: &Path) -> Result<IndexMap<String, Value>, Outcome> {

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use wayline_core::RunStatus;
 use wayline_core::store::RunQuery;
-use wayline_executor::{Engine, Error, Progress, ResumeOptions, UnknownSteps, summary};
+use wayline_executor::{Error, Progress, ResumeOptions, UnknownSteps, summary};
 use wayline_store::{Lifecycle, Stores};
 
-use crate::run::{load_configs, runtime, transport};
+use crate::run::{engine_builder, report_run, runtime, unreadable};
 use crate::{Outcome, ReportFormat, load_tools, print_json};
 
 /// Where runs and workflows are kept.
@@ -32,10 +32,7 @@ impl StoreArg {
                 Outcome::Unreadable
             })?,
         };
-        wayline_store::open(&path).map_err(|error| {
-            eprintln!("error: {error}");
-            Outcome::Unreadable
-        })
+        wayline_store::open(&path).map_err(unreadable)
     }
 }
 
@@ -158,10 +155,7 @@ fn list(store: &StoreArg, query: &RunQuery, format: ReportFormat) -> Result<Outc
     let stores = store.open()?;
     let page = runtime()?
         .block_on(stores.runs.list_runs(query))
-        .map_err(|error| {
-            eprintln!("error: {error}");
-            Outcome::Unreadable
-        })?;
+        .map_err(unreadable)?;
     match format {
         ReportFormat::Json => print_json(&page),
         ReportFormat::Text => {
@@ -194,13 +188,11 @@ fn show(store: &StoreArg, run_id: &str, format: ReportFormat) -> Result<Outcome,
     let stores = store.open()?;
     let run = runtime()?
         .block_on(stores.runs.run(run_id))
-        .map_err(|error| {
-            eprintln!("error: {error}");
-            Outcome::Unreadable
-        })?
+        .map_err(unreadable)?
         .ok_or_else(|| {
-            eprintln!("error: no run `{run_id}` in the store; `wayline runs list` shows the runs");
-            Outcome::Unreadable
+            unreadable(format!(
+                "no run `{run_id}` in the store; `wayline runs list` shows the runs"
+            ))
         })?;
     match format {
         ReportFormat::Json => print_json(&run),
@@ -212,35 +204,25 @@ fn show(store: &StoreArg, run_id: &str, format: ReportFormat) -> Result<Outcome,
 fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
     let stores = args.store.open()?;
     let registry = load_tools(&args.tools)?;
-    let configs = load_configs(args.config.as_deref(), &registry)?;
     let runtime = runtime()?;
-    let fail = |error: &dyn std::fmt::Display| {
-        eprintln!("error: {error}");
-        Outcome::Unreadable
-    };
     let stored = runtime
         .block_on(stores.runs.run(&args.run_id))
-        .map_err(|error| fail(&error))?
-        .ok_or_else(|| fail(&format!("no run `{}` in the store", args.run_id)))?;
+        .map_err(unreadable)?
+        .ok_or_else(|| unreadable(format!("no run `{}` in the store", args.run_id)))?;
     let Some(version) = stored.workflow_version else {
-        return Err(fail(&format!(
+        return Err(unreadable(format!(
             "run `{}` did not record which workflow version it ran, so it cannot be resumed",
             args.run_id
         )));
     };
-    let lifecycle = Lifecycle::new(stores.workflows.clone());
     let saved = runtime
-        .block_on(lifecycle.get(&stored.workflow_id, Some(version)))
-        .map_err(|error| fail(&error))?;
-    let engine = Engine::builder(Arc::new(registry))
-        .secrets(Arc::new(configs))
-        .transport(Arc::new(transport()?))
+        .block_on(Lifecycle::new(stores.workflows.clone()).get(&stored.workflow_id, Some(version)))
+        .map_err(unreadable)?;
+    let engine = engine_builder(registry, args.config.as_deref())?
         .run_store(stores.runs.clone())
         .observer(Arc::new(Progress::stderr()))
         .build();
-    let prepared = engine
-        .prepare(&saved.workflow)
-        .map_err(|error| fail(&error))?;
+    let prepared = engine.prepare(&saved.workflow).map_err(unreadable)?;
     let unknown = if args.retry_unknown {
         UnknownSteps::Retry
     } else if args.skip_unknown {
@@ -253,23 +235,14 @@ fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
         &args.run_id,
         ResumeOptions::new().unknown(unknown),
     ));
-    let run = match resumed {
-        Ok(run) => run,
+    match resumed {
+        Ok(run) => Ok(report_run(&run, args.format)),
         Err(error @ Error::UnknownOutcome { .. }) => {
             eprintln!("error: {error}: pass --retry-unknown or --skip-unknown");
-            return Err(Outcome::Failed);
+            Err(Outcome::Failed)
         }
-        Err(error) => return Err(fail(&error)),
-    };
-    match args.format {
-        ReportFormat::Json => print_json(&run),
-        ReportFormat::Text => print!("{}", summary(&run)),
+        Err(error) => Err(unreadable(error)),
     }
-    Ok(if run.status == RunStatus::Success {
-        Outcome::Ok
-    } else {
-        Outcome::Failed
-    })
 }
 
 fn status_name(status: RunStatus) -> String {

@@ -11,13 +11,16 @@ use wayline_executor::testing::{MockServer, Reply};
 
 /// Four GET tools in a chain; with `hang`, `/c` hangs on its first call (the moment the test
 /// kills the run).
-async fn api(hang: bool) -> (MockServer, Arc<Mutex<HashMap<String, usize>>>) {
+pub(crate) async fn api(hang: bool) -> (MockServer, Arc<Mutex<HashMap<String, usize>>>) {
     let calls = Arc::new(Mutex::new(HashMap::<String, usize>::new()));
     let first_c = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
     let server = MockServer::start(move |request| {
         let path = request.path().to_owned();
         *counter.lock().unwrap().entry(path.clone()).or_default() += 1;
+        if !["/a", "/b", "/c", "/d"].contains(&path.as_str()) {
+            return Reply::status(404);
+        }
         let reply = Reply::json(200, json!({"n": path.len(), "from": path}));
         if hang && path == "/c" && first_c.fetch_add(1, Ordering::SeqCst) == 0 {
             reply.delay(Duration::from_secs(60))
@@ -30,7 +33,7 @@ async fn api(hang: bool) -> (MockServer, Arc<Mutex<HashMap<String, usize>>>) {
     (server, calls)
 }
 
-fn setup(server: &MockServer, dir: &tempfile::TempDir) -> (String, String) {
+pub(crate) fn setup(server: &MockServer, dir: &tempfile::TempDir) -> (String, String) {
     let tools = dir.path().join("tools");
     std::fs::create_dir_all(&tools).unwrap();
     for name in ["a", "b", "c", "d"] {
@@ -72,7 +75,7 @@ fn timeless(run: &Value) -> Value {
            "version": run["workflow_version"], "inputs": run["user_inputs"], "steps": steps})
 }
 
-async fn wayline(args: Vec<String>) -> std::process::Output {
+pub(crate) async fn wayline(args: Vec<String>) -> std::process::Output {
     tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_wayline"))
             .args(&args)

@@ -8,6 +8,7 @@ use wayline_testkit::{fixture, testdata};
 
 mod durable;
 mod run;
+mod workflows;
 
 fn wayline(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_wayline"))

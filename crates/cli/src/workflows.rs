@@ -1,0 +1,320 @@
+//! `wayline workflow save|show|approve|activate|list`: the design phase's lifecycle.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use wayline_core::{MemoryCatalog, RunStatus, StoredWorkflow, WorkflowStatus};
+use wayline_executor::{Progress, RunOptions};
+use wayline_graph::{ViewFormat, render, validate};
+use wayline_store::{Lifecycle, state_name};
+
+use crate::run::{engine_builder, execute, parse_inputs, runtime, unreadable};
+use crate::runs::StoreArg;
+use crate::{Outcome, ReportFormat, load_tools, print_errors, print_json};
+
+/// `wayline workflow ...`
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum WorkflowCommand {
+    /// Save a workflow file: a new draft version when its graph changed. Prints the id.
+    Save {
+        /// The workflow file (YAML or JSON).
+        file: PathBuf,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// The simplified view of a saved workflow: its state, approval and graph.
+    Show {
+        /// The workflow id.
+        id: String,
+        /// A version (default: the latest).
+        #[arg(long, value_name = "N")]
+        version: Option<u32>,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
+    /// Approve a draft version (default: the latest) in someone's name.
+    Approve {
+        /// The workflow id.
+        id: String,
+        /// Who approves.
+        #[arg(long, value_name = "NAME")]
+        by: String,
+        /// A version (default: the latest).
+        #[arg(long, value_name = "N")]
+        version: Option<u32>,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Run the approved version once as its validation run; if it succeeds, make it active.
+    Activate(ActivateArgs),
+    /// Saved workflows: the latest version of each, and which version is active.
+    List {
+        #[command(flatten)]
+        store: StoreArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
+}
+
+/// `wayline workflow activate` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ActivateArgs {
+    /// The workflow id.
+    id: String,
+    /// A version (default: the latest).
+    #[arg(long, value_name = "N")]
+    version: Option<u32>,
+    /// Tool files or directories (repeatable).
+    #[arg(long = "tools", required = true, value_name = "DIR")]
+    tools: Vec<PathBuf>,
+    /// The tool-configs file: base URL overrides and credentials per tool.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// An input of the validation run, `NAME=TEXT` or `NAME:=JSON`.
+    #[arg(long = "input", value_name = "K=V")]
+    inputs: Vec<String>,
+    #[command(flatten)]
+    store: StoreArg,
+}
+
+pub(crate) fn workflow_command(command: WorkflowCommand) -> Outcome {
+    let outcome = match command {
+        WorkflowCommand::Save { file, store } => save(&file, &store),
+        WorkflowCommand::Show {
+            id,
+            version,
+            store,
+            format,
+        } => show(&id, version, &store, format),
+        WorkflowCommand::Approve {
+            id,
+            by,
+            version,
+            store,
+        } => approve(&id, version, &by, &store),
+        WorkflowCommand::Activate(args) => activate(args),
+        WorkflowCommand::List { store, format } => list(&store, format),
+    };
+    match outcome {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn lifecycle(store: &StoreArg) -> Result<Lifecycle, Outcome> {
+    Ok(Lifecycle::new(store.open()?.workflows))
+}
+
+fn describe(record: &StoredWorkflow) -> String {
+    format!(
+        "{} version {} ({})",
+        record.id(),
+        record.version,
+        state_name(record.state())
+    )
+}
+
+fn save(file: &std::path::Path, store: &StoreArg) -> Result<Outcome, Outcome> {
+    let workflow = wayline_registry::load_workflow_file(file).map_err(|error| {
+        print_errors(&[error]);
+        Outcome::Unreadable
+    })?;
+    let lifecycle = lifecycle(store)?;
+    let saved = runtime()?
+        .block_on(lifecycle.save(&workflow))
+        .map_err(unreadable)?;
+    let how = if saved.created { "saved" } else { "unchanged" };
+    eprintln!("{how}: {}", describe(&saved.record));
+    println!("{}", saved.record.id());
+    Ok(Outcome::Ok)
+}
+
+/// `workflow show --format json`: the stored version and the edges of its graph.
+#[derive(Serialize)]
+struct ShowDocument<'a> {
+    #[serde(flatten)]
+    record: &'a StoredWorkflow,
+    state: String,
+    edges: Vec<EdgeDocument>,
+}
+
+/// An edge by step id; `inferred` when it comes from a mapping or condition.
+#[derive(Serialize)]
+struct EdgeDocument {
+    from: String,
+    to: String,
+    inferred: bool,
+}
+
+fn show(
+    id: &str,
+    version: Option<u32>,
+    store: &StoreArg,
+    format: ReportFormat,
+) -> Result<Outcome, Outcome> {
+    let lifecycle = lifecycle(store)?;
+    let record = runtime()?
+        .block_on(lifecycle.get(id, version))
+        .map_err(unreadable)?;
+    // The view needs no tools: edges come from the mappings and conditions themselves.
+    let report = validate(&record.workflow, &MemoryCatalog::new());
+    match format {
+        ReportFormat::Json => {
+            let steps = &record.workflow.steps;
+            let edges = report
+                .graph()
+                .edges()
+                .iter()
+                .map(|edge| EdgeDocument {
+                    from: steps[edge.from].id.clone(),
+                    to: steps[edge.to].id.clone(),
+                    inferred: edge.inferred,
+                })
+                .collect();
+            print_json(&ShowDocument {
+                record: &record,
+                state: state_name(record.state()),
+                edges,
+            });
+        }
+        ReportFormat::Text => {
+            println!("{}", describe(&record));
+            if !record.workflow.name.is_empty() {
+                println!("name: {}", record.workflow.name);
+            }
+            if let Some(approval) = &record.approval {
+                println!(
+                    "approved by {} at {}",
+                    approval.by,
+                    approval.at.format("%Y-%m-%d %H:%M:%S UTC")
+                );
+            }
+            if let Some(run) = &record.validation_run_id {
+                println!("validation run: {run}");
+            }
+            println!("graph {}", record.graph_hash);
+            println!();
+            print!("{}", render(&record.workflow, &report, ViewFormat::Text));
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn approve(id: &str, version: Option<u32>, by: &str, store: &StoreArg) -> Result<Outcome, Outcome> {
+    let lifecycle = lifecycle(store)?;
+    let record = runtime()?
+        .block_on(lifecycle.approve(id, version, by))
+        .map_err(unreadable)?;
+    println!("approved: {}", describe(&record));
+    Ok(Outcome::Ok)
+}
+
+fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
+    let stores = args.store.open()?;
+    let lifecycle = Lifecycle::new(stores.workflows.clone());
+    let runtime = runtime()?;
+    let record = runtime
+        .block_on(lifecycle.get(&args.id, args.version))
+        .map_err(unreadable)?;
+    if !matches!(
+        record.state(),
+        WorkflowStatus::Approved | WorkflowStatus::Validated
+    ) {
+        return Err(unreadable(format!(
+            "{} cannot be activated: approve it first (`wayline workflow approve {} --by NAME`)",
+            describe(&record),
+            record.id()
+        )));
+    }
+    let mut inputs = IndexMap::new();
+    parse_inputs(&args.inputs, &mut inputs).map_err(unreadable)?;
+    let registry = load_tools(&args.tools)?;
+    let engine = engine_builder(registry, args.config.as_deref())?
+        .run_store(stores.runs.clone())
+        .observer(Arc::new(Progress::stderr()))
+        .build();
+    let options = RunOptions::new()
+        .inputs(inputs)
+        .workflow_version(record.version);
+    let run = execute(&runtime, &engine, &record.workflow, options)?;
+    if run.status != RunStatus::Success {
+        eprintln!(
+            "the validation run {} of {} did not succeed; the workflow stays {} (`wayline runs show {}`)",
+            run.id,
+            describe(&record),
+            state_name(record.state()),
+            run.id
+        );
+        return Ok(Outcome::Failed);
+    }
+    runtime
+        .block_on(async {
+            lifecycle.record_validation(&run).await?;
+            lifecycle.activate(&args.id, record.version).await
+        })
+        .map_err(unreadable)?;
+    println!(
+        "active: {} version {} (validation run {})",
+        record.id(),
+        record.version,
+        run.id
+    );
+    Ok(Outcome::Ok)
+}
+
+/// One line of `workflow list`.
+#[derive(Serialize)]
+struct Listed {
+    id: String,
+    name: String,
+    latest_version: u32,
+    latest_state: String,
+    active_version: Option<u32>,
+}
+
+fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
+    let stores = store.open()?;
+    let listed = runtime()?
+        .block_on(async {
+            let mut listed = Vec::new();
+            for latest in stores.workflows.list_workflows().await? {
+                let active = stores
+                    .workflows
+                    .workflow_versions(latest.id())
+                    .await?
+                    .into_iter()
+                    .rev()
+                    .find(|record| record.state() == WorkflowStatus::Active)
+                    .map(|record| record.version);
+                listed.push(Listed {
+                    id: latest.id().to_owned(),
+                    name: latest.workflow.name.clone(),
+                    latest_version: latest.version,
+                    latest_state: state_name(latest.state()),
+                    active_version: active,
+                });
+            }
+            Ok::<_, wayline_core::StoreError>(listed)
+        })
+        .map_err(unreadable)?;
+    match format {
+        ReportFormat::Json => print_json(&listed),
+        ReportFormat::Text => {
+            for item in &listed {
+                let active = item
+                    .active_version
+                    .map_or_else(|| "none active".to_owned(), |v| format!("v{v} active"));
+                println!(
+                    "{}  v{} {}  ({active})  {}",
+                    item.id, item.latest_version, item.latest_state, item.name
+                );
+            }
+        }
+    }
+    Ok(Outcome::Ok)
+}
