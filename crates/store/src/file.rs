@@ -1,15 +1,4 @@
 //! [`FileStore`]: one JSON file per workflow version and per run, for development.
-//!
-//! ```text
-//! ROOT/.lock                       held while a file is read, changed and written back
-//! ROOT/workflows/ID/vN.json        one StoredWorkflow per version
-//! ROOT/runs/ID.json                one Run
-//! ```
-//!
-//! Every write goes to a temporary file in the same directory, is synced, renamed over the old
-//! file and the directory synced: a reader sees the old or the new file, never half of one, and a
-//! crash leaves at worst a stray `.tmp` file (ignored). Changes take an exclusive lock on
-//! `ROOT/.lock`, so two processes sharing a store do not lose each other's writes.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -27,7 +16,18 @@ use wayline_core::{Run, StepResult};
 
 use crate::records;
 
-/// Workflows and runs as JSON files under one directory. See the [module documentation](self).
+/// Workflows and runs as JSON files under one directory.
+///
+/// ```text
+/// ROOT/.lock                       held while a file is read, changed and written back
+/// ROOT/workflows/ID/vN.json        one StoredWorkflow per version
+/// ROOT/runs/ID.json                one Run
+/// ```
+///
+/// Every write goes to a temporary file in the same directory, is synced, renamed over the old
+/// file and the directory synced: a reader sees the old or the new file, never half of one, and a
+/// crash leaves at worst a stray `.tmp` file (ignored). Changes take an exclusive lock on
+/// `ROOT/.lock`, so two processes sharing a store do not lose each other's writes.
 #[derive(Debug, Clone)]
 pub struct FileStore {
     inner: Arc<Inner>,

@@ -1,16 +1,4 @@
-//! The workflow lifecycle: `Draft → Approved → Validated → Active → Archived`, kept in any
-//! [`WorkflowStore`].
-//!
-//! - [`Lifecycle::save`] stores a workflow. A graph that differs from the latest version's
-//!   becomes a new version in `Draft`; the versions before it stay as they were. An unchanged
-//!   graph keeps its version (and its state).
-//! - [`Lifecycle::approve`] records who approved which graph, and when.
-//! - [`Lifecycle::record_validation`] accepts a green run of exactly that approved version.
-//! - [`Lifecycle::activate`] makes a validated version the active one; the version active
-//!   before it is archived.
-//!
-//! Every transition re-reads the record and writes it with optimistic concurrency, so two
-//! processes cannot both move the same version.
+//! The workflow lifecycle (`Draft → Approved → Validated → Active → Archived`) and the graph hash.
 
 use std::sync::Arc;
 
@@ -79,7 +67,19 @@ pub struct Saved {
     pub created: bool,
 }
 
-/// Lifecycle operations over a [`WorkflowStore`]. See the [module documentation](self).
+/// Lifecycle operations over a [`WorkflowStore`]: `Draft → Approved → Validated → Active →
+/// Archived`.
+///
+/// - [`Lifecycle::save`] stores a workflow. A graph that differs from the latest version's
+///   becomes a new version in `Draft`; the versions before it stay as they were. An unchanged
+///   graph keeps its version (and its state).
+/// - [`Lifecycle::approve`] records who approved which graph, and when.
+/// - [`Lifecycle::record_validation`] accepts a green run of exactly that approved version.
+/// - [`Lifecycle::activate`] makes a validated version the active one; the version active
+///   before it is archived.
+///
+/// Every transition re-reads the record and writes it with optimistic concurrency, so two
+/// processes cannot both move the same version.
 #[derive(Debug, Clone)]
 pub struct Lifecycle {
     store: Arc<dyn WorkflowStore>,
@@ -96,10 +96,23 @@ impl Lifecycle {
         &self.store
     }
 
-    /// Saves `workflow` (see the [module documentation](self)).
+    /// Saves `workflow` (see [`Lifecycle`]). Safe to call from several
+    /// processes at once: when another saves the same id first, the save is decided again
+    /// against what it stored.
     pub async fn save(&self, workflow: &Workflow) -> Result<Saved, StoreError> {
         check_id("workflow", &workflow.id)?;
         let hash = graph_hash(workflow);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match self.save_once(workflow, &hash).await {
+                Err(error) if error.kind() == StoreErrorKind::Conflict && attempts < 10 => {}
+                outcome => return outcome,
+            }
+        }
+    }
+
+    async fn save_once(&self, workflow: &Workflow, hash: &str) -> Result<Saved, StoreError> {
         let latest = self.store.workflow(&workflow.id, None).await?;
         if let Some(latest) = latest.as_ref().filter(|latest| latest.graph_hash == hash) {
             if latest.workflow.name == workflow.name

@@ -1,11 +1,4 @@
 //! [`SqliteStore`]: workflows and runs in one SQLite database (WAL mode, versioned migrations).
-//!
-//! All writes go through one writer thread that owns the write connection. It takes every
-//! change waiting for it, applies each in its own savepoint inside one transaction, commits
-//! once and then answers each caller: many steps finishing at once cost one commit (group
-//! commit), and a caller's change is durable when its call returns. Reads use a second
-//! connection, which WAL lets run beside the writer. Another process may share the database;
-//! SQLite's locking (with a busy timeout) keeps the two apart.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -69,7 +62,14 @@ pub enum Durability {
     Power,
 }
 
-/// Workflows and runs in a SQLite database. See the [module documentation](self).
+/// Workflows and runs in a SQLite database.
+///
+/// All writes go through one writer thread that owns the write connection. It takes every
+/// change waiting for it, applies each in its own savepoint inside one transaction, commits
+/// once and then answers each caller: many steps finishing at once cost one commit (group
+/// commit), and a caller's change is durable when its call returns. Reads use a second
+/// connection, which WAL lets run beside the writer. Another process may share the database;
+/// SQLite's locking (with a busy timeout) keeps the two apart.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,

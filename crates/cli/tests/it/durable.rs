@@ -211,3 +211,77 @@ async fn runs_show_and_resume_report_unknown_runs_and_finished_runs() {
     assert_eq!(listed.status.code(), Some(0));
     assert!(listed.stdout.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_share_one_file_store_without_losing_anything() {
+    let (server, calls) = api(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (tools, _) = setup(&server, &dir);
+    let mut yaml = String::from("id: fan\nname: Fan\nsteps:\n");
+    for index in 0..12 {
+        yaml.push_str(&format!("  - {{id: p{index}, tool_id: get_a}}\n"));
+    }
+    yaml.push_str("  - {id: join, tool_id: get_b, input_mapping: {x: p0.n, y: p11.n}}\n");
+    let workflow = dir.path().join("fan.yaml");
+    std::fs::write(&workflow, yaml).unwrap();
+    let workflow = workflow.display().to_string();
+    let store = dir.path().join("shared-store").display().to_string();
+
+    let runs = ["one", "two"].map(|id| {
+        wayline(
+            [
+                "run",
+                &workflow,
+                "--tools",
+                &tools,
+                "--store",
+                &store,
+                "--run-id",
+                id,
+                "--max-parallel",
+                "6",
+            ]
+            .map(String::from)
+            .to_vec(),
+        )
+    });
+    let [first, second] = runs;
+    let (first, second) = tokio::join!(first, second);
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert_eq!(calls.lock().unwrap()["/a"], 24);
+
+    for id in ["one", "two"] {
+        let shown = wayline(
+            ["runs", "show", id, "--store", &store, "--format", "json"]
+                .map(String::from)
+                .to_vec(),
+        )
+        .await;
+        let run: Value = serde_json::from_slice(&shown.stdout).unwrap();
+        let steps = run["step_results"].as_array().unwrap();
+        assert_eq!(steps.len(), 13, "run {id}");
+        assert!(
+            steps.iter().all(|step| step["status"] == "success"),
+            "run {id}: {run}"
+        );
+        assert_eq!(
+            run["workflow_version"], 1,
+            "both processes saved the same version"
+        );
+    }
+    let versions = std::fs::read_dir(dir.path().join("shared-store/workflows/fan"))
+        .unwrap()
+        .count();
+    assert_eq!(versions, 1);
+}

@@ -326,3 +326,46 @@ async fn a_failing_store_fails_the_step_instead_of_losing_it() {
     let error = run.step_results[0].error.as_deref().unwrap();
     assert!(error.contains("could not record it: disk full"), "{error}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_runs_in_parallel_lose_no_step_result_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(wayline_store::SqliteStore::open(dir.path().join("runs.db")).unwrap());
+    let transport = wayline_executor::ScriptedTransport::new()
+        .with_fallback(|_| Ok(HttpResponse::new(200, r#"{"n": 1}"#)));
+    let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools([ToolDefinition::new(
+        "echo",
+        "http://api.test/echo",
+    )])))
+    .transport(Arc::new(transport))
+    .run_store(store.clone())
+    .build();
+    let mut fan = Workflow::new("fan", "Fan");
+    for index in 0..10 {
+        fan.steps
+            .push(wayline_core::Step::new(format!("s{index}"), "echo"));
+    }
+    fan.steps.push(
+        wayline_core::Step::new("join", "echo")
+            .map("a", "s0.n")
+            .map("b", "s9.n"),
+    );
+    let prepared = engine.prepare(&fan).unwrap();
+    let runs = futures_util::future::join_all((0..50).map(|index| {
+        engine.run_prepared(&prepared, RunOptions::new().run_id(format!("run-{index}")))
+    }))
+    .await;
+    for run in runs {
+        let run = run.unwrap();
+        assert_eq!(run.status, RunStatus::Success);
+        let stored = store.run(&run.id).await.unwrap().unwrap();
+        assert_eq!(stored.step_results.len(), 11);
+        assert!(
+            stored
+                .step_results
+                .iter()
+                .all(|r| r.status == StepStatus::Success)
+        );
+        assert_eq!(stored, run);
+    }
+}

@@ -132,3 +132,21 @@ async fn unknown_workflows_and_blank_approvers_are_refused() {
         "{none_active}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_saves_of_one_workflow_agree_on_one_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(wayline_store::FileStore::open(dir.path()).unwrap());
+    let mut savers = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let lifecycle = Lifecycle::new(store.clone());
+        savers.spawn(async move { lifecycle.save(&workflow()).await });
+    }
+    let mut created = 0;
+    while let Some(saved) = savers.join_next().await {
+        let saved = saved.unwrap().unwrap();
+        assert_eq!(saved.record.version, 1);
+        created += usize::from(saved.created);
+    }
+    assert_eq!(created, 1, "exactly one save created the version");
+}
