@@ -75,7 +75,7 @@ impl ResumeOptions {
 }
 
 /// True when running the step a second time cannot do harm a first time did not.
-fn safe_to_repeat(step: &PreparedStep, kind: StepKind) -> bool {
+pub(crate) fn safe_to_repeat(step: &PreparedStep, kind: StepKind) -> bool {
     if kind == StepKind::Transform {
         return true;
     }

@@ -806,11 +806,12 @@ impl<'r> Scheduler<'r> {
             tracing::info_span!("step", step_id = %definition.id, tool_id = %definition.tool_id);
         let store = shared.engine.run_store.as_deref();
         let running = store.map(|_| self.record.step_results[self.slot[position]].clone());
+        let repeatable = crate::durable::safe_to_repeat(step, definition.kind);
         Some(Box::pin(
             async move {
                 let done = match (store, running) {
                     (Some(store), Some(running)) => {
-                        step::execute_durably(job, store, running).await
+                        step::execute_durably(job, store, running, repeatable).await
                     }
                     _ => step::execute(job).await,
                 };

@@ -68,29 +68,40 @@ struct Progress {
     response_status: Option<u16>,
 }
 
-/// [`execute`] with a run store: the step is saved as `running` before it can act (so a crash
-/// leaves it marked in flight), and its result is saved before its dependents may start. A
-/// store failure fails the step, with the reason, rather than going unrecorded.
+/// [`execute`] with a run store. A step that is not safe to repeat is saved as `running` before
+/// it can act, so a crash leaves it marked in flight; for a step safe to repeat the mark is
+/// written while it runs (after a crash it is simply run again, so waiting would only add
+/// latency). The result is saved before the step's dependents may start. A store failure fails
+/// the step, with the reason, rather than going unrecorded.
 pub(crate) async fn execute_durably(
     job: StepJob<'_>,
     store: &dyn RunStore,
     running: StepResult,
+    safe_to_repeat: bool,
 ) -> StepDone {
-    let run_id = &job.run.run_id;
-    if let Err(error) = store.save_step(run_id, &running).await {
-        let mut result = running;
-        result.status = StepStatus::Failed;
-        result.error = Some(format!(
-            "not started: the run store could not record it: {error}"
-        ));
-        result.finished_at = Some(Utc::now());
-        return StepDone {
-            result,
-            output: None,
-        };
-    }
-    let mut done = execute(job).await;
-    if let Err(error) = store.save_step(run_id, &done.result).await {
+    let run_id = job.run.run_id.clone();
+    let mut done = if safe_to_repeat {
+        // The step goes first, so its request is on its way while the mark is written. A failed
+        // mark is moot: the result's save below reports a broken store.
+        let (done, _) =
+            futures_util::future::join(execute(job), store.save_step(&run_id, &running)).await;
+        done
+    } else {
+        if let Err(error) = store.save_step(&run_id, &running).await {
+            let mut result = running;
+            result.status = StepStatus::Failed;
+            result.error = Some(format!(
+                "not started: the run store could not record it: {error}"
+            ));
+            result.finished_at = Some(Utc::now());
+            return StepDone {
+                result,
+                output: None,
+            };
+        }
+        execute(job).await
+    };
+    if let Err(error) = store.save_step(&run_id, &done.result).await {
         done.result.status = StepStatus::Failed;
         done.result.error = Some(format!(
             "it ran, but the run store could not save its result: {error}"

@@ -58,6 +58,18 @@ fn main() {
             let rate = saves_per_second(Arc::new(store), 100, 100).await;
             println!("{name}: {rate:.0} step results/s (10,000 from 100 concurrent runs)");
         }
+        for (name, durability) in [
+            ("sqlite, synchronous=FULL, one writer", Durability::Power),
+            (
+                "sqlite, synchronous=NORMAL, one writer",
+                Durability::Process,
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = SqliteStore::open_with(dir.path().join("bench.db"), durability).unwrap();
+            let rate = saves_per_second(Arc::new(store), 1, 2_000).await;
+            println!("{name}: {rate:.0} step results/s (2,000 saved one after another)");
+        }
         let dir = tempfile::tempdir().unwrap();
         let store = FileStore::open(dir.path()).unwrap();
         let rate = saves_per_second(Arc::new(store), 20, 100).await;

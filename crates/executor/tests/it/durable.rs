@@ -81,7 +81,7 @@ fn engine(store: &Arc<MemoryStore>) -> (Engine, Arc<Spy>) {
 }
 
 #[tokio::test]
-async fn each_step_is_stored_as_running_before_its_call_and_the_run_at_the_end() {
+async fn steps_are_stored_as_running_and_finished_and_the_run_at_the_end() {
     let store = Arc::new(MemoryStore::new());
     let (engine, spy) = engine(&store);
     let run = engine
@@ -93,9 +93,11 @@ async fn each_step_is_stored_as_running_before_its_call_and_the_run_at_the_end()
     assert_eq!(
         *spy.seen.lock().unwrap(),
         [
-            "GET /a [a=running b=pending c=pending]",
+            // A GET is safe to repeat: its mark is written while it runs, not before.
+            "GET /a [a=pending b=pending c=pending]",
+            // A POST is not: it is marked running before it is sent.
             "POST /b [a=success b=running c=pending]",
-            "GET /c [a=success b=success c=running]",
+            "GET /c [a=success b=success c=pending]",
         ]
     );
     assert_eq!(store.run("r1").await.unwrap(), Some(run));
@@ -150,8 +152,9 @@ async fn a_resumed_run_keeps_finished_steps_and_repeats_only_safe_in_flight_ones
     assert_eq!(
         *spy.seen.lock().unwrap(),
         [
-            "POST /b [a=success b=running c=pending]",
-            "GET /c [a=success b=success c=running]",
+            // An idempotent POST is safe to repeat: resumed as pending, marked while it runs.
+            "POST /b [a=success b=pending c=pending]",
+            "GET /c [a=success b=success c=pending]",
         ],
         "`a` is not called again"
     );
@@ -279,8 +282,9 @@ async fn resume_needs_a_store_and_a_stored_run_of_this_workflow() {
 
 #[tokio::test]
 async fn a_failing_store_fails_the_step_instead_of_losing_it() {
+    /// Creates runs, refuses step results.
     #[derive(Debug)]
-    struct Broken(MemoryStore);
+    struct Broken(Arc<MemoryStore>);
     #[async_trait::async_trait]
     impl RunStore for Broken {
         async fn create_run(&self, run: &Run) -> Result<(), wayline_core::StoreError> {
@@ -305,26 +309,39 @@ async fn a_failing_store_fails_the_step_instead_of_losing_it() {
             self.0.list_runs(query).await
         }
     }
-    let store = Arc::new(MemoryStore::new());
-    let spy = Arc::new(Spy {
-        store: Arc::clone(&store),
-        seen: Mutex::new(Vec::new()),
-    });
-    let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools(tools())))
-        .transport(spy.clone())
-        .run_store(Arc::new(Broken(MemoryStore::new())))
-        .build();
-    let run = engine
-        .run(&chain(), RunOptions::new().run_id("r1"))
-        .await
-        .unwrap();
-    assert_eq!(run.status, RunStatus::Failed);
-    assert!(
-        spy.seen.lock().unwrap().is_empty(),
-        "no call without a record"
-    );
-    let error = run.step_results[0].error.as_deref().unwrap();
-    assert!(error.contains("could not record it: disk full"), "{error}");
+    // The POST is not safe to repeat: without its `running` mark it is not called at all. The
+    // GET is called, and fails because its result cannot be saved.
+    for (first, called, reason) in [
+        (
+            "post_b",
+            0,
+            "not started: the run store could not record it: disk full",
+        ),
+        (
+            "get_a",
+            1,
+            "it ran, but the run store could not save its result: disk full",
+        ),
+    ] {
+        let store = Arc::new(MemoryStore::new());
+        let spy = Arc::new(Spy {
+            store: Arc::clone(&store),
+            seen: Mutex::new(Vec::new()),
+        });
+        let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools(tools())))
+            .transport(spy.clone())
+            .run_store(Arc::new(Broken(store)))
+            .build();
+        let mut single = Workflow::new("one", "One");
+        single.steps.push(wayline_core::Step::new("only", first));
+        let run = engine
+            .run(&single, RunOptions::new().run_id("r1"))
+            .await
+            .unwrap();
+        assert_eq!(run.status, RunStatus::Failed);
+        assert_eq!(spy.seen.lock().unwrap().len(), called, "{first}");
+        assert_eq!(run.step_results[0].error.as_deref(), Some(reason));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -26,6 +26,18 @@ async fn sqlite_store_conforms() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn power_safe_sqlite_store_conforms() {
+    // Every write through the writer thread (the process-safe default also commits inline).
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        SqliteStore::open_with(dir.path().join("full.db"), wayline_store::Durability::Power)
+            .unwrap(),
+    );
+    conformance::workflow_store(store.clone()).await;
+    conformance::run_store(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reopened_sqlite_store_keeps_everything() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("wayline.db");
