@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 mod run;
 mod runs;
+mod schedule;
 mod workflows;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -63,6 +64,9 @@ enum Command {
     /// Saved workflows: save, show, approve, activate (after a validation run), list.
     #[command(subcommand)]
     Workflow(workflows::WorkflowCommand),
+    /// Run saved workflows on intervals and cron schedules.
+    #[command(subcommand)]
+    Schedule(schedule::ScheduleCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -140,6 +144,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run_command(args),
         Command::Runs(command) => runs::runs_command(command),
         Command::Workflow(command) => workflows::workflow_command(command),
+        Command::Schedule(command) => schedule::schedule_command(command),
         Command::Validate {
             workflow,
             tools,

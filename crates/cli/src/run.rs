@@ -71,6 +71,8 @@ pub(crate) struct RunArgs {
     /// The run's id (default: a random UUID).
     #[arg(long, value_name = "ID")]
     pub(crate) run_id: Option<String>,
+    #[command(flatten)]
+    pub(crate) notify: crate::schedule::NotifyArgs,
 }
 
 /// `wayline tools try` arguments.
@@ -181,8 +183,11 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     if let Some(ms) = args.deadline_ms {
         options = options.deadline(std::time::Duration::from_millis(ms));
     }
+    let notifications = args.notify.notifications()?;
     let run = execute(&runtime, &engine, &workflow, options)?;
-    Ok(report_run(&run, args.format))
+    let outcome = report_run(&run, args.format);
+    runtime.block_on(crate::schedule::announce(&notifications, &run));
+    Ok(outcome)
 }
 
 /// The workflow to run, and the store recording the run with the version it names: a saved

@@ -33,7 +33,9 @@ pub mod conformance;
 mod file;
 mod lifecycle;
 mod memory;
+mod notify;
 mod records;
+pub mod schedule;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -43,6 +45,7 @@ use std::sync::Arc;
 pub use file::FileStore;
 pub use lifecycle::{Lifecycle, Saved, graph_hash, state_name};
 pub use memory::MemoryStore;
+pub use notify::{Notifications, StdoutNotifier, WebhookNotifier};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Durability, SqliteStore};
 pub use wayline_core::store::{

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wayline_executor::testing::{MockServer, Reply};
 
-/// Four GET tools in a chain; with `hang`, `/c` hangs on its first call (the moment the test
+/// Four GET tools in a chain (and a webhook receiver at `/hook`); with `hang`, `/c` hangs on its first call (the moment the test
 /// kills the run).
 pub(crate) async fn api(hang: bool) -> (MockServer, Arc<Mutex<HashMap<String, usize>>>) {
     let calls = Arc::new(Mutex::new(HashMap::<String, usize>::new()));
@@ -18,6 +18,9 @@ pub(crate) async fn api(hang: bool) -> (MockServer, Arc<Mutex<HashMap<String, us
     let server = MockServer::start(move |request| {
         let path = request.path().to_owned();
         *counter.lock().unwrap().entry(path.clone()).or_default() += 1;
+        if path == "/hook" {
+            return Reply::status(204);
+        }
         if !["/a", "/b", "/c", "/d"].contains(&path.as_str()) {
             return Reply::status(404);
         }

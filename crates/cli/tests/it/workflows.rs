@@ -189,3 +189,130 @@ async fn a_red_validation_run_leaves_the_workflow_approved() {
     assert_eq!(by_id.status.code(), Some(2));
     assert!(err(&by_id).contains("no active version"), "{}", err(&by_id));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_runs_the_active_version_and_failures_are_notified() {
+    let (server, calls) = api(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (tools, workflow) = setup(&server, &dir);
+    let store = dir.path().join("wayline.db").display().to_string();
+    for args in [
+        vec!["workflow", "save", &workflow, "--store", &store],
+        vec![
+            "workflow", "approve", "chain", "--by", "ada", "--store", &store,
+        ],
+        vec![
+            "workflow", "activate", "chain", "--tools", &tools, "--store", &store,
+        ],
+    ] {
+        let output = wayline(strings(&args)).await;
+        assert_eq!(output.status.code(), Some(0), "{}", err(&output));
+    }
+    let schedules = dir.path().join("schedules.yaml");
+    std::fs::write(&schedules, "- {workflow_id: chain, every: 1s}\n").unwrap();
+    let schedules = schedules.display().to_string();
+    // Real time: the scheduler runs in another process. Two runs, one second apart.
+    let ran = wayline(strings(&[
+        "schedule",
+        "run",
+        &schedules,
+        "--tools",
+        &tools,
+        "--store",
+        &store,
+        "--max-runs",
+        "2",
+    ]))
+    .await;
+    assert_eq!(ran.status.code(), Some(0), "{}", err(&ran));
+    let lines: Vec<String> = out(&ran).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines.iter().all(|line| line.ends_with(" chain v1 success")),
+        "{lines:?}"
+    );
+    assert_eq!(
+        calls.lock().unwrap()["/a"],
+        3,
+        "validation run and two scheduled runs"
+    );
+
+    // A failing run notifies the webhook (and stdout).
+    let broken = dir.path().join("tools/d.yaml");
+    let text = std::fs::read_to_string(&broken)
+        .unwrap()
+        .replace("path: /d", "path: /missing");
+    std::fs::write(&broken, text).unwrap();
+    let hook = server.url("/hook");
+    let failed = wayline(strings(&[
+        "run",
+        "--workflow-id",
+        "chain",
+        "--tools",
+        &tools,
+        "--store",
+        &store,
+        "--notify-webhook",
+        &hook,
+        "--notify-stdout",
+    ]))
+    .await;
+    assert_eq!(failed.status.code(), Some(1));
+    let notice = out(&failed);
+    assert!(notice.contains("notice: run "), "{notice}");
+    assert!(
+        notice.contains(" of workflow chain v1 failed: step d: "),
+        "{notice}"
+    );
+    let posted: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter(|request| request.path() == "/hook")
+        .map(|request| request.json().unwrap())
+        .collect();
+    assert_eq!(posted.len(), 1);
+    assert_eq!(posted[0]["kind"], "run_failed");
+    assert_eq!(posted[0]["failed_steps"][0]["step_id"], "d");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_schedules_file_is_refused_with_the_entry_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedules = dir.path().join("schedules.yaml");
+    std::fs::write(&schedules, "- {workflow_id: chain, every: 15}\n").unwrap();
+    let store = dir.path().join("wayline.db").display().to_string();
+    let tools = wayline_testkit::testdata("tools").display().to_string();
+    let refused = wayline(strings(&[
+        "schedule",
+        "run",
+        &schedules.display().to_string(),
+        "--tools",
+        &tools,
+        "--store",
+        &store,
+    ]))
+    .await;
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        err(&refused).contains("trigger 1 (`chain`): `15`: the unit must be s, m, h or d"),
+        "{}",
+        err(&refused)
+    );
+    std::fs::write(&schedules, "- {workflow_id: chain, every: 5m}\n").unwrap();
+    let unknown = wayline(strings(&[
+        "schedule",
+        "run",
+        &schedules.display().to_string(),
+        "--tools",
+        &tools,
+        "--store",
+        &store,
+    ]))
+    .await;
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        err(&unknown).contains("workflow `chain` is not in the store"),
+        "{}",
+        err(&unknown)
+    );
+}

@@ -1,0 +1,171 @@
+//! `wayline schedule run` and the notification flags shared with `wayline run`.
+
+use std::cell::Cell;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use wayline_core::{Run, RunStatus};
+use wayline_executor::RunOptions;
+use wayline_store::schedule::{Firing, load_triggers, run_triggers};
+use wayline_store::{Lifecycle, Notifications, StdoutNotifier, WebhookNotifier};
+
+use crate::Outcome;
+use crate::load_tools;
+use crate::run::{engine_builder, runtime, transport, unreadable};
+use crate::runs::StoreArg;
+
+/// Who is told about finished runs.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct NotifyArgs {
+    /// POST a JSON notice to this URL when a run fails (retried; repeatable).
+    #[arg(long = "notify-webhook", value_name = "URL")]
+    webhooks: Vec<String>,
+    /// Print a one-line notice on stdout when a run fails.
+    #[arg(long)]
+    notify_stdout: bool,
+    /// Also notify when a run succeeds.
+    #[arg(long)]
+    notify_on_success: bool,
+}
+
+impl NotifyArgs {
+    /// The notifications these flags ask for.
+    pub(crate) fn notifications(&self) -> Result<Notifications, Outcome> {
+        let mut notifications = Notifications::new().on_success(self.notify_on_success);
+        if !self.webhooks.is_empty() {
+            let transport: Arc<dyn wayline_core::Transport> = Arc::new(transport()?);
+            for url in &self.webhooks {
+                if url::Url::parse(url).is_err() {
+                    return Err(unreadable(format!(
+                        "--notify-webhook {url}: not a URL (write e.g. https://hooks.example/wayline)"
+                    )));
+                }
+                notifications =
+                    notifications.to(Arc::new(WebhookNotifier::new(url, Arc::clone(&transport))));
+            }
+        }
+        if self.notify_stdout {
+            notifications = notifications.to(Arc::new(StdoutNotifier));
+        }
+        Ok(notifications)
+    }
+}
+
+/// Sends the notices `run` deserves; a notice that cannot be delivered is a warning.
+pub(crate) async fn announce(notifications: &Notifications, run: &Run) {
+    for failure in notifications.run_finished(run).await {
+        eprintln!("warning: notification not delivered: {failure}");
+    }
+}
+
+/// `wayline schedule ...`
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum ScheduleCommand {
+    /// Run saved workflows on their schedules, in the foreground, until Ctrl-C (or
+    /// `--max-runs`).
+    Run(ScheduleArgs),
+}
+
+/// `wayline schedule run` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ScheduleArgs {
+    /// The schedules file: a YAML list of `{workflow_id, every: 15m | cron: "0 6 * * *",
+    /// inputs: {...}}`.
+    file: PathBuf,
+    /// Tool files or directories (repeatable).
+    #[arg(long = "tools", required = true, value_name = "DIR")]
+    tools: Vec<PathBuf>,
+    /// The tool-configs file: base URL overrides and credentials per tool.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Stop after this many runs have finished.
+    #[arg(long, value_name = "N")]
+    max_runs: Option<usize>,
+    #[command(flatten)]
+    store: StoreArg,
+    #[command(flatten)]
+    notify: NotifyArgs,
+}
+
+pub(crate) fn schedule_command(command: ScheduleCommand) -> Outcome {
+    let ScheduleCommand::Run(args) = command;
+    match schedule_run(&args) {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
+    let triggers = load_triggers(&args.file).map_err(unreadable)?;
+    let stores = args.store.open()?;
+    let registry = load_tools(&args.tools)?;
+    let notifications = args.notify.notifications()?;
+    let engine = engine_builder(registry, args.config.as_deref())?
+        .run_store(stores.runs.clone())
+        .build();
+    let lifecycle = Lifecycle::new(stores.workflows.clone());
+    let runtime = runtime()?;
+    // Every trigger must name a workflow with an active version before anything starts.
+    for trigger in &triggers {
+        runtime
+            .block_on(lifecycle.active(&trigger.workflow_id))
+            .map_err(unreadable)?;
+    }
+    let failures = Cell::new(0usize);
+    let (engine, lifecycle, notifications, failures_ref) =
+        (&engine, &lifecycle, &notifications, &failures);
+    runtime.block_on(run_triggers(
+        &triggers,
+        move |_, trigger| async move {
+            // The active version at the moment it fires: activating a new one takes effect
+            // from the next fire on.
+            let record = match lifecycle.active(&trigger.workflow_id).await {
+                Ok(record) => record,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    failures_ref.set(failures_ref.get() + 1);
+                    return;
+                }
+            };
+            let options = RunOptions::new()
+                .inputs(trigger.inputs.clone())
+                .workflow_version(record.version);
+            match engine.run(&record.workflow, options).await {
+                Ok(run) => {
+                    let status = serde_json::to_value(run.status).unwrap_or_default();
+                    println!(
+                        "{} {} v{} {}",
+                        run.id,
+                        run.workflow_id,
+                        record.version,
+                        status.as_str().unwrap_or("?")
+                    );
+                    if run.status != RunStatus::Success {
+                        failures_ref.set(failures_ref.get() + 1);
+                    }
+                    announce(notifications, &run).await;
+                }
+                Err(error) => {
+                    eprintln!("error: {}: {error}", trigger.workflow_id);
+                    failures_ref.set(failures_ref.get() + 1);
+                }
+            }
+        },
+        |_, trigger, firing| {
+            if firing == Firing::SkippedBusy {
+                eprintln!(
+                    "skipped: {} is still running from its previous fire",
+                    trigger.workflow_id
+                );
+            }
+        },
+        args.max_runs,
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        },
+    ));
+    Ok(if failures.get() == 0 {
+        Outcome::Ok
+    } else {
+        Outcome::Failed
+    })
+}

@@ -1,0 +1,352 @@
+//! Triggers: running saved workflows on intervals and cron expressions.
+//!
+//! A [`Trigger`] names a saved workflow, its inputs and a [`Schedule`]. [`run_triggers`] is the
+//! loop a host embeds (or `wayline schedule run` keeps in the foreground): it waits for the next
+//! due trigger and calls the host's `fire` function with it. The host runs the workflow (it owns
+//! the engine and the stores), so this module needs neither.
+//!
+//! - Fires of different triggers may overlap; a trigger whose previous run is still going is
+//!   skipped that time (and the skip is reported), so a slow workflow never piles up runs.
+//! - An interval fires first one interval after the start, then at a fixed rate; missed fires
+//!   (the host was busy or suspended) are not made up.
+//! - Cron expressions are evaluated in UTC (5 fields, or 6 with seconds first).
+
+use std::future::Future;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+use wayline_core::document::{self, Format};
+
+/// When a trigger fires.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Schedule {
+    /// At a fixed rate.
+    Every(Duration),
+    /// At the times a cron expression matches (UTC).
+    Cron {
+        /// The expression as written.
+        expression: String,
+        /// The parsed expression (boxed: it is large).
+        cron: Box<croner::Cron>,
+    },
+}
+
+impl Schedule {
+    /// An interval schedule; `text` is a number with a unit: `30s`, `15m`, `2h`, `1d`.
+    pub fn every(text: &str) -> Result<Schedule, String> {
+        let text = text.trim();
+        let split = text
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let number: u64 = number
+            .parse()
+            .map_err(|_| format!("`{text}` is not an interval; write e.g. 30s, 15m, 2h or 1d"))?;
+        let seconds = match unit.trim() {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3_600,
+            "d" => 86_400,
+            _ => {
+                return Err(format!(
+                    "`{text}`: the unit must be s, m, h or d (e.g. 15m)"
+                ));
+            }
+        };
+        if number == 0 {
+            return Err(format!("`{text}`: an interval must be longer than zero"));
+        }
+        Ok(Schedule::Every(Duration::from_secs(
+            number.saturating_mul(seconds),
+        )))
+    }
+
+    /// A cron schedule.
+    pub fn cron(expression: &str) -> Result<Schedule, String> {
+        let cron = croner::Cron::from_str(expression.trim())
+            .map_err(|error| format!("`{expression}` is not a cron expression: {error}"))?;
+        Ok(Schedule::Cron {
+            expression: expression.trim().to_owned(),
+            cron: Box::new(cron),
+        })
+    }
+
+    /// The first time after `after` this schedule fires, for a schedule that started at
+    /// `start` (intervals count from it).
+    pub fn next_after(&self, start: DateTime<Utc>, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self {
+            Schedule::Every(interval) => {
+                let interval = chrono::Duration::from_std(*interval).ok()?;
+                let elapsed = after.signed_duration_since(start);
+                let periods = elapsed.num_milliseconds() / interval.num_milliseconds().max(1);
+                let periods = i32::try_from(periods.max(0) + 1).ok()?;
+                Some(start + interval * periods)
+            }
+            Schedule::Cron { cron, .. } => cron.find_next_occurrence(&after, false).ok(),
+        }
+    }
+}
+
+/// A saved workflow run on a schedule.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Trigger {
+    /// The saved workflow (its active version runs).
+    pub workflow_id: String,
+    /// When.
+    pub schedule: Schedule,
+    /// The run inputs.
+    pub inputs: IndexMap<String, Value>,
+}
+
+impl Trigger {
+    /// A trigger with no inputs.
+    pub fn new(workflow_id: impl Into<String>, schedule: Schedule) -> Self {
+        Trigger {
+            workflow_id: workflow_id.into(),
+            schedule,
+            inputs: IndexMap::new(),
+        }
+    }
+}
+
+/// One entry of a schedules file, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TriggerEntry {
+    workflow_id: String,
+    #[serde(default)]
+    every: Option<String>,
+    #[serde(default)]
+    cron: Option<String>,
+    #[serde(default)]
+    inputs: IndexMap<String, Value>,
+}
+
+/// Reads a schedules file: a YAML (or JSON) list of `{workflow_id, every | cron, inputs}`.
+/// Errors name the file, and the entry and what to write instead.
+pub fn load_triggers(path: &Path) -> Result<Vec<Trigger>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let format = Format::from_path(path).unwrap_or(Format::Yaml);
+    let origin = path.display().to_string();
+    let entries: Vec<TriggerEntry> =
+        document::parse(&text, format, &origin).map_err(|error| error.to_string())?;
+    if entries.is_empty() {
+        return Err(format!("{origin}: no triggers; list at least one"));
+    }
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(index, entry)| {
+            let at = format!("{origin}: trigger {} (`{}`)", index + 1, entry.workflow_id);
+            let schedule = match (&entry.every, &entry.cron) {
+                (Some(every), None) => Schedule::every(every),
+                (None, Some(cron)) => Schedule::cron(cron),
+                _ => Err("give exactly one of `every` (e.g. 15m) and `cron`".to_owned()),
+            }
+            .map_err(|error| format!("{at}: {error}"))?;
+            Ok(Trigger {
+                workflow_id: entry.workflow_id,
+                schedule,
+                inputs: entry.inputs,
+            })
+        })
+        .collect()
+}
+
+/// What happened to a due trigger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Firing {
+    /// `fire` was called.
+    Started,
+    /// Its previous run was still going.
+    SkippedBusy,
+}
+
+/// Runs `triggers` until `stop` completes or `limit` fires have finished: waits for the next
+/// due trigger and calls `fire` with its index and a copy of it. `observe` hears of each due
+/// trigger (started or skipped). Runs in flight when it stops are awaited.
+pub async fn run_triggers<F, Fut>(
+    triggers: &[Trigger],
+    mut fire: F,
+    mut observe: impl FnMut(usize, &Trigger, Firing),
+    limit: Option<usize>,
+    stop: impl Future<Output = ()>,
+) where
+    F: FnMut(usize, Trigger) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    if triggers.is_empty() {
+        return;
+    }
+    let start = Utc::now();
+    let start_instant = tokio::time::Instant::now();
+    // Due times in the runtime's clock, derived from wall-clock schedule times.
+    let due_at = |trigger: &Trigger, after: DateTime<Utc>| {
+        trigger.schedule.next_after(start, after).map(|at| {
+            let offset = at.signed_duration_since(start).to_std().unwrap_or_default();
+            start_instant + offset
+        })
+    };
+    let mut next: Vec<Option<tokio::time::Instant>> = triggers
+        .iter()
+        .map(|trigger| due_at(trigger, start))
+        .collect();
+    let mut busy = vec![false; triggers.len()];
+    let mut running = FuturesUnordered::new();
+    let mut finished = 0usize;
+    let mut started = 0usize;
+    tokio::pin!(stop);
+    loop {
+        if limit.is_some_and(|limit| finished >= limit) {
+            break;
+        }
+        let earliest = next
+            .iter()
+            .enumerate()
+            .filter_map(|(index, at)| at.map(|at| (at, index)))
+            .min();
+        let reached_limit = limit.is_some_and(|limit| started >= limit);
+        let wait_for_due = async {
+            match earliest {
+                Some((at, _)) if !reached_limit => tokio::time::sleep_until(at).await,
+                _ => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = &mut stop => break,
+            Some(index) = running.next() => {
+                busy[index] = false;
+                finished += 1;
+            }
+            () = wait_for_due => {
+                let Some((at, index)) = earliest else { continue };
+                let trigger = &triggers[index];
+                if busy[index] {
+                    observe(index, trigger, Firing::SkippedBusy);
+                } else {
+                    observe(index, trigger, Firing::Started);
+                    busy[index] = true;
+                    started += 1;
+                    let run = fire(index, trigger.clone());
+                    running.push(async move {
+                        run.await;
+                        index
+                    });
+                }
+                // The next fire after this one, never in the past.
+                let now_wall = start
+                    + chrono::Duration::from_std(at.saturating_duration_since(start_instant))
+                        .unwrap_or_default();
+                let mut following = due_at(trigger, now_wall);
+                let now = tokio::time::Instant::now();
+                while let Some(due) = following.filter(|due| *due <= now) {
+                    let wall = start
+                        + chrono::Duration::from_std(due.saturating_duration_since(start_instant))
+                            .unwrap_or_default();
+                    following = due_at(trigger, wall);
+                }
+                next[index] = following;
+            }
+        }
+    }
+    while running.next().await.is_some() {}
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use super::*;
+
+    #[test]
+    fn intervals_and_cron_expressions_are_parsed_with_clear_errors() {
+        assert!(
+            matches!(Schedule::every("15m"), Ok(Schedule::Every(d)) if d == Duration::from_secs(900))
+        );
+        assert!(
+            matches!(Schedule::every("2h"), Ok(Schedule::Every(d)) if d == Duration::from_secs(7200))
+        );
+        assert!(Schedule::every("15").unwrap_err().contains("unit must be"));
+        assert!(
+            Schedule::every("0s")
+                .unwrap_err()
+                .contains("longer than zero")
+        );
+        assert!(
+            Schedule::every("soon")
+                .unwrap_err()
+                .contains("not an interval")
+        );
+        assert!(
+            Schedule::cron("not cron")
+                .unwrap_err()
+                .contains("not a cron expression")
+        );
+        let cron = Schedule::cron("30 6 * * MON").unwrap();
+        let start: DateTime<Utc> = "2026-11-22T10:00:00Z".parse().unwrap(); // a Sunday
+        assert_eq!(
+            cron.next_after(start, start).unwrap().to_rfc3339(),
+            "2026-11-23T06:30:00+00:00"
+        );
+        let every = Schedule::every("15m").unwrap();
+        let later: DateTime<Utc> = "2026-11-22T10:31:00Z".parse().unwrap();
+        assert_eq!(
+            every.next_after(start, later).unwrap().to_rfc3339(),
+            "2026-11-22T10:45:00+00:00"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn triggers_fire_on_time_and_a_busy_one_is_skipped() {
+        let fast = Trigger::new("fast", Schedule::every("10s").unwrap());
+        let slow = Trigger::new("slow", Schedule::every("15s").unwrap());
+        let fired = Rc::new(RefCell::new(Vec::new()));
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let begun = tokio::time::Instant::now();
+        let log = Rc::clone(&fired);
+        let skipped = Rc::clone(&seen);
+        run_triggers(
+            &[fast, slow],
+            move |_, trigger| {
+                let log = Rc::clone(&log);
+                async move {
+                    let at = begun.elapsed().as_secs();
+                    log.borrow_mut()
+                        .push(format!("{}@{at}", trigger.workflow_id));
+                    // The slow workflow takes 20 s: longer than its interval.
+                    if trigger.workflow_id == "slow" {
+                        tokio::time::sleep(Duration::from_secs(20)).await;
+                    }
+                }
+            },
+            move |_, trigger, firing| {
+                if firing == Firing::SkippedBusy {
+                    let at = begun.elapsed().as_secs();
+                    skipped
+                        .borrow_mut()
+                        .push(format!("{}@{at}", trigger.workflow_id));
+                }
+            },
+            None,
+            tokio::time::sleep(Duration::from_secs(61)),
+        )
+        .await;
+        let expected = [
+            "fast@10", "slow@15", "fast@20", "fast@30", "fast@40", "slow@45", "fast@50", "fast@60",
+        ];
+        assert_eq!(*fired.borrow(), expected.map(String::from));
+        assert_eq!(*seen.borrow(), ["slow@30", "slow@60"].map(String::from));
+    }
+}
