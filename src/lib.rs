@@ -10,6 +10,7 @@
 //! | [`graph`] | `wayline-graph`: edge inference, validation, order, views | `graph` |
 //! | [`registry`] | `wayline-registry`: tool files, tool configs, catalog | `registry` |
 //! | [`executor`] | `wayline-executor`: the engine — scheduling, HTTP, retries, polling, records | `executor` |
+//! | `store` | `wayline-store`: workflow and run stores (memory, files, SQLite), lifecycle, history, triggers, notifications | `store` (`store-sqlite` adds SQLite) |
 //! | `testing` | the tool test harness and a loopback mock server | `testing` |
 //!
 //! ```
@@ -31,5 +32,7 @@ pub use wayline_executor as executor;
 pub use wayline_graph as graph;
 #[cfg(feature = "registry")]
 pub use wayline_registry as registry;
+#[cfg(feature = "store")]
+pub use wayline_store as store;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use wayline_core::RunStatus;
 use wayline_core::store::RunQuery;
 use wayline_executor::{Error, Progress, ResumeOptions, UnknownSteps, summary};
@@ -53,6 +54,12 @@ pub(crate) enum RunsCommand {
         /// Start after this cursor (printed at the end of the previous page).
         #[arg(long, value_name = "CURSOR")]
         after: Option<String>,
+        /// Only runs started at or after this time (RFC 3339, e.g. 2026-11-22T08:00:00Z).
+        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        since: Option<DateTime<Utc>>,
+        /// Only runs started before this time (RFC 3339).
+        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        until: Option<DateTime<Utc>>,
         #[command(flatten)]
         store: StoreArg,
         /// Output format.
@@ -124,10 +131,14 @@ pub(crate) fn runs_command(command: RunsCommand) -> Outcome {
             status,
             limit,
             after,
+            since,
+            until,
             store,
             format,
         } => {
-            let mut query = RunQuery::new().limit(limit.max(1));
+            let mut query = RunQuery::new()
+                .limit(limit.max(1))
+                .started_between(since, until);
             if let Some(workflow) = workflow {
                 query = query.workflow(workflow);
             }
@@ -243,6 +254,12 @@ fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
         }
         Err(error) => Err(unreadable(error)),
     }
+}
+
+fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|error| format!("{error}; write RFC 3339, e.g. 2026-11-22T08:00:00Z"))
 }
 
 fn status_name(status: RunStatus) -> String {

@@ -288,3 +288,86 @@ async fn two_processes_share_one_file_store_without_losing_anything() {
         .count();
     assert_eq!(versions, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_store_lives_in_wayline_home_and_history_filters_by_time() {
+    let (server, _) = api(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (tools, workflow) = setup(&server, &dir);
+    let home = dir.path().join("home");
+    let with_home = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
+        let home = home.clone();
+        tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_wayline"))
+                .args(&args)
+                .env("WAYLINE_HOME", &home)
+                .output()
+                .unwrap()
+        })
+    };
+    let saved = with_home(&["workflow", "save", &workflow]).await.unwrap();
+    assert_eq!(
+        saved.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&saved.stderr)
+    );
+    assert!(
+        home.join("wayline.db").exists(),
+        "the default store is $WAYLINE_HOME/wayline.db"
+    );
+    let ran = with_home(&[
+        "run",
+        "--workflow-id",
+        "chain",
+        "--version",
+        "1",
+        "--tools",
+        &tools,
+    ])
+    .await
+    .unwrap();
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+
+    let count = |output: &std::process::Output| {
+        let page: Value = serde_json::from_slice(&output.stdout).unwrap();
+        page["runs"].as_array().unwrap().len()
+    };
+    let all = with_home(&["runs", "list", "--format", "json"])
+        .await
+        .unwrap();
+    assert_eq!(count(&all), 1);
+    let future = with_home(&[
+        "runs",
+        "list",
+        "--since",
+        "2999-01-01T00:00:00Z",
+        "--format",
+        "json",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(count(&future), 0);
+    let past = with_home(&[
+        "runs",
+        "list",
+        "--until",
+        "2000-01-01T00:00:00Z",
+        "--format",
+        "json",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(count(&past), 0);
+    let bad = with_home(&["runs", "list", "--since", "yesterday"])
+        .await
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("RFC 3339"));
+}
