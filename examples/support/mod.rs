@@ -39,79 +39,27 @@ impl Example {
     }
 
     async fn run(&self) -> ExitCode {
-        let mut live = false;
-        let mut inputs: IndexMap<String, Value> = self
-            .inputs
-            .iter()
-            .map(|(name, value)| ((*name).to_owned(), Value::String((*value).to_owned())))
-            .collect();
-        for arg in std::env::args().skip(1) {
-            if arg == "--live" {
-                live = true;
-            } else if let Some((name, value)) = arg
-                .strip_prefix("--input=")
-                .and_then(|rest| rest.split_once('='))
-            {
-                inputs.insert(name.to_owned(), Value::String(value.to_owned()));
-            } else {
-                eprintln!("usage: [--live] [--input=NAME=VALUE]...");
-                return ExitCode::from(2);
-            }
-        }
-        let mut registry = ToolRegistry::new();
-        for (index, yaml) in self.tools.iter().enumerate() {
-            let origin = format!("embedded tool {}", index + 1);
-            let tool: ToolDefinition = match parse_tool(yaml, Format::Yaml, &origin, &process_env) {
-                Ok(tool) => tool,
-                Err(error) => {
-                    eprintln!("{error}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            if let Err(error) = registry.insert(tool, origin.into()) {
-                eprintln!("{error}");
-                return ExitCode::FAILURE;
-            }
-        }
-        let workflow = match Workflow::parse(self.workflow, Format::Yaml, "embedded workflow") {
-            Ok(workflow) => workflow,
+        let Some(options) = Options::from_args(self.inputs) else {
+            return ExitCode::from(2);
+        };
+        let setup = match self.setup(options.live).await {
+            Ok(setup) => setup,
             Err(error) => {
                 eprintln!("{error}");
                 return ExitCode::FAILURE;
             }
         };
-
-        // The demo API stands in for every host unless --live: each tool's config points its
-        // base URL at the demo's prefix for that service.
-        let demo = if live {
-            None
-        } else {
-            match demo_api::start().await {
-                Ok(server) => Some(server),
-                Err(error) => {
-                    eprintln!("cannot start the demo API: {error}");
-                    return ExitCode::FAILURE;
-                }
-            }
-        };
-        let mut secrets = MemorySecrets::new();
-        for (tool_id, prefix) in self.demo_prefix {
-            let mut config = ToolConfig::default();
-            if let Some(server) = &demo {
-                config.base_url = Some(server.url(prefix));
-            }
-            if let Some(token) = std::env::var("GITHUB_TOKEN")
-                .ok()
-                .filter(|_| live && tool_id.starts_with("github"))
-            {
-                config.auth_token = Some(Secret::new(token));
-            }
-            secrets.insert(*tool_id, config);
-        }
+        let Setup {
+            registry,
+            secrets,
+            workflow,
+            demo: _demo,
+        } = setup;
+        let inputs = options.inputs;
         println!(
             "{} against {}\n",
             workflow.name,
-            if live {
+            if options.live {
                 "the live public APIs"
             } else {
                 "the embedded demo API (pass --live for the real ones)"
@@ -148,5 +96,98 @@ impl Example {
         } else {
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The command line every example accepts: `--live` and `--input=NAME=VALUE`.
+pub(crate) struct Options {
+    /// Call the real public APIs.
+    pub(crate) live: bool,
+    /// The run inputs.
+    pub(crate) inputs: IndexMap<String, Value>,
+}
+
+impl Options {
+    /// Parses the arguments over the example's default inputs; `None` (after printing the
+    /// usage) when they do not parse.
+    pub(crate) fn from_args(defaults: &[(&str, &str)]) -> Option<Options> {
+        let mut live = false;
+        let mut inputs: IndexMap<String, Value> = defaults
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), Value::String((*value).to_owned())))
+            .collect();
+        for arg in std::env::args().skip(1) {
+            if arg == "--live" {
+                live = true;
+            } else if let Some((name, value)) = arg
+                .strip_prefix("--input=")
+                .and_then(|rest| rest.split_once('='))
+            {
+                inputs.insert(name.to_owned(), Value::String(value.to_owned()));
+            } else {
+                eprintln!("usage: [--live] [--input=NAME=VALUE]...");
+                return None;
+            }
+        }
+        Some(Options { live, inputs })
+    }
+}
+
+/// An example's tools, credentials and workflow, and the demo API when not live (kept alive
+/// as long as this is).
+pub(crate) struct Setup {
+    pub(crate) registry: ToolRegistry,
+    pub(crate) secrets: MemorySecrets,
+    pub(crate) workflow: Workflow,
+    /// Held so the demo API keeps answering.
+    pub(crate) demo: Option<wayline::executor::testing::MockServer>,
+}
+
+impl Example {
+    /// Loads the tools and the workflow, and unless `live` starts the demo API and points every
+    /// tool at it.
+    pub(crate) async fn setup(&self, live: bool) -> Result<Setup, String> {
+        let mut registry = ToolRegistry::new();
+        for (index, yaml) in self.tools.iter().enumerate() {
+            let origin = format!("embedded tool {}", index + 1);
+            let tool: ToolDefinition = parse_tool(yaml, Format::Yaml, &origin, &process_env)
+                .map_err(|error| error.to_string())?;
+            registry
+                .insert(tool, origin.into())
+                .map_err(|error| error.to_string())?;
+        }
+        let workflow = Workflow::parse(self.workflow, Format::Yaml, "embedded workflow")
+            .map_err(|error| error.to_string())?;
+        // The demo API stands in for every host unless --live: each tool's config points its
+        // base URL at the demo's prefix for that service.
+        let demo = if live {
+            None
+        } else {
+            Some(
+                demo_api::start()
+                    .await
+                    .map_err(|error| format!("cannot start the demo API: {error}"))?,
+            )
+        };
+        let mut secrets = MemorySecrets::new();
+        for (tool_id, prefix) in self.demo_prefix {
+            let mut config = ToolConfig::default();
+            if let Some(server) = &demo {
+                config.base_url = Some(server.url(prefix));
+            }
+            if let Some(token) = std::env::var("GITHUB_TOKEN")
+                .ok()
+                .filter(|_| live && tool_id.starts_with("github"))
+            {
+                config.auth_token = Some(Secret::new(token));
+            }
+            secrets.insert(*tool_id, config);
+        }
+        Ok(Setup {
+            registry,
+            secrets,
+            workflow,
+            demo,
+        })
     }
 }

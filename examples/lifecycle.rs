@@ -1,0 +1,196 @@
+//! The workflow lifecycle of seed 004, in code: design once (save → review the simple view →
+//! approve → a validation run → active), then run the saved workflow as often as needed, each run
+//! recorded durably, with a history to look back on. An edit makes a new draft version; the
+//! active one keeps running until the new one passes the same gate.
+//!
+//! ```sh
+//! cargo run --example lifecycle              # a file store in a temporary directory
+//! cargo run --example lifecycle -- --live    # the real public APIs
+//! ```
+
+#[expect(dead_code, reason = "this example uses the setup, not the single-run helpers")]
+mod support;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use wayline::core::{RunStatus, Step, Workflow};
+use wayline::executor::{Engine, RunOptions};
+use wayline::graph::{ViewFormat, render, validate};
+use wayline::store::{FileStore, Lifecycle, RunQuery, Stores, state_name};
+
+const TOOLS: &[&str] = &[
+    "id: geocode\nname: Geocode\ndescription: City name to coordinates\n\
+     base_url: https://geocoding-api.open-meteo.com\npath: /v1/search\n\
+     request: {query_params: [name, count]}\n\
+     response_extract:\n  fields: {name: results.0.name, lat: results.0.latitude, lon: results.0.longitude}\n",
+    "id: forecast\nname: Forecast\ndescription: Current weather at a coordinate\n\
+     base_url: https://api.open-meteo.com\npath: /v1/forecast\n\
+     request: {query_params: [latitude, longitude, current]}\n\
+     response_extract:\n  fields: {temperature: current.temperature_2m, wind: current.wind_speed_10m}\n",
+];
+
+const WORKFLOW: &str = r#"
+id: city_weather
+name: Weather in a city
+inputs:
+  city: {default: Lisbon}
+steps:
+  - {id: where, tool_id: geocode, input_mapping: {name: $input.city, count: "1"}}
+  - id: weather
+    tool_id: forecast
+    input_mapping: {latitude: where.lat, longitude: where.lon, current: "temperature_2m,wind_speed_10m"}
+"#;
+
+fn main() -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("cannot start the runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("wayline-lifecycle-{}", std::process::id()));
+    let outcome = runtime.block_on(lifecycle(&dir));
+    let _ = std::fs::remove_dir_all(&dir);
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
+    let Some(options) = support::Options::from_args(&[]) else {
+        return Err("bad arguments".into());
+    };
+    let example = support::Example {
+        tools: TOOLS,
+        workflow: WORKFLOW,
+        inputs: &[],
+        demo_prefix: &[("geocode", "/geocoding"), ("forecast", "/open-meteo")],
+    };
+    let setup = example.setup(options.live).await?;
+    let store = Arc::new(FileStore::open(dir).map_err(|error| error.to_string())?);
+    let stores = Stores::from_shared(store);
+    let lifecycle = Lifecycle::new(stores.workflows.clone());
+    let report = validate(&setup.workflow, &setup.registry);
+    let engine = Engine::builder(Arc::new(setup.registry))
+        .secrets(Arc::new(setup.secrets))
+        .run_store(stores.runs.clone())
+        .build();
+    let failed = |error: &dyn std::fmt::Display| error.to_string();
+
+    // Design phase: save, review, approve, validate, activate.
+    println!("store: {}\n", dir.display());
+    let saved = lifecycle.save(&setup.workflow).await.map_err(|e| failed(&e))?;
+    println!(
+        "saved {} version {} ({})",
+        saved.record.id(),
+        saved.record.version,
+        state_name(saved.record.state())
+    );
+    print!("{}", render(&setup.workflow, &report, ViewFormat::Text));
+    let approved = lifecycle
+        .approve("city_weather", None, "you")
+        .await
+        .map_err(|e| failed(&e))?;
+    println!("approved by you: {}", state_name(approved.state()));
+    let validation = engine
+        .run(
+            &approved.workflow,
+            RunOptions::new().workflow_version(approved.version),
+        )
+        .await
+        .map_err(|e| failed(&e))?;
+    println!(
+        "validation run {}: {}",
+        validation.id,
+        state_name_of(validation.status)
+    );
+    lifecycle
+        .record_validation(&validation)
+        .await
+        .map_err(|e| failed(&e))?;
+    let active = lifecycle
+        .activate("city_weather", approved.version)
+        .await
+        .map_err(|e| failed(&e))?;
+    println!("now {}\n", state_name(active.state()));
+
+    // Execution phase: the active version, run by id (a trigger would do the same).
+    for city in ["Oslo", "Tokyo"] {
+        let record = lifecycle
+            .active("city_weather")
+            .await
+            .map_err(|e| failed(&e))?;
+        let run = engine
+            .run(
+                &record.workflow,
+                RunOptions::new()
+                    .input("city", city)
+                    .workflow_version(record.version),
+            )
+            .await
+            .map_err(|e| failed(&e))?;
+        let weather = &run.step_results[1].output_data;
+        println!(
+            "{city}: {} °C, wind {} km/h ({})",
+            weather["temperature"],
+            weather["wind"],
+            state_name_of(run.status)
+        );
+    }
+
+    // An edit is a new draft; the active version is untouched.
+    let mut edited: Workflow = setup.workflow.clone();
+    edited.steps.push(Step::new("weather_again", "forecast").map("latitude", "where.lat"));
+    let draft = lifecycle.save(&edited).await.map_err(|e| failed(&e))?;
+    let active = lifecycle
+        .active("city_weather")
+        .await
+        .map_err(|e| failed(&e))?;
+    println!(
+        "\nedited: version {} is {}; version {} stays active",
+        draft.record.version,
+        state_name(draft.record.state()),
+        active.version
+    );
+
+    let history = stores
+        .runs
+        .list_runs(&RunQuery::new().workflow("city_weather"))
+        .await
+        .map_err(|e| failed(&e))?;
+    println!("\nhistory, newest first:");
+    for run in &history.runs {
+        println!(
+            "  {}  v{}  {}",
+            run.id,
+            run.workflow_version.unwrap_or_default(),
+            state_name_of(run.status)
+        );
+    }
+    if history
+        .runs
+        .iter()
+        .all(|run| run.status == RunStatus::Success)
+    {
+        Ok(())
+    } else {
+        Err("a run failed".into())
+    }
+}
+
+fn state_name_of(status: RunStatus) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
