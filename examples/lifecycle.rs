@@ -8,7 +8,10 @@
 //! cargo run --example lifecycle -- --live    # the real public APIs
 //! ```
 
-#[expect(dead_code, reason = "this example uses the setup, not the single-run helpers")]
+#[expect(
+    dead_code,
+    reason = "this example uses the setup, not the single-run helpers"
+)]
 mod support;
 
 use std::process::ExitCode;
@@ -85,11 +88,13 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
         .secrets(Arc::new(setup.secrets))
         .run_store(stores.runs.clone())
         .build();
-    let failed = |error: &dyn std::fmt::Display| error.to_string();
 
     // Design phase: save, review, approve, validate, activate.
     println!("store: {}\n", dir.display());
-    let saved = lifecycle.save(&setup.workflow).await.map_err(|e| failed(&e))?;
+    let saved = lifecycle
+        .save(&setup.workflow)
+        .await
+        .map_err(|error| error.to_string())?;
     println!(
         "saved {} version {} ({})",
         saved.record.id(),
@@ -100,7 +105,7 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
     let approved = lifecycle
         .approve("city_weather", None, "you")
         .await
-        .map_err(|e| failed(&e))?;
+        .map_err(|error| error.to_string())?;
     println!("approved by you: {}", state_name(approved.state()));
     let validation = engine
         .run(
@@ -108,7 +113,7 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
             RunOptions::new().workflow_version(approved.version),
         )
         .await
-        .map_err(|e| failed(&e))?;
+        .map_err(|error| error.to_string())?;
     println!(
         "validation run {}: {}",
         validation.id,
@@ -117,11 +122,11 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
     lifecycle
         .record_validation(&validation)
         .await
-        .map_err(|e| failed(&e))?;
+        .map_err(|error| error.to_string())?;
     let active = lifecycle
         .activate("city_weather", approved.version)
         .await
-        .map_err(|e| failed(&e))?;
+        .map_err(|error| error.to_string())?;
     println!("now {}\n", state_name(active.state()));
 
     // Execution phase: the active version, run by id (a trigger would do the same).
@@ -129,7 +134,7 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
         let record = lifecycle
             .active("city_weather")
             .await
-            .map_err(|e| failed(&e))?;
+            .map_err(|error| error.to_string())?;
         let run = engine
             .run(
                 &record.workflow,
@@ -138,7 +143,7 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
                     .workflow_version(record.version),
             )
             .await
-            .map_err(|e| failed(&e))?;
+            .map_err(|error| error.to_string())?;
         let weather = &run.step_results[1].output_data;
         println!(
             "{city}: {} °C, wind {} km/h ({})",
@@ -150,12 +155,17 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
 
     // An edit is a new draft; the active version is untouched.
     let mut edited: Workflow = setup.workflow.clone();
-    edited.steps.push(Step::new("weather_again", "forecast").map("latitude", "where.lat"));
-    let draft = lifecycle.save(&edited).await.map_err(|e| failed(&e))?;
+    edited
+        .steps
+        .push(Step::new("weather_again", "forecast").map("latitude", "where.lat"));
+    let draft = lifecycle
+        .save(&edited)
+        .await
+        .map_err(|error| error.to_string())?;
     let active = lifecycle
         .active("city_weather")
         .await
-        .map_err(|e| failed(&e))?;
+        .map_err(|error| error.to_string())?;
     println!(
         "\nedited: version {} is {}; version {} stays active",
         draft.record.version,
@@ -167,7 +177,7 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
         .runs
         .list_runs(&RunQuery::new().workflow("city_weather"))
         .await
-        .map_err(|e| failed(&e))?;
+        .map_err(|error| error.to_string())?;
     println!("\nhistory, newest first:");
     for run in &history.runs {
         println!(
