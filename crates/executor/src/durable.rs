@@ -4,10 +4,12 @@
 //! A run made with a run store (see [`EngineBuilder::run_store`](crate::EngineBuilder::run_store))
 //! has every step marked `running` before its call and its result saved before its dependents
 //! start. If the process dies, the stored run stays `running`: its successful steps are kept
-//! (outputs included), failed steps stay failed, skipped and pending steps are decided again,
+//! (outputs included), failed steps stay failed, skipped and pending steps are decided again
+//! (except a step an earlier resume skipped by [`UnknownSteps::Skip`], which stays skipped),
 //! and steps that were `running` have an unknown outcome. Those are run again when that is safe
-//! (a transform, a method other than POST/PATCH, an idempotent tool, or a tool that sends an
-//! idempotency key, which is the same on resume because the run id is); otherwise
+//! (a transform, an idempotent tool, a tool that sends an idempotency key, which is the same on
+//! resume because the run id is, or a method other than POST/PATCH on a tool not marked
+//! `idempotent: false` or `destructive: true`); otherwise
 //! [`UnknownSteps`] decides.
 
 use tracing::Instrument;
@@ -82,15 +84,19 @@ pub(crate) fn safe_to_repeat(step: &PreparedStep, kind: StepKind) -> bool {
     let Some(tool) = step.tool.as_deref() else {
         return true;
     };
-    match tool.kind {
-        ToolKind::Cli => tool.idempotent == Some(true),
-        _ => may_resend(
-            &tool.method,
-            tool.idempotent,
-            tool.idempotency_key.is_some(),
-            None,
-        ),
+    if tool.kind == ToolKind::Cli {
+        return tool.idempotent == Some(true);
     }
+    let has_key = tool.idempotency_key.is_some();
+    if has_key || tool.idempotent == Some(true) {
+        return true;
+    }
+    // What the tool says about itself outranks what its method suggests: a GET declared
+    // `idempotent: false` or `destructive: true` is not repeated blindly either.
+    if tool.idempotent == Some(false) || tool.destructive == Some(true) {
+        return false;
+    }
+    may_resend(&tool.method, tool.idempotent, has_key, None)
 }
 
 impl Engine {
@@ -151,11 +157,20 @@ impl Engine {
             let kind = workflow.steps[position].kind;
             match result.status {
                 StepStatus::Success | StepStatus::Failed => {}
+                // Skipped by an earlier resume's decision (`UnknownSteps::Skip`): the scheduler
+                // never skips a step it started, so `started_at` marks the decision, and it is
+                // final. Deciding again would run an unsafe call the person chose not to repeat.
+                StepStatus::Skipped if result.started_at.is_some() => {}
                 StepStatus::Running | StepStatus::UnknownOutcome
                     if !safe_to_repeat(&prepared.steps[position], kind)
                         && options.unknown != UnknownSteps::Retry =>
                 {
                     if options.unknown == UnknownSteps::Skip {
+                        // `started_at` marks the skip as a decision (see above); a record
+                        // from another writer may lack it, and the decision's time stands in.
+                        let now = chrono::Utc::now();
+                        result.started_at.get_or_insert(now);
+                        result.finished_at = Some(now);
                         result.status = StepStatus::Skipped;
                         result.error = Some(
                             "its outcome is unknown (it was running when the run stopped); skipped on resume"

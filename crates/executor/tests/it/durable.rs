@@ -108,6 +108,7 @@ fn interrupted(store_run: &mut Run) {
     store_run.step_results[0].status = StepStatus::Success;
     store_run.step_results[0].output_data = json!({"n": 2});
     store_run.step_results[1].status = StepStatus::Running;
+    store_run.step_results[1].started_at = Some(chrono::Utc::now());
 }
 
 async fn store_interrupted(store: &MemoryStore, post_tool_idempotent: bool) -> Engine {
@@ -227,6 +228,54 @@ async fn an_unsafe_step_in_flight_waits_for_a_decision() {
         skipped.step_results[2].error.as_deref(),
         Some("dependency `b` was skipped")
     );
+
+    // Killed again after the skip was saved, before the run ended: a second resume keeps the
+    // decision instead of sending the POST it skipped.
+    let mut killed_again = skipped.clone();
+    killed_again.status = RunStatus::Running;
+    killed_again.finished_at = None;
+    killed_again.step_results[2] = StepResult::pending("c");
+    store.finish_run(&killed_again).await.unwrap();
+    let again = engine
+        .resume(&prepared, "r1", ResumeOptions::new())
+        .await
+        .unwrap();
+    assert!(spy.seen.lock().unwrap().is_empty(), "the POST is not sent");
+    assert_eq!(again.step_results[1].status, StepStatus::Skipped);
+    assert_eq!(again.step_results[2].status, StepStatus::Skipped);
+}
+
+#[tokio::test]
+async fn a_get_declared_unsafe_is_not_repeated_on_resume() {
+    for (idempotent, destructive) in [(Some(false), None), (None, Some(true))] {
+        let store = Arc::new(MemoryStore::new());
+        let mut run = Run::new("r1", "chain");
+        for id in ["a", "b", "c"] {
+            run.step_results.push(StepResult::pending(id));
+        }
+        run.step_results[0].status = StepStatus::Running;
+        run.step_results[0].started_at = Some(chrono::Utc::now());
+        store.create_run(&run).await.unwrap();
+        let mut tools = tools();
+        tools[0].idempotent = idempotent;
+        tools[0].destructive = destructive;
+        let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools(tools)))
+            .transport(Arc::new(Spy {
+                store: Arc::clone(&store),
+                seen: Mutex::new(Vec::new()),
+            }))
+            .run_store(store.clone())
+            .build();
+        let prepared = engine.prepare(&chain()).unwrap();
+        let error = engine
+            .resume(&prepared, "r1", ResumeOptions::new())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::UnknownOutcome { steps, .. } if steps == &["a"]),
+            "idempotent {idempotent:?}, destructive {destructive:?}: {error}"
+        );
+    }
 }
 
 #[tokio::test]
