@@ -271,6 +271,16 @@ pub async fn run_store(store: Arc<dyn RunStore>) {
         .map(|summary| summary.id.as_str())
         .collect();
     assert_eq!(ids, ["h6", "h3", "h0"], "failed runs");
+    let everything = store
+        .list_runs(&RunQuery::new().workflow("even").limit(usize::MAX))
+        .await
+        .unwrap();
+    assert_eq!(
+        everything.runs.len(),
+        4,
+        "the largest limit means all of them"
+    );
+    assert_eq!(everything.next_cursor, None);
     let window = store
         .list_runs(&RunQuery::new().workflow("odd").started_between(
             Some(t0 + Duration::minutes(2)),

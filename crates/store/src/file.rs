@@ -249,7 +249,8 @@ impl WorkflowStore for FileStore {
                     read(&path)?.ok_or_else(|| records::version_missing(&record))?;
                 records::check_revision(&stored, &record)?;
                 let mut next = record;
-                next.revision += 1;
+                // Wrapping: a hand-edited record may hold the largest value; any change still shows.
+                next.revision = next.revision.wrapping_add(1);
                 inner.write(&path, &next)?;
                 Ok(next)
             })

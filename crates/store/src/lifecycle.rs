@@ -136,7 +136,18 @@ impl Lifecycle {
                 created: false,
             });
         }
-        let version = latest.map_or(1, |latest| latest.version + 1);
+        let version = match latest {
+            None => 1,
+            Some(latest) => latest.version.checked_add(1).ok_or_else(|| {
+                StoreError::new(
+                    StoreErrorKind::Invalid,
+                    format!(
+                        "workflow `{}` has used every version number; save it under a new id",
+                        workflow.id
+                    ),
+                )
+            })?,
+        };
         let mut draft = workflow.clone();
         draft.status = WorkflowStatus::Draft;
         let record = StoredWorkflow::new(draft, version, hash);
@@ -253,31 +264,61 @@ impl Lifecycle {
         self.store.update_workflow(&record).await
     }
 
-    /// Activates a validated version; the previously active version is archived.
+    /// Activates a validated version; the previously active version is archived. Activating
+    /// the active version again archives any other active one, which finishes an activation
+    /// a crash interrupted.
     pub async fn activate(&self, id: &str, version: u32) -> Result<StoredWorkflow, StoreError> {
         let mut record = self.get(id, Some(version)).await?;
-        if record.state() == WorkflowStatus::Active {
-            return Ok(record);
+        if record.state() != WorkflowStatus::Active {
+            if record.state() != WorkflowStatus::Validated || record.validation_run_id.is_none() {
+                return Err(StoreError::new(
+                    StoreErrorKind::Conflict,
+                    format!(
+                        "workflow `{id}` version {version} is {}: activation needs a green validation run of the approved graph",
+                        state_name(record.state())
+                    ),
+                ));
+            }
+            // The new version first, the old ones after: a crash in between leaves two active
+            // versions (activating again finishes the job), never none.
+            record.workflow.status = WorkflowStatus::Active;
+            record.updated_at = Utc::now();
+            record = self.store.update_workflow(&record).await?;
         }
-        if record.state() != WorkflowStatus::Validated || record.validation_run_id.is_none() {
-            return Err(StoreError::new(
-                StoreErrorKind::Conflict,
-                format!(
-                    "workflow `{id}` version {version} is {}: activation needs a green validation run of the approved graph",
-                    state_name(record.state())
-                ),
-            ));
-        }
-        for mut other in self.store.workflow_versions(id).await? {
+        for other in self.store.workflow_versions(id).await? {
             if other.version != version && other.state() == WorkflowStatus::Active {
-                other.workflow.status = WorkflowStatus::Archived;
-                other.updated_at = Utc::now();
-                self.store.update_workflow(&other).await?;
+                self.archive_if_active(other).await?;
             }
         }
-        record.workflow.status = WorkflowStatus::Active;
-        record.updated_at = Utc::now();
-        self.store.update_workflow(&record).await
+        Ok(record)
+    }
+
+    /// Archives `record` unless a concurrent writer already changed its state; retries when
+    /// the record changed under it and is still active.
+    async fn archive_if_active(&self, mut record: StoredWorkflow) -> Result<(), StoreError> {
+        const ATTEMPTS: usize = 5;
+        for _ in 0..ATTEMPTS {
+            record.workflow.status = WorkflowStatus::Archived;
+            record.updated_at = Utc::now();
+            match self.store.update_workflow(&record).await {
+                Ok(_) => return Ok(()),
+                Err(error) if error.kind() == StoreErrorKind::Conflict => {
+                    record = self.get(record.id(), Some(record.version)).await?;
+                    if record.state() != WorkflowStatus::Active {
+                        return Ok(());
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(StoreError::new(
+            StoreErrorKind::Conflict,
+            format!(
+                "workflow `{}` version {} kept changing while it was being archived; activate again",
+                record.id(),
+                record.version
+            ),
+        ))
     }
 
     /// Archives a version: it stays for history and can no longer run on triggers.

@@ -61,7 +61,8 @@ impl WorkflowStore for MemoryStore {
             .ok_or_else(|| records::version_missing(record))?;
         records::check_revision(stored, record)?;
         let mut next = record.clone();
-        next.revision += 1;
+        // Wrapping: a hand-edited record may hold the largest value; any change still shows.
+        next.revision = next.revision.wrapping_add(1);
         *stored = next.clone();
         Ok(next)
     }

@@ -85,6 +85,6 @@ pub(crate) fn page(
         .collect();
     selected.sort_by(RunSummary::newest_first);
     // One more than a page tells whether there is a next page.
-    selected.truncate(query.page_size() + 1);
+    selected.truncate(query.page_size().saturating_add(1));
     RunPage::from_sorted(selected, query)
 }

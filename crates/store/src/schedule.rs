@@ -24,6 +24,12 @@ use serde::Deserialize;
 use serde_json::Value;
 use wayline_core::document::{self, Format};
 
+/// The longest the loop sleeps before it looks at the clock again.
+const RECHECK: Duration = Duration::from_secs(60);
+
+/// The longest interval `every` accepts: a leap year.
+const MAX_INTERVAL_SECONDS: u64 = 366 * 86_400;
+
 /// When a trigger fires.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -64,9 +70,13 @@ impl Schedule {
         if number == 0 {
             return Err(format!("`{text}`: an interval must be longer than zero"));
         }
-        Ok(Schedule::Every(Duration::from_secs(
-            number.saturating_mul(seconds),
-        )))
+        let seconds = number.saturating_mul(seconds);
+        if seconds > MAX_INTERVAL_SECONDS {
+            return Err(format!(
+                "`{text}`: an interval can be at most 366d; for rarer runs write a cron expression"
+            ));
+        }
+        Ok(Schedule::Every(Duration::from_secs(seconds)))
     }
 
     /// A cron schedule.
@@ -80,15 +90,17 @@ impl Schedule {
     }
 
     /// The first time after `after` this schedule fires, for a schedule that started at
-    /// `start` (intervals count from it).
+    /// `start` (intervals count from it); `None` when it never fires again (a cron expression
+    /// that matches no date, or a time beyond what a date can hold).
     pub fn next_after(&self, start: DateTime<Utc>, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
+            // Checked arithmetic throughout: `Schedule::Every` can be built with any duration.
             Schedule::Every(interval) => {
                 let interval = chrono::Duration::from_std(*interval).ok()?;
                 let elapsed = after.signed_duration_since(start);
                 let periods = elapsed.num_milliseconds() / interval.num_milliseconds().max(1);
-                let periods = i32::try_from(periods.max(0) + 1).ok()?;
-                Some(start + interval * periods)
+                let periods = i32::try_from(periods.max(0).checked_add(1)?).ok()?;
+                start.checked_add_signed(interval.checked_mul(periods)?)
             }
             Schedule::Cron { cron, .. } => cron.find_next_occurrence(&after, false).ok(),
         }
@@ -154,6 +166,12 @@ pub fn load_triggers(path: &Path) -> Result<Vec<Trigger>, String> {
                 _ => Err("give exactly one of `every` (e.g. 15m) and `cron`".to_owned()),
             }
             .map_err(|error| format!("{at}: {error}"))?;
+            let now = Utc::now();
+            if schedule.next_after(now, now).is_none() {
+                return Err(format!(
+                    "{at}: this schedule never fires (no date matches it); check the day and month fields"
+                ));
+            }
             Ok(Trigger {
                 workflow_id: entry.workflow_id,
                 schedule,
@@ -189,18 +207,11 @@ pub async fn run_triggers<F, Fut>(
     if triggers.is_empty() {
         return;
     }
-    let start = Utc::now();
-    let start_instant = tokio::time::Instant::now();
-    // Due times in the runtime's clock, derived from wall-clock schedule times.
-    let due_at = |trigger: &Trigger, after: DateTime<Utc>| {
-        trigger.schedule.next_after(start, after).map(|at| {
-            let offset = at.signed_duration_since(start).to_std().unwrap_or_default();
-            start_instant + offset
-        })
-    };
-    let mut next: Vec<Option<tokio::time::Instant>> = triggers
+    let mut clock = Clock::new();
+    let start = clock.start;
+    let mut next: Vec<Option<DateTime<Utc>>> = triggers
         .iter()
-        .map(|trigger| due_at(trigger, start))
+        .map(|trigger| trigger.schedule.next_after(start, start))
         .collect();
     let mut busy = vec![false; triggers.len()];
     let mut running = FuturesUnordered::new();
@@ -217,9 +228,11 @@ pub async fn run_triggers<F, Fut>(
             .filter_map(|(index, at)| at.map(|at| (at, index)))
             .min();
         let reached_limit = limit.is_some_and(|limit| started >= limit);
+        // Converted on each turn, so a clock that jumped (a suspended machine) is caught up.
+        let wake = earliest.map(|(at, _)| clock.instant_of(at));
         let wait_for_due = async {
-            match earliest {
-                Some((at, _)) if !reached_limit => tokio::time::sleep_until(at).await,
+            match wake {
+                Some(wake) if !reached_limit => tokio::time::sleep_until(wake).await,
                 _ => std::future::pending().await,
             }
         };
@@ -231,6 +244,9 @@ pub async fn run_triggers<F, Fut>(
             }
             () = wait_for_due => {
                 let Some((at, index)) = earliest else { continue };
+                if clock.now() < at {
+                    continue; // woke to look at the clock; not due yet
+                }
                 let trigger = &triggers[index];
                 if busy[index] {
                     observe(index, trigger, Firing::SkippedBusy);
@@ -244,23 +260,69 @@ pub async fn run_triggers<F, Fut>(
                         index
                     });
                 }
-                // The next fire after this one, never in the past.
-                let now_wall = start
-                    + chrono::Duration::from_std(at.saturating_duration_since(start_instant))
-                        .unwrap_or_default();
-                let mut following = due_at(trigger, now_wall);
-                let now = tokio::time::Instant::now();
-                while let Some(due) = following.filter(|due| *due <= now) {
-                    let wall = start
-                        + chrono::Duration::from_std(due.saturating_duration_since(start_instant))
-                            .unwrap_or_default();
-                    following = due_at(trigger, wall);
-                }
-                next[index] = following;
+                // The next fire after both this one and now: missed fires are not made up.
+                let after = at.max(clock.now());
+                next[index] = trigger.schedule.next_after(start, after);
             }
         }
     }
     while running.next().await.is_some() {}
+}
+
+/// Wall-clock time as the loop sees it: the runtime's clock (so tokio's paused clock drives it
+/// in tests), moved forward when the system clock is ahead of it by more than a second, which
+/// is what a suspended machine looks like (the monotonic clock stops during suspend).
+#[derive(Debug)]
+struct Clock {
+    /// The system clock (replaced in tests).
+    system: fn() -> DateTime<Utc>,
+    start: DateTime<Utc>,
+    start_instant: tokio::time::Instant,
+    skew: chrono::Duration,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        Clock::with_system(Utc::now)
+    }
+
+    fn with_system(system: fn() -> DateTime<Utc>) -> Clock {
+        Clock {
+            system,
+            start: system(),
+            start_instant: tokio::time::Instant::now(),
+            skew: chrono::Duration::zero(),
+        }
+    }
+
+    fn by_instant(&self, instant: tokio::time::Instant) -> DateTime<Utc> {
+        let elapsed =
+            chrono::Duration::from_std(instant.saturating_duration_since(self.start_instant))
+                .unwrap_or(chrono::Duration::MAX);
+        self.start
+            .checked_add_signed(elapsed)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+    }
+
+    fn now(&mut self) -> DateTime<Utc> {
+        let by_instant = self.by_instant(tokio::time::Instant::now());
+        let system = (self.system)();
+        if system - by_instant > self.skew + chrono::Duration::seconds(1) {
+            self.skew = system - by_instant;
+        }
+        by_instant
+            .checked_add_signed(self.skew)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+    }
+
+    /// The runtime instant at which wall-clock time `at` arrives (now, if it has passed), or
+    /// a minute from now if that is sooner.
+    fn instant_of(&mut self, at: DateTime<Utc>) -> tokio::time::Instant {
+        let now = self.now();
+        let wait = at.signed_duration_since(now).to_std().unwrap_or_default();
+        // Waits are cut into minutes so a jump of the system clock is noticed within one.
+        tokio::time::Instant::now() + wait.min(RECHECK)
+    }
 }
 
 #[cfg(test)]
@@ -306,6 +368,54 @@ mod tests {
             every.next_after(start, later).unwrap().to_rfc3339(),
             "2026-11-22T10:45:00+00:00"
         );
+    }
+
+    #[test]
+    fn schedules_that_would_overflow_or_never_fire_are_refused_not_panicked_on() {
+        assert!(
+            Schedule::every("100000000d")
+                .unwrap_err()
+                .contains("at most 366d")
+        );
+        assert!(Schedule::every("366d").is_ok());
+        let start: DateTime<Utc> = "2026-11-22T10:00:00Z".parse().unwrap();
+        let huge = Schedule::Every(Duration::MAX);
+        assert_eq!(huge.next_after(start, start), None);
+        let late = Schedule::Every(Duration::from_secs(366 * 86_400));
+        assert_eq!(late.next_after(start, DateTime::<Utc>::MAX_UTC), None);
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("schedules.yaml");
+        std::fs::write(&path, "- {workflow_id: feb30, cron: '0 0 30 2 *'}\n").unwrap();
+        let error = load_triggers(&path).unwrap_err();
+        assert!(error.contains("trigger 1 (`feb30`)"), "{error}");
+        assert!(error.contains("never fires"), "{error}");
+    }
+
+    static SYSTEM_AHEAD_SECONDS: std::sync::atomic::AtomicI64 =
+        std::sync::atomic::AtomicI64::new(0);
+
+    fn shifted_system_clock() -> DateTime<Utc> {
+        let ahead = SYSTEM_AHEAD_SECONDS.load(std::sync::atomic::Ordering::Relaxed);
+        "2026-11-22T10:00:00Z".parse::<DateTime<Utc>>().unwrap() + chrono::Duration::seconds(ahead)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_loop_clock_catches_up_with_a_system_clock_that_jumped() {
+        let mut clock = Clock::with_system(shifted_system_clock);
+        let start = clock.start;
+        tokio::time::advance(Duration::from_secs(10)).await;
+        // The system clock has not moved (the paused runtime's has): the runtime's clock rules.
+        assert_eq!(clock.now(), start + chrono::Duration::seconds(10));
+        // A suspend of an hour: the system clock is an hour ahead of the runtime's.
+        SYSTEM_AHEAD_SECONDS.store(3_610, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(clock.now(), start + chrono::Duration::seconds(3_610));
+        // A fire due in the lost hour is due now, not an hour from now.
+        let due = start + chrono::Duration::seconds(1_800);
+        assert_eq!(clock.instant_of(due), tokio::time::Instant::now());
+        // Far-off fires are looked at again within a minute.
+        let far = start + chrono::Duration::days(30);
+        assert_eq!(clock.instant_of(far), tokio::time::Instant::now() + RECHECK);
     }
 
     #[tokio::test(start_paused = true)]

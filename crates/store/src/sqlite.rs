@@ -496,7 +496,8 @@ impl WorkflowStore for SqliteStore {
 
     async fn update_workflow(&self, record: &StoredWorkflow) -> Result<StoredWorkflow, StoreError> {
         let mut next = record.clone();
-        next.revision += 1;
+        // Wrapping: a hand-edited record may hold the largest value; any change still shows.
+        next.revision = next.revision.wrapping_add(1);
         let text = to_json(&next)?;
         let record = record.clone();
         let path = self.inner.path.clone();

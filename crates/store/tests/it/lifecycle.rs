@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
-use wayline_core::store::StoreErrorKind;
-use wayline_core::{Run, RunStatus, Step, Workflow, WorkflowStatus};
+use wayline_core::store::{StoreErrorKind, StoredWorkflow};
+use wayline_core::{Run, RunStatus, Step, Workflow, WorkflowStatus, WorkflowStore};
 use wayline_store::{Lifecycle, MemoryStore};
 
 fn workflow() -> Workflow {
@@ -149,4 +149,48 @@ async fn racing_saves_of_one_workflow_agree_on_one_version() {
         created += usize::from(saved.created);
     }
     assert_eq!(created, 1, "exactly one save created the version");
+}
+
+#[tokio::test]
+async fn activating_again_finishes_an_interrupted_activation() {
+    let store = Arc::new(MemoryStore::new());
+    let lifecycle = Lifecycle::new(store.clone());
+    for (version, run) in [(1, "v1"), (2, "v2")] {
+        let mut edited = workflow();
+        edited.name = format!("Briefing {version}");
+        edited.steps[1] = Step::new("weather", "forecast").map("lat", format!("geo.lat{version}"));
+        lifecycle.save(&edited).await.unwrap();
+        lifecycle
+            .approve("briefing", Some(version), "ada")
+            .await
+            .unwrap();
+        lifecycle
+            .record_validation(&validation_run(run, version, RunStatus::Success))
+            .await
+            .unwrap();
+    }
+    lifecycle.activate("briefing", 2).await.unwrap();
+    // A rollback to version 1 that died after activating it, before archiving version 2.
+    let mut first = lifecycle.get("briefing", Some(1)).await.unwrap();
+    first.workflow.status = WorkflowStatus::Active;
+    store.update_workflow(&first).await.unwrap();
+    assert_eq!(lifecycle.active("briefing").await.unwrap().version, 2);
+
+    let again = lifecycle.activate("briefing", 1).await.unwrap();
+    assert_eq!(again.state(), WorkflowStatus::Active);
+    assert_eq!(lifecycle.active("briefing").await.unwrap().version, 1);
+    assert_eq!(
+        lifecycle.get("briefing", Some(2)).await.unwrap().state(),
+        WorkflowStatus::Archived
+    );
+}
+
+#[tokio::test]
+async fn a_workflow_out_of_version_numbers_is_refused_not_wrapped() {
+    let store = Arc::new(MemoryStore::new());
+    let last = StoredWorkflow::new(workflow(), u32::MAX, "not-the-hash");
+    store.insert_workflow(&last).await.unwrap();
+    let error = Lifecycle::new(store).save(&workflow()).await.unwrap_err();
+    assert_eq!(error.kind(), StoreErrorKind::Invalid);
+    assert!(error.message().contains("every version number"), "{error}");
 }
