@@ -37,7 +37,8 @@ impl NotifyArgs {
             for url in &self.webhooks {
                 if url::Url::parse(url).is_err() {
                     return Err(unreadable(format!(
-                        "--notify-webhook {url}: not a URL (write e.g. https://hooks.example/wayline)"
+                        "--notify-webhook {}: not a URL (write e.g. https://hooks.example/wayline)",
+                        wayline_store::origin(url)
                     )));
                 }
                 notifications =

@@ -18,7 +18,8 @@
 //! - [`RunStore::create_run`] records a new run; an existing id is a `Conflict`.
 //! - [`RunStore::save_step`] replaces the run's result for that step (matched by `step_id`, or
 //!   appended when the run has none yet). When it returns, the result survives the process
-//!   being killed.
+//!   being killed. A run whose stored status is not `running` has ended: `save_step` is then a
+//!   `Conflict` and writes nothing, so a step cancelled mid-save never changes a final record.
 //! - [`RunStore::finish_run`] replaces the whole record (status, times, every step result).
 //! - Concurrent calls for different runs, and for different steps of one run, lose nothing.
 //! - [`RunStore::list_runs`] returns summaries newest first (by `started_at`, then id) and pages

@@ -199,6 +199,13 @@ pub async fn run_store(store: Arc<dyn RunStore>) {
     record.finished_at = Some(t0 + Duration::seconds(1));
     store.finish_run(&record).await.unwrap();
     assert_eq!(store.run("r1").await.unwrap().as_ref(), Some(&record));
+    // A late step result (from a step cancelled mid-save) cannot change an ended run.
+    let late = store
+        .save_step("r1", &StepResult::pending("second"))
+        .await
+        .unwrap_err();
+    assert_eq!(late.kind(), StoreErrorKind::Conflict, "{late}");
+    assert_eq!(store.run("r1").await.unwrap().as_ref(), Some(&record));
 
     // Many runs, and many steps of one run, saved at once: nothing lost.
     let mut writers = tokio::task::JoinSet::new();

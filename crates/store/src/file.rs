@@ -333,7 +333,7 @@ impl RunStore for FileStore {
             inner.locked(|| {
                 let path = inner.run_path(&run_id);
                 let mut run: Run = read(&path)?.ok_or_else(|| records::run_missing(&run_id))?;
-                records::replace_step(&mut run, &result);
+                records::save_step_into(&mut run, &result)?;
                 inner.write(&path, &run)
             })
         })

@@ -122,8 +122,7 @@ impl RunStore for MemoryStore {
             .runs
             .get_mut(run_id)
             .ok_or_else(|| records::run_missing(run_id))?;
-        records::replace_step(run, result);
-        Ok(())
+        records::save_step_into(run, result)
     }
 
     async fn finish_run(&self, run: &Run) -> Result<(), StoreError> {

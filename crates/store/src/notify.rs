@@ -9,9 +9,13 @@ use wayline_core::{HttpRequest, Notifier, NotifyError, Run, RunNotice, RunStatus
 
 /// Posts each notice as JSON to a URL. Connection failures, timeouts, 429 and 5xx answers are
 /// retried (3 attempts by default, waiting 0.5 s then 1 s); any other non-2xx answer is final.
-#[derive(Debug, Clone)]
+///
+/// Webhook URLs often carry their credential in the path (`/services/T0/B0/secret`), so errors
+/// and `Debug` show only the scheme and host.
+#[derive(Clone)]
 pub struct WebhookNotifier {
     url: String,
+    origin: String,
     transport: Arc<dyn Transport>,
     attempts: u32,
     first_wait: Duration,
@@ -20,12 +24,36 @@ pub struct WebhookNotifier {
 impl WebhookNotifier {
     /// Posts to `url` through `transport` (the engine's HTTP transport, or a mock in tests).
     pub fn new(url: impl Into<String>, transport: Arc<dyn Transport>) -> Self {
+        let url = url.into();
         WebhookNotifier {
-            url: url.into(),
+            origin: origin(&url),
+            url,
             transport,
             attempts: 3,
             first_wait: Duration::from_millis(500),
         }
+    }
+
+    /// `text` with the URL replaced by its origin (HTTP clients put the URL in their errors).
+    fn scrub(&self, text: &str) -> String {
+        let text = text.replace(self.url.trim(), &self.origin);
+        // A client may print the URL normalised (the scheme and host lower-cased): the path,
+        // where the credential usually is, is removed on its own too.
+        let rest = self
+            .url
+            .trim()
+            .split_once("://")
+            .map_or("", |(_, rest)| rest);
+        let path_at = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let mut text = match &rest[path_at..] {
+            "" | "/" => text,
+            path => text.replace(path, "/…"),
+        };
+        // And so is the user info, if the URL has any.
+        if let Some((user_info, _)) = rest[..path_at].rsplit_once('@') {
+            text = text.replace(&format!("{user_info}@"), "");
+        }
+        text
     }
 
     /// Tries at most `attempts` times (at least once), waiting `first_wait`, then twice that...
@@ -34,6 +62,31 @@ impl WebhookNotifier {
         self.attempts = attempts.max(1);
         self.first_wait = first_wait;
         self
+    }
+}
+
+impl std::fmt::Debug for WebhookNotifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookNotifier")
+            .field("origin", &self.origin)
+            .field("attempts", &self.attempts)
+            .field("first_wait", &self.first_wait)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The scheme and host of `url` (user info, path, query and fragment dropped): what may be
+/// shown of a URL that can hold a credential.
+pub fn origin(url: &str) -> String {
+    let (scheme, rest) = url.trim().split_once("://").unwrap_or(("", url.trim()));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    if scheme.is_empty() {
+        format!("{host}/…")
+    } else {
+        format!("{scheme}://{host}/…")
     }
 }
 
@@ -62,18 +115,22 @@ impl Notifier for WebhookNotifier {
                 Ok(response) => {
                     return Err(NotifyError(format!(
                         "webhook {} answered HTTP {}",
-                        self.url, response.status
+                        self.origin, response.status
                     )));
                 }
-                Err(error) if error.kind().is_transient() => error.to_string(),
+                Err(error) if error.kind().is_transient() => self.scrub(&error.to_string()),
                 Err(error) => {
-                    return Err(NotifyError(format!("webhook {}: {error}", self.url)));
+                    return Err(NotifyError(format!(
+                        "webhook {}: {}",
+                        self.origin,
+                        self.scrub(&error.to_string())
+                    )));
                 }
             };
             if attempt >= self.attempts {
                 return Err(NotifyError(format!(
                     "webhook {} failed after {attempt} attempts: {why}",
-                    self.url
+                    self.origin
                 )));
             }
             tokio::time::sleep(wait).await;
@@ -172,7 +229,14 @@ mod tests {
             self.bodies.lock().unwrap().push(body);
             match self.statuses.lock().unwrap().remove(0) {
                 Ok(status) => Ok(HttpResponse::new(status, "")),
-                Err(kind) => Err(TransportError::new(kind, "scripted failure")),
+                // As HTTP clients do, the error names the URL, here with the host upper-cased.
+                Err(kind) => Err(TransportError::new(
+                    kind,
+                    format!(
+                        "error sending request for url ({})",
+                        request.url.replace("hooks.test", "HOOKS.TEST")
+                    ),
+                )),
             }
         }
     }
@@ -215,7 +279,7 @@ mod tests {
         assert_eq!(
             failures,
             [NotifyError(
-                "webhook http://hooks.test/x failed after 3 attempts: HTTP 500".into()
+                "webhook http://hooks.test/… failed after 3 attempts: HTTP 500".into()
             )]
         );
         let refused = script(vec![Ok(404)]);
@@ -226,13 +290,32 @@ mod tests {
             .await;
         assert_eq!(
             failures[0].0,
-            "webhook http://hooks.test/y answered HTTP 404"
+            "webhook http://hooks.test/… answered HTTP 404"
         );
         assert_eq!(
             refused.bodies.lock().unwrap().len(),
             1,
             "a 404 is not retried"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_credential_in_a_webhook_url_is_never_shown() {
+        let url = "https://bot:pw@hooks.test/services/T0/B0/s3cret?token=t0k";
+        assert_eq!(origin(url), "https://hooks.test/…");
+        assert_eq!(origin("hooks.test/s3cret"), "hooks.test/…");
+        let transport = script(vec![Err(TransportErrorKind::InvalidRequest)]);
+        let hook = WebhookNotifier::new(url, transport);
+        let debug = format!("{hook:?}");
+        let failures = Notifications::new()
+            .to(Arc::new(hook))
+            .run_finished(&failed_run())
+            .await;
+        let shown = format!("{debug} {}", failures[0].0);
+        for secret in ["s3cret", "t0k", "pw"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("hooks.test/…"), "{shown}");
     }
 
     #[tokio::test]

@@ -3,7 +3,7 @@
 use wayline_core::store::{
     Cursor, RunPage, RunQuery, RunSummary, StoreError, StoreErrorKind, StoredWorkflow,
 };
-use wayline_core::{Run, StepResult};
+use wayline_core::{Run, RunStatus, StepResult};
 
 pub(crate) fn version_exists(record: &StoredWorkflow) -> StoreError {
     StoreError::new(
@@ -59,6 +59,26 @@ pub(crate) fn run_missing(id: &str) -> StoreError {
         StoreErrorKind::NotFound,
         format!("run `{id}` is not in the store"),
     )
+}
+
+/// The refusal of a step result for a run that has ended: a step future dropped by a
+/// cancellation or a deadline may still be saving after the run's final record was written,
+/// and that final record must stand.
+pub(crate) fn run_ended(id: &str) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::Conflict,
+        format!("run `{id}` has ended; its step results can no longer change"),
+    )
+}
+
+/// Puts `result` in place of the run's result for the same step, or appends it; refused when
+/// the run has ended.
+pub(crate) fn save_step_into(run: &mut Run, result: &StepResult) -> Result<(), StoreError> {
+    if run.status != RunStatus::Running {
+        return Err(run_ended(&run.id));
+    }
+    replace_step(run, result);
+    Ok(())
 }
 
 /// Puts `result` in place of the run's result for the same step, or appends it.

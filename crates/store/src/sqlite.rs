@@ -626,8 +626,18 @@ impl RunStore for SqliteStore {
         );
         let path = self.inner.path.clone();
         self.write(move |connection| {
-            if !run_exists(connection, &run_id).map_err(|error| sql_error(&path, &error))? {
-                return Err(records::run_missing(&run_id));
+            let stored_status: Option<String> = connection
+                .prepare_cached("SELECT status FROM runs WHERE id = ?1")
+                .and_then(|mut statement| {
+                    statement.query_row([&run_id], |row| row.get(0)).optional()
+                })
+                .map_err(|error| sql_error(&path, &error))?;
+            match stored_status {
+                None => return Err(records::run_missing(&run_id)),
+                Some(status) if status != status_text(RunStatus::Running) => {
+                    return Err(records::run_ended(&run_id));
+                }
+                Some(_) => {}
             }
             connection
                 .prepare_cached(
