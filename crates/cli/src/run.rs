@@ -1,5 +1,6 @@
 //! `wayline run` and `wayline tools try`: running a workflow, or one tool, for real.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -11,7 +12,7 @@ use wayline_core::{
     TransportError, Workflow,
 };
 use wayline_executor::{
-    CancelToken, Engine, EngineBuilder, PlannedStep, Progress, Redactor, ReqwestTransport,
+    CancelToken, Engine, EngineBuilder, Error, PlannedStep, Progress, Redactor, ReqwestTransport,
     RunOptions, summary,
 };
 use wayline_registry::{ToolConfigs, ToolRegistry};
@@ -183,7 +184,9 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     if let Some(ms) = args.deadline_ms {
         options = options.deadline(std::time::Duration::from_millis(ms));
     }
-    let notifications = args.notify.notifications()?;
+    let notifications = args
+        .notify
+        .notifications(args.format == ReportFormat::Json)?;
     let run = execute(&runtime, &engine, &workflow, options)?;
     let outcome = report_run(&run, args.format);
     runtime.block_on(crate::schedule::announce(&notifications, &run));
@@ -249,18 +252,44 @@ pub(crate) fn execute(
     workflow: &Workflow,
     options: RunOptions,
 ) -> Result<Run, Outcome> {
+    cancellable(runtime, |cancel| {
+        engine.run(workflow, options.cancel(cancel))
+    })
+    .map_err(engine_error)
+}
+
+/// Runs the future `start` makes with a token that Ctrl-C cancels.
+pub(crate) fn cancellable<F: Future>(
+    runtime: &tokio::runtime::Runtime,
+    start: impl FnOnce(CancelToken) -> F,
+) -> F::Output {
     let cancel = CancelToken::new();
-    let options = options.cancel(cancel.clone());
-    runtime
-        .block_on(async {
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    cancel.cancel();
-                }
-            });
-            engine.run(workflow, options).await
-        })
-        .map_err(unreadable)
+    let watched = cancel.clone();
+    runtime.block_on(async {
+        let watcher = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                watched.cancel();
+            }
+        });
+        let output = start(cancel).await;
+        watcher.abort();
+        output
+    })
+}
+
+/// Prints an engine error. A run that ended but whose final record the store refused is not
+/// lost: its record is printed on stderr as JSON.
+pub(crate) fn engine_error(error: Error) -> Outcome {
+    eprintln!("error: {error}");
+    if let Error::Store { run: Some(run), .. } = &error {
+        eprintln!("the run ended but its final record is not in the store; here it is:");
+        match serde_json::to_string_pretty(run) {
+            Ok(json) => eprintln!("{json}"),
+            Err(error) => eprintln!("(it cannot be shown: {error})"),
+        }
+        return Outcome::Failed;
+    }
+    Outcome::Unreadable
 }
 
 /// Prints a run (its summary, or its record as JSON) and the exit code it deserves.

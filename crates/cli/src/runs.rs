@@ -9,7 +9,7 @@ use wayline_core::store::RunQuery;
 use wayline_executor::{Error, Progress, ResumeOptions, UnknownSteps, summary};
 use wayline_store::{Lifecycle, Stores};
 
-use crate::run::{engine_builder, report_run, runtime, unreadable};
+use crate::run::{cancellable, engine_builder, engine_error, report_run, runtime, unreadable};
 use crate::{Outcome, ReportFormat, load_tools, print_json};
 
 /// Where runs and workflows are kept.
@@ -241,18 +241,23 @@ fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
     } else {
         UnknownSteps::Stop
     };
-    let resumed = runtime.block_on(engine.resume(
-        &prepared,
-        &args.run_id,
-        ResumeOptions::new().unknown(unknown),
-    ));
+    let resumed = cancellable(&runtime, |cancel| {
+        engine.resume(
+            &prepared,
+            &args.run_id,
+            ResumeOptions::new().unknown(unknown).cancel(cancel),
+        )
+    });
     match resumed {
         Ok(run) => Ok(report_run(&run, args.format)),
         Err(error @ Error::UnknownOutcome { .. }) => {
-            eprintln!("error: {error}: pass --retry-unknown or --skip-unknown");
+            eprintln!("error: {error}");
+            eprintln!(
+                "check whether they took effect, then resume with --retry-unknown (send them again) or --skip-unknown (skip them and what depends on them)"
+            );
             Err(Outcome::Failed)
         }
-        Err(error) => Err(unreadable(error)),
+        Err(error) => Err(engine_error(error)),
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use wayline_core::{Run, RunStatus};
 use wayline_executor::RunOptions;
 use wayline_store::schedule::{Firing, load_triggers, run_triggers};
-use wayline_store::{Lifecycle, Notifications, StdoutNotifier, WebhookNotifier};
+use wayline_store::{ConsoleNotifier, Lifecycle, Notifications, WebhookNotifier};
 
 use crate::Outcome;
 use crate::load_tools;
@@ -20,7 +20,7 @@ pub(crate) struct NotifyArgs {
     /// POST a JSON notice to this URL when a run fails (retried; repeatable).
     #[arg(long = "notify-webhook", value_name = "URL")]
     webhooks: Vec<String>,
-    /// Print a one-line notice on stdout when a run fails.
+    /// Print a one-line notice on stdout when a run fails (on stderr with `--format json`).
     #[arg(long)]
     notify_stdout: bool,
     /// Also notify when a run succeeds.
@@ -29,8 +29,9 @@ pub(crate) struct NotifyArgs {
 }
 
 impl NotifyArgs {
-    /// The notifications these flags ask for.
-    pub(crate) fn notifications(&self) -> Result<Notifications, Outcome> {
+    /// The notifications these flags ask for; `--notify-stdout` notices go to stderr when
+    /// stdout carries JSON.
+    pub(crate) fn notifications(&self, json_on_stdout: bool) -> Result<Notifications, Outcome> {
         let mut notifications = Notifications::new().on_success(self.notify_on_success);
         if !self.webhooks.is_empty() {
             let transport: Arc<dyn wayline_core::Transport> = Arc::new(transport()?);
@@ -46,7 +47,11 @@ impl NotifyArgs {
             }
         }
         if self.notify_stdout {
-            notifications = notifications.to(Arc::new(StdoutNotifier));
+            notifications = notifications.to(Arc::new(if json_on_stdout {
+                ConsoleNotifier::stderr()
+            } else {
+                ConsoleNotifier::stdout()
+            }));
         }
         Ok(notifications)
     }
@@ -99,7 +104,7 @@ fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
     let triggers = load_triggers(&args.file).map_err(unreadable)?;
     let stores = args.store.open()?;
     let registry = load_tools(&args.tools)?;
-    let notifications = args.notify.notifications()?;
+    let notifications = args.notify.notifications(false)?;
     let engine = engine_builder(registry, args.config.as_deref())?
         .run_store(stores.runs.clone())
         .build();

@@ -221,15 +221,33 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
     let record = runtime
         .block_on(lifecycle.get(&args.id, args.version))
         .map_err(unreadable)?;
-    if !matches!(
-        record.state(),
-        WorkflowStatus::Approved | WorkflowStatus::Validated
-    ) {
-        return Err(unreadable(format!(
-            "{} cannot be activated: approve it first (`wayline workflow approve {} --by NAME`)",
-            describe(&record),
-            record.id()
-        )));
+    match record.state() {
+        WorkflowStatus::Approved | WorkflowStatus::Validated => {}
+        WorkflowStatus::Active => {
+            // Activating again finishes an activation a crash cut short; no new validation run.
+            runtime
+                .block_on(lifecycle.activate(record.id(), record.version))
+                .map_err(unreadable)?;
+            println!(
+                "active: {} version {} (it already was)",
+                record.id(),
+                record.version
+            );
+            return Ok(Outcome::Ok);
+        }
+        WorkflowStatus::Archived => {
+            return Err(unreadable(format!(
+                "{} is archived and stays for history; to use this graph again, save it (a new version), approve and activate that",
+                describe(&record)
+            )));
+        }
+        _ => {
+            return Err(unreadable(format!(
+                "{} cannot be activated: approve it first (`wayline workflow approve {} --by NAME`)",
+                describe(&record),
+                record.id()
+            )));
+        }
     }
     let mut inputs = IndexMap::new();
     parse_inputs(&args.inputs, &mut inputs).map_err(unreadable)?;

@@ -45,7 +45,7 @@ use std::sync::Arc;
 pub use file::FileStore;
 pub use lifecycle::{Lifecycle, Saved, graph_hash, state_name};
 pub use memory::MemoryStore;
-pub use notify::{Notifications, StdoutNotifier, WebhookNotifier, origin};
+pub use notify::{ConsoleNotifier, Notifications, WebhookNotifier, origin};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Durability, SqliteStore};
 pub use wayline_core::store::{

@@ -72,7 +72,8 @@ pub struct Saved {
 ///
 /// - [`Lifecycle::save`] stores a workflow. A graph that differs from the latest version's
 ///   becomes a new version in `Draft`; the versions before it stay as they were. An unchanged
-///   graph keeps its version (and its state).
+///   graph keeps its version (and its state), unless that version is archived: then it is
+///   saved again as a new `Draft`, which is how an archived graph comes back into use.
 /// - [`Lifecycle::approve`] records who approved which graph, and when.
 /// - [`Lifecycle::record_validation`] accepts a green run of exactly that approved version.
 /// - [`Lifecycle::activate`] makes a validated version the active one; the version active
@@ -114,7 +115,10 @@ impl Lifecycle {
 
     async fn save_once(&self, workflow: &Workflow, hash: &str) -> Result<Saved, StoreError> {
         let latest = self.store.workflow(&workflow.id, None).await?;
-        if let Some(latest) = latest.as_ref().filter(|latest| latest.graph_hash == hash) {
+        // An archived version is history: saving its graph again starts a new version.
+        if let Some(latest) = latest.as_ref().filter(|latest| {
+            latest.graph_hash == hash && latest.state() != WorkflowStatus::Archived
+        }) {
             if latest.workflow.name == workflow.name
                 && latest.workflow.description == workflow.description
             {

@@ -1,4 +1,4 @@
-//! Notifiers for finished runs: [`WebhookNotifier`] (POST JSON, retried), [`StdoutNotifier`],
+//! Notifiers for finished runs: [`WebhookNotifier`] (POST JSON, retried), [`ConsoleNotifier`],
 //! and [`Notifications`], which decides which runs are worth a notice and tells every notifier.
 
 use std::io::Write;
@@ -139,16 +139,35 @@ impl Notifier for WebhookNotifier {
     }
 }
 
-/// Prints each notice's headline as one line on standard output.
+/// Prints each notice's headline as one line on standard output, or on standard error when
+/// standard output carries something a program reads (a JSON report).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct StdoutNotifier;
+pub struct ConsoleNotifier {
+    stderr: bool,
+}
+
+impl ConsoleNotifier {
+    /// Notices on standard output.
+    pub fn stdout() -> Self {
+        ConsoleNotifier { stderr: false }
+    }
+
+    /// Notices on standard error.
+    pub fn stderr() -> Self {
+        ConsoleNotifier { stderr: true }
+    }
+}
 
 #[async_trait::async_trait]
-impl Notifier for StdoutNotifier {
+impl Notifier for ConsoleNotifier {
     async fn notify(&self, notice: &RunNotice) -> Result<(), NotifyError> {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "notice: {}", notice.headline())
-            .map_err(|error| NotifyError(format!("cannot write to stdout: {error}")))
+        let line = format!("notice: {}", notice.headline());
+        let written = if self.stderr {
+            writeln!(std::io::stderr().lock(), "{line}")
+        } else {
+            writeln!(std::io::stdout().lock(), "{line}")
+        };
+        written.map_err(|error| NotifyError(format!("cannot write the notice: {error}")))
     }
 }
 

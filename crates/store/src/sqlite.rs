@@ -209,7 +209,13 @@ impl SqliteStore {
                 .reader
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            read(&connection, &inner.path)
+            // One read transaction: a run's header and its step rows come from the same
+            // snapshot even while a writer commits between the two queries. Dropping it ends
+            // it (a rollback, which for a reader only releases the snapshot).
+            let snapshot = connection
+                .unchecked_transaction()
+                .map_err(|error| sql_error(&inner.path, &error))?;
+            read(&snapshot, &inner.path)
         })
         .await
         .map_err(|error| {

@@ -67,6 +67,17 @@ async fn save_approve_activate_edit_and_run_the_active_version() {
         before + 4,
         "the validation run ran"
     );
+    let again = wayline(strings(&[
+        "workflow", "activate", "chain", "--tools", &tools, "--store", &store,
+    ]))
+    .await;
+    assert_eq!(again.status.code(), Some(0), "{}", err(&again));
+    assert_eq!(out(&again), "active: chain version 1 (it already was)\n");
+    assert_eq!(
+        calls.lock().unwrap().values().sum::<usize>(),
+        before + 4,
+        "no second validation run"
+    );
 
     let json = wayline(strings(&[
         "workflow", "show", "chain", "--store", &store, "--format", "json",
@@ -107,9 +118,13 @@ async fn save_approve_activate_edit_and_run_the_active_version() {
         &store,
         "--format",
         "json",
+        "--notify-stdout",
+        "--notify-on-success",
     ]))
     .await;
     assert_eq!(run.status.code(), Some(0), "{}", err(&run));
+    // With JSON on stdout, the notice goes to stderr and stdout stays one JSON document.
+    assert!(err(&run).contains("notice: run "), "{}", err(&run));
     let record: Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(record["workflow_version"], 1);
     let history = wayline(strings(&[

@@ -186,6 +186,17 @@ async fn activating_again_finishes_an_interrupted_activation() {
 }
 
 #[tokio::test]
+async fn saving_an_archived_graph_again_starts_a_new_version() {
+    let lifecycle = Lifecycle::new(Arc::new(MemoryStore::new()));
+    lifecycle.save(&workflow()).await.unwrap();
+    lifecycle.archive("briefing", 1).await.unwrap();
+    let again = lifecycle.save(&workflow()).await.unwrap();
+    assert!(again.created);
+    assert_eq!(again.record.version, 2);
+    assert_eq!(again.record.state(), WorkflowStatus::Draft);
+}
+
+#[tokio::test]
 async fn a_workflow_out_of_version_numbers_is_refused_not_wrapped() {
     let store = Arc::new(MemoryStore::new());
     let last = StoredWorkflow::new(workflow(), u32::MAX, "not-the-hash");
