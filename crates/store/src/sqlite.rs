@@ -162,12 +162,15 @@ impl SqliteStore {
     /// it is committed.
     async fn write(&self, change: impl FnOnce(&Connection) -> Outcome + Send + 'static) -> Outcome {
         // The inline path: when nobody else is writing, a commit without an fsync is cheaper
-        // than two thread hand-offs. Under contention the writer thread batches.
+        // than two thread hand-offs. Under contention the writer thread batches, and when
+        // another process holds the database's write lock the writer thread waits for it, so
+        // an async task never sits in SQLite's busy wait.
         if self.inner.inline
             && let Ok(connection) = self.inner.connection.try_lock()
+            && begin_without_waiting(&connection)
         {
             let change: Change = Box::new(change);
-            return apply(&connection, vec![change], &self.inner.path)
+            return apply_begun(&connection, vec![change], &self.inner.path)
                 .pop()
                 .unwrap_or_else(|| Err(self.writer_gone()));
         }
@@ -234,7 +237,7 @@ fn connect(path: &Path, durability: Durability) -> Result<Connection, StoreError
         Durability::Power => "FULL",
     };
     let setup = (|| {
-        connection.busy_timeout(Duration::from_secs(10))?;
+        connection.busy_timeout(BUSY_TIMEOUT)?;
         connection.pragma_update(None, "journal_mode", "WAL")?;
         connection.pragma_update(None, "synchronous", synchronous)?;
         connection.pragma_update(None, "foreign_keys", "ON")
@@ -301,7 +304,40 @@ fn write_loop(connection: &Mutex<Connection>, jobs: &mpsc::Receiver<Job>, path: 
 /// Applies `changes` in one transaction; one outcome per change. In a batch each change has its
 /// own savepoint, so a failed one leaves the others in place; a change alone needs none (if it
 /// fails, the transaction is rolled back).
+/// How long a connection waits for another process's write lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Starts a write transaction if the database's write lock is free right now.
+fn begin_without_waiting(connection: &Connection) -> bool {
+    if connection.busy_timeout(Duration::ZERO).is_err() {
+        return false;
+    }
+    let began = connection
+        .prepare_cached("BEGIN IMMEDIATE")
+        .and_then(|mut statement| statement.execute([]))
+        .is_ok();
+    // Restored whatever happened: the writer thread shares this connection.
+    let restored = connection.busy_timeout(BUSY_TIMEOUT).is_ok();
+    if began && !restored {
+        let _ = connection.execute_batch("ROLLBACK");
+        return false;
+    }
+    began
+}
+
 fn apply(connection: &Connection, changes: Vec<Change>, path: &Path) -> Vec<Outcome> {
+    if let Err(error) = connection
+        .prepare_cached("BEGIN IMMEDIATE")
+        .and_then(|mut statement| statement.execute([]))
+    {
+        let error = sql_error(path, &error);
+        return changes.iter().map(|_| Err(error.clone())).collect();
+    }
+    apply_begun(connection, changes, path)
+}
+
+/// Applies `changes` in the transaction already begun on `connection`, and ends it.
+fn apply_begun(connection: &Connection, changes: Vec<Change>, path: &Path) -> Vec<Outcome> {
     // Cached: the same few statements run for every batch.
     let run = |sql: &str| -> rusqlite::Result<()> {
         connection.prepare_cached(sql)?.execute([]).map(drop)
@@ -311,9 +347,6 @@ fn apply(connection: &Connection, changes: Vec<Change>, path: &Path) -> Vec<Outc
         let error = sql_error(path, error);
         (0..count).map(|_| Err(error.clone())).collect::<Vec<_>>()
     };
-    if let Err(error) = run("BEGIN IMMEDIATE") {
-        return fail_all(&error);
-    }
     let single = count == 1;
     let mut outcomes = Vec::with_capacity(count);
     for change in changes {

@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use wayline_core::RunStore;
 use wayline_store::{FileStore, MemoryStore, SqliteStore, conformance};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,5 +56,46 @@ async fn a_reopened_sqlite_store_keeps_everything() {
     assert_eq!(
         wayline_core::RunStore::run(&store, "r1").await.unwrap(),
         Some(run)
+    );
+}
+
+#[tokio::test]
+async fn a_write_lock_held_by_another_process_never_blocks_the_async_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locked.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let mut run = wayline_core::Run::new("r1", "w");
+    run.step_results
+        .push(wayline_core::StepResult::pending("a"));
+    store.create_run(&run).await.unwrap();
+
+    // Another connection (another process, as far as SQLite can tell) takes the write lock
+    // and keeps it until this runtime's other task says so.
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        locked_tx.send(()).unwrap();
+        release_rx.recv().unwrap();
+        other.execute_batch("COMMIT").unwrap();
+    });
+    locked_rx.recv().unwrap();
+
+    // On this single-threaded runtime, the release can only be sent if the save does not
+    // occupy the thread while it waits for the lock (it would fail after SQLite's busy
+    // timeout instead).
+    let mut step = wayline_core::StepResult::pending("a");
+    step.status = wayline_core::StepStatus::Success;
+    let (saved, ()) = tokio::join!(store.save_step("r1", &step), async {
+        tokio::task::yield_now().await;
+        release_tx.send(()).unwrap();
+    });
+    saved.unwrap();
+    holder.join().unwrap();
+    let stored = store.run("r1").await.unwrap().unwrap();
+    assert_eq!(
+        stored.step_results[0].status,
+        wayline_core::StepStatus::Success
     );
 }
