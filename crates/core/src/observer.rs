@@ -4,8 +4,8 @@
 //! # Contract
 //! - [`RunObserver::on_event`] is called on the engine's task, in the order events happen for
 //!   one run: `RunStarted`, then per step `StepStarted`, one `Attempt` per attempt (with
-//!   `RetryScheduled` between attempts that are retries), `StepFinished`; finally
-//!   `RunFinished`. Events of different steps interleave when steps run in parallel.
+//!   `RetryScheduled` between attempts that are retries, and `Polled` after each attempt of a
+//!   polling step whose response was good), `StepFinished`; finally `RunFinished`. Events of different steps interleave when steps run in parallel.
 //! - Steps skipped without starting (a dependency did not succeed, or the run stopped first) get
 //!   only `StepFinished`; a step skipped by its own `when` gets `StepStarted` first.
 //! - It must return quickly and must not block: hand slow work (disk, network) to a task or a
@@ -45,10 +45,27 @@ pub enum RunEvent<'a> {
         attempt: u32,
         /// Response status, when a response came.
         status: Option<u16>,
-        /// Why the attempt failed, when it did.
+        /// Why the attempt failed, when it did: no response, or a failing status
+        /// (`HTTP 400: body`, or `HTTP 503` for a transient status without a body).
         error: Option<&'a str>,
         /// How long the attempt took.
         duration: Duration,
+    },
+    /// A polling step (`poll.until`) got a good response and evaluated its condition.
+    Polled {
+        /// The run.
+        run_id: &'a str,
+        /// The step.
+        step_id: &'a str,
+        /// The operation polled (the tool id).
+        tool_id: &'a str,
+        /// 1-based poll number.
+        poll: u32,
+        /// The state the response reports: its top-level `state`, `status` or `phase` string,
+        /// when it has one (how knowledge learns `CREATING_to_ACTIVE` timings).
+        state: Option<&'a str>,
+        /// True when the condition holds (this was the last poll).
+        done: bool,
     },
     /// A failed attempt will be retried after `delay`.
     RetryScheduled {

@@ -267,10 +267,18 @@ async fn call(
         let clock = Instant::now();
         let result = attempt_once(job, &invoke).await;
         let duration = clock.elapsed();
-        let error_text = result
-            .as_ref()
-            .err()
-            .map(|error| run.redactor.text(&error.to_string()).into_owned());
+        // A response with a failing status is a failed attempt too; observers see why.
+        let status_message = result.as_ref().ok().and_then(|reply| {
+            response::status_error(reply).or_else(|| {
+                is_transient_status(reply.status).then(|| format!("HTTP {}", reply.status))
+            })
+        });
+        let error_text = match &result {
+            Err(error) => Some(run.redactor.text(&error.to_string()).into_owned()),
+            Ok(_) => status_message
+                .as_deref()
+                .map(|message| run.redactor.text(message).into_owned()),
+        };
         job.emit(&RunEvent::Attempt {
             run_id: &run.run_id,
             step_id: &job.step.id,
@@ -285,16 +293,16 @@ async fn call(
                 if let Invoke::Http(_) = invoke {
                     progress.response_status = Some(reply.status);
                 }
-                if is_transient_status(reply.status) {
+                if let (true, Some(message)) = (is_transient_status(reply.status), &status_message)
+                {
                     AttemptFailed {
                         retryable: resend(None),
-                        message: response::status_error(&reply)
-                            .unwrap_or_else(|| format!("HTTP {}", reply.status)),
+                        message: message.clone(),
                         retry_after: reply
                             .header("retry-after")
                             .and_then(|value| parse_retry_after(value, SystemTime::now())),
                     }
-                } else if let Some(message) = response::status_error(&reply) {
+                } else if let Some(message) = status_message {
                     AttemptFailed {
                         retryable: false,
                         message,
@@ -302,7 +310,7 @@ async fn call(
                     }
                 } else {
                     failures_in_a_row = 0;
-                    match settle(job, &reply, &mut poll).await? {
+                    match settle(job, &tool.id, &reply, &mut poll).await? {
                         Some(output) => return Ok(output),
                         None => continue,
                     }
@@ -377,6 +385,7 @@ struct PollState {
 /// yet (after waiting the poll interval), or the failure once polls run out.
 async fn settle(
     job: &StepJob<'_>,
+    tool_id: &str,
     reply: &HttpResponse,
     state: &mut PollState,
 ) -> Result<Option<Value>, Failure> {
@@ -400,6 +409,14 @@ async fn settle(
         let holds = eval::condition(until, job.scope(Some(view))).unwrap_or_else(|error| {
             state.last_error = Some(error);
             false
+        });
+        job.emit(&RunEvent::Polled {
+            run_id: &job.run.run_id,
+            step_id: &job.step.id,
+            tool_id,
+            poll: state.polls,
+            state: reported_state(body),
+            done: holds,
         });
         if !holds {
             if state.polls >= poll.max_attempts {
@@ -426,6 +443,14 @@ async fn settle(
         response::output(&prepared.extraction, reply, parsed.as_ref())?
     };
     Ok(Some(output))
+}
+
+/// The state a response body reports about its resource: a top-level `state`, `status` or
+/// `phase` string.
+fn reported_state(body: &Value) -> Option<&str> {
+    ["state", "status", "phase"]
+        .iter()
+        .find_map(|key| body.get(key).and_then(Value::as_str))
 }
 
 /// One attempt: a reply (any status), or a failure with its transport kind.

@@ -1,0 +1,192 @@
+//! Sharing knowledge: [`export`] (masked, thinned) and [`Knowledge::merge`] (de-duplicating).
+//!
+//! An export is a [`Knowledge`] document, written as YAML or JSON in the shape of
+//! `wayline knowledge show --format json`: `{patterns, pitfalls, stats: {operations,
+//! state_transitions}}`. Free text (descriptions, messages, notes, fix steps, paths) has
+//! URLs, ids, long numbers, credentials and tokens masked; the variables a pitfall last saw
+//! are dropped (they describe one machine's runs, not the API).
+
+use crate::mask::mask_for_export;
+use crate::model::{Knowledge, OperationStats, Pattern, Pitfall, TransitionStats, rate};
+
+/// `knowledge` ready to share: masked, and only entries seen at least `min_occurrences` times
+/// (patterns by successes, pitfalls by occurrences, operations by attempts).
+pub fn export(knowledge: &Knowledge, min_occurrences: u64) -> Knowledge {
+    let mut shared = Knowledge::new();
+    shared.patterns = knowledge
+        .patterns
+        .iter()
+        .filter(|pattern| pattern.success_count >= min_occurrences)
+        .cloned()
+        .map(mask_pattern)
+        .collect();
+    shared.pitfalls = knowledge
+        .pitfalls
+        .iter()
+        .filter(|pitfall| pitfall.occurrence_count >= min_occurrences)
+        .cloned()
+        .map(mask_pitfall)
+        .collect();
+    shared.stats.operations = knowledge
+        .stats
+        .operations
+        .iter()
+        .filter(|(_, stats)| stats.total_attempts >= min_occurrences)
+        .map(|(operation, stats)| {
+            let mut stats = stats.clone();
+            for error in &mut stats.common_errors {
+                error.error = mask_for_export(&error.error);
+            }
+            (operation.clone(), stats)
+        })
+        .collect();
+    shared.stats.state_transitions = knowledge.stats.state_transitions.clone();
+    shared
+}
+
+fn mask_pattern(mut pattern: Pattern) -> Pattern {
+    mask_option(&mut pattern.description);
+    for step in &mut pattern.steps {
+        mask_option(&mut step.note);
+        if let Some(template) = &mut step.request_template {
+            mask_option(&mut template.path);
+        }
+    }
+    pattern
+}
+
+fn mask_pitfall(mut pitfall: Pitfall) -> Pitfall {
+    mask_option(&mut pitfall.description);
+    pitfall.error_pattern.message_contains =
+        mask_for_export(&pitfall.error_pattern.message_contains);
+    if let Some(resolution) = &mut pitfall.resolution {
+        resolution.description = mask_for_export(&resolution.description);
+        for step in &mut resolution.fix_steps {
+            *step = mask_for_export(step);
+        }
+    }
+    pitfall.seen_variables.clear();
+    pitfall
+}
+
+fn mask_option(text: &mut Option<String>) {
+    if let Some(text) = text {
+        *text = mask_for_export(text);
+    }
+}
+
+impl Knowledge {
+    /// Adds `other` (an export, or another store's knowledge) to this knowledge. Entries that
+    /// are the same thing are combined, not copied: patterns with the same operations in the
+    /// same order, pitfalls of the same operation with the same error (status and message),
+    /// statistics of the same operation or transition. Counts add up and averages are
+    /// weighted by them.
+    pub fn merge(&mut self, other: &Knowledge) {
+        for pattern in &other.patterns {
+            let signature = |p: &Pattern| -> Vec<String> {
+                p.steps.iter().map(|s| s.operation_id.clone()).collect()
+            };
+            match self
+                .patterns
+                .iter_mut()
+                .find(|known| signature(known) == signature(pattern))
+            {
+                Some(known) => {
+                    let (a, b) = (known.success_count as f64, pattern.success_count as f64);
+                    known.avg_duration_seconds =
+                        match (known.avg_duration_seconds, pattern.avg_duration_seconds) {
+                            (Some(x), Some(y)) if a + b > 0.0 => Some((x * a + y * b) / (a + b)),
+                            (x, y) => x.or(y),
+                        };
+                    known.success_count += pattern.success_count;
+                    known.failure_count += pattern.failure_count;
+                    known.last_used = known.last_used.max(pattern.last_used);
+                    for keyword in &pattern.trigger.intent_keywords {
+                        if !known.trigger.intent_keywords.contains(keyword) {
+                            known.trigger.intent_keywords.push(keyword.clone());
+                        }
+                    }
+                }
+                None => self.patterns.push(pattern.clone()),
+            }
+        }
+        for pitfall in &other.pitfalls {
+            match self.pitfalls.iter_mut().find(|known| {
+                known.trigger.operation_id == pitfall.trigger.operation_id
+                    && known.error_pattern.status_code == pitfall.error_pattern.status_code
+                    && known.error_pattern.message_contains
+                        == pitfall.error_pattern.message_contains
+            }) {
+                Some(known) => {
+                    known.occurrence_count += pitfall.occurrence_count;
+                    known.contradiction_count =
+                        match (known.contradiction_count, pitfall.contradiction_count) {
+                            (None, None) => None,
+                            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+                        };
+                    known.last_occurred = known.last_occurred.max(pitfall.last_occurred);
+                    if known.resolution.is_none() {
+                        known.resolution.clone_from(&pitfall.resolution);
+                    }
+                    if known.trigger.missing_variable.is_none() {
+                        known
+                            .trigger
+                            .missing_variable
+                            .clone_from(&pitfall.trigger.missing_variable);
+                    }
+                }
+                None => self.pitfalls.push(pitfall.clone()),
+            }
+        }
+        for (operation, stats) in &other.stats.operations {
+            let known = self.stats.operations.entry(operation.clone()).or_default();
+            merge_operation(known, stats);
+        }
+        for (resource, transitions) in &other.stats.state_transitions {
+            let known = self
+                .stats
+                .state_transitions
+                .entry(resource.clone())
+                .or_default();
+            for (key, transition) in transitions {
+                match known.get_mut(key) {
+                    Some(mine) => merge_transition(mine, transition),
+                    None => {
+                        known.insert(key.clone(), transition.clone());
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn merge_operation(known: &mut OperationStats, other: &OperationStats) {
+    let (a, b) = (known.total_attempts as f64, other.total_attempts as f64);
+    if a + b > 0.0 {
+        known.avg_duration_ms = (known.avg_duration_ms * a + other.avg_duration_ms * b) / (a + b);
+    }
+    known.total_attempts += other.total_attempts;
+    known.successes += other.successes;
+    known.failures += other.failures;
+    known.success_rate = rate(known.successes, known.total_attempts);
+    known.last_used = known.last_used.max(other.last_used);
+    for error in &other.common_errors {
+        match known
+            .common_errors
+            .iter_mut()
+            .find(|mine| mine.error == error.error && mine.status_code == error.status_code)
+        {
+            Some(mine) => mine.count += error.count,
+            None => known.common_errors.push(error.clone()),
+        }
+    }
+    known.common_errors.sort_by_key(|error| std::cmp::Reverse(error.count));
+}
+
+fn merge_transition(known: &mut TransitionStats, other: &TransitionStats) {
+    let (a, b) = (known.sample_count() as f64, other.sample_count() as f64);
+    known.avg_poll_attempts = (known.avg_poll_attempts * a + other.avg_poll_attempts * b) / (a + b);
+    known.avg_duration_seconds =
+        (known.avg_duration_seconds * a + other.avg_duration_seconds * b) / (a + b);
+    known.samples = Some(known.sample_count() + other.sample_count());
+}

@@ -1,0 +1,460 @@
+//! The update rules: what one observed run (or explorer session) changes in the knowledge.
+//!
+//! A [`RunObservation`] is plain data, built by the [`Recorder`](crate::Recorder) from run
+//! events or by a host from its own session; [`Knowledge::learn`] applies it:
+//!
+//! - every attempt counts in its operation's statistics (attempts, successes, failures, mean
+//!   duration, last use) and a failed attempt's error, masked, in `common_errors`;
+//! - every polled transition (`CREATING` → `ACTIVE`) updates the running means of its
+//!   `FROM_to_TO` entry;
+//! - a step that failed for good becomes a pitfall, or adds an occurrence to the pitfall with
+//!   the same operation, status and masked message; its trigger names the variable the message
+//!   says is missing and the resource states of the moment;
+//! - a step that succeeded resolves the unresolved pitfalls of its operation by what changed
+//!   since they happened (a variable now set, a resource now in another state), and
+//!   contradicts those whose trigger held and still did not fail;
+//! - the run's step sequence becomes a pattern, or adds a success or failure to the pattern
+//!   with the same operations in the same order.
+//!
+//! Strength (see `docs/decisions.md`): confirmation restores an entry to full strength, a
+//! contradiction halves it, and queries let it fade with time since last use.
+
+use chrono::{DateTime, Utc};
+use indexmap::IndexMap;
+
+use crate::mask::mask_message;
+use crate::model::{
+    ErrorPattern, Extra, Knowledge, Pattern, PatternStep, PatternTrigger, Pitfall, PitfallTrigger,
+    Precondition, Resolution, TransitionStats,
+};
+use crate::words::{self, same_variable};
+
+/// What was seen of one run.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RunObservation {
+    /// What the run was for: the workflow's name and description (intent keywords come
+    /// from it).
+    pub goal: String,
+    /// Every attempt, in order.
+    pub attempts: Vec<AttemptSeen>,
+    /// Every completed polling transition.
+    pub transitions: Vec<TransitionSeen>,
+    /// Every step that ended, in the order they ended.
+    pub outcomes: Vec<StepSeen>,
+    /// The steps the run was made of, in workflow order, as templates.
+    pub steps: Vec<PatternStep>,
+    /// True when the run succeeded.
+    pub succeeded: bool,
+    /// Wall time of the run.
+    pub duration_seconds: f64,
+    /// When it ended.
+    pub at: DateTime<Utc>,
+}
+
+/// One attempt of an operation.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct AttemptSeen {
+    /// The operation (tool id).
+    pub operation_id: String,
+    /// True when it got a good answer.
+    pub success: bool,
+    /// The response status, when one came.
+    pub status: Option<u16>,
+    /// The error, when it failed.
+    pub error: Option<String>,
+    /// How long it took.
+    pub duration_ms: f64,
+}
+
+/// A resource seen going from one state to another while polled.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TransitionSeen {
+    /// The resource (`cluster`).
+    pub resource: String,
+    /// The first state seen.
+    pub from: String,
+    /// The state polling waited for.
+    pub to: String,
+    /// Polls it took.
+    pub polls: u32,
+    /// Seconds from the first poll to the last.
+    pub seconds: f64,
+}
+
+/// A step that ended, with the context it ran in.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct StepSeen {
+    /// The step.
+    pub step_id: String,
+    /// The operation (tool id).
+    pub operation_id: String,
+    /// True when it succeeded.
+    pub success: bool,
+    /// Its error, when it failed.
+    pub error: Option<String>,
+    /// The response status of its last attempt.
+    pub status: Option<u16>,
+    /// The variables set when it ran (run inputs and outputs of earlier steps).
+    pub variables: Vec<String>,
+    /// The known state of each resource when it ran.
+    pub states: IndexMap<String, String>,
+    /// Where each variable came from (`variable → step id`), for resolutions.
+    pub producers: IndexMap<String, String>,
+}
+
+impl AttemptSeen {
+    /// An attempt.
+    pub fn new(operation_id: impl Into<String>, success: bool, duration_ms: f64) -> Self {
+        AttemptSeen {
+            operation_id: operation_id.into(),
+            success,
+            status: None,
+            error: None,
+            duration_ms,
+        }
+    }
+}
+
+impl TransitionSeen {
+    /// A transition.
+    pub fn new(
+        resource: impl Into<String>,
+        from: impl Into<String>,
+        to: impl Into<String>,
+        polls: u32,
+        seconds: f64,
+    ) -> Self {
+        TransitionSeen {
+            resource: resource.into(),
+            from: from.into(),
+            to: to.into(),
+            polls,
+            seconds,
+        }
+    }
+}
+
+impl StepSeen {
+    /// A step outcome with no context.
+    pub fn new(step_id: impl Into<String>, operation_id: impl Into<String>, success: bool) -> Self {
+        StepSeen {
+            step_id: step_id.into(),
+            operation_id: operation_id.into(),
+            success,
+            error: None,
+            status: None,
+            variables: Vec::new(),
+            states: IndexMap::new(),
+            producers: IndexMap::new(),
+        }
+    }
+}
+
+/// How much a contradiction weakens an entry.
+const CONTRADICTION_FACTOR: f64 = 0.5;
+
+impl Knowledge {
+    /// Applies the update rules (see the [module documentation](self)) for one observation.
+    pub fn learn(&mut self, seen: &RunObservation) {
+        for attempt in &seen.attempts {
+            let stats = self
+                .stats
+                .operations
+                .entry(attempt.operation_id.clone())
+                .or_default();
+            stats.record(attempt.success, attempt.duration_ms, seen.at);
+            if let (false, Some(error)) = (attempt.success, &attempt.error) {
+                let (status, message) = crate::mask::error_message(error);
+                stats.record_error(&mask_message(&message), attempt.status.or(status));
+            }
+        }
+        for transition in &seen.transitions {
+            let key = format!("{}_to_{}", transition.from, transition.to);
+            let entry = self
+                .stats
+                .state_transitions
+                .entry(transition.resource.clone())
+                .or_default()
+                .entry(key)
+                .or_insert_with(|| TransitionStats {
+                    samples: Some(0),
+                    ..TransitionStats::default()
+                });
+            let before = if entry.samples == Some(0) {
+                0.0
+            } else {
+                entry.sample_count() as f64
+            };
+            let after = before + 1.0;
+            entry.avg_poll_attempts =
+                round2((entry.avg_poll_attempts * before + f64::from(transition.polls)) / after);
+            entry.avg_duration_seconds =
+                round2((entry.avg_duration_seconds * before + transition.seconds) / after);
+            entry.samples = Some(after as u64);
+        }
+        for outcome in &seen.outcomes {
+            if outcome.success {
+                self.step_succeeded(outcome, seen.at);
+            } else if outcome.error.is_some() {
+                self.step_failed(outcome, seen.at);
+            }
+        }
+        self.learn_pattern(seen);
+    }
+
+    fn step_failed(&mut self, step: &StepSeen, at: DateTime<Utc>) {
+        let (status, message) = crate::mask::error_message(step.error.as_deref().unwrap_or(""));
+        let status = step.status.or(status);
+        let message = mask_message(&message);
+        let missing = words::missing_names(&message)
+            .into_iter()
+            .find(|name| !step.variables.iter().any(|set| same_variable(set, name)));
+        if let Some(known) = self.pitfalls.iter_mut().find(|pitfall| {
+            pitfall.trigger.operation_id == step.operation_id
+                && pitfall
+                    .error_pattern
+                    .status_code
+                    .is_none_or(|known| Some(known) == status)
+                && message.contains(pitfall.error_pattern.message_contains.as_str())
+        }) {
+            known.occurrence_count += 1;
+            known.last_occurred = Some(at);
+            known.seen_variables.clone_from(&step.variables);
+            known.strength = None; // confirmed: full strength
+            return;
+        }
+        let what = match (&missing, status) {
+            (Some(name), _) => format!("without_{}", words::words(name).join("_")),
+            (None, Some(status)) => format!("fails_{status}"),
+            (None, None) => "fails".to_owned(),
+        };
+        let name = format!("{}_{what}", words::words(&step.operation_id).join("_"));
+        let id = format!(
+            "pitfall_{}",
+            short_hash(&format!("{}|{status:?}|{message}", step.operation_id))
+        );
+        let describe_status = status.map(|s| format!("HTTP {s}: ")).unwrap_or_default();
+        self.pitfalls.push(Pitfall {
+            id,
+            name,
+            description: Some(format!(
+                "{} fails with {describe_status}{message}",
+                step.operation_id
+            )),
+            trigger: PitfallTrigger {
+                operation_id: step.operation_id.clone(),
+                missing_variable: missing,
+                resource_state: step.states.clone(),
+                extra: Extra::new(),
+            },
+            error_pattern: ErrorPattern {
+                status_code: status,
+                message_contains: message,
+                extra: Extra::new(),
+            },
+            resolution: None,
+            occurrence_count: 1,
+            last_occurred: Some(at),
+            contradiction_count: None,
+            seen_variables: step.variables.clone(),
+            strength: None,
+            extra: Extra::new(),
+        });
+    }
+
+    fn step_succeeded(&mut self, step: &StepSeen, _at: DateTime<Utc>) {
+        for pitfall in &mut self.pitfalls {
+            if pitfall.trigger.operation_id != step.operation_id {
+                continue;
+            }
+            if pitfall.resolution.is_none()
+                && let Some(resolution) = resolve(pitfall, step)
+            {
+                pitfall.resolution = Some(resolution);
+                continue;
+            }
+            if crate::query::pitfall_applies(pitfall, &step.states, &step.variables) {
+                pitfall.contradiction_count = Some(pitfall.contradiction_count.unwrap_or(0) + 1);
+                pitfall.strength = Some(pitfall.strength.unwrap_or(1.0) * CONTRADICTION_FACTOR);
+            }
+        }
+    }
+
+    fn learn_pattern(&mut self, seen: &RunObservation) {
+        if seen.steps.is_empty() {
+            return;
+        }
+        let signature: Vec<&str> = seen.steps.iter().map(|s| s.operation_id.as_str()).collect();
+        let existing = self.patterns.iter_mut().find(|pattern| {
+            pattern
+                .steps
+                .iter()
+                .map(|s| s.operation_id.as_str())
+                .eq(signature.iter().copied())
+        });
+        if let Some(pattern) = existing {
+            if seen.succeeded {
+                let runs = pattern.success_count as f64;
+                pattern.success_count += 1;
+                pattern.avg_duration_seconds = Some(round2(
+                    (pattern
+                        .avg_duration_seconds
+                        .unwrap_or(seen.duration_seconds)
+                        * runs
+                        + seen.duration_seconds)
+                        / (runs + 1.0),
+                ));
+                pattern.strength = None;
+            } else {
+                pattern.failure_count += 1;
+                pattern.strength = Some(pattern.strength.unwrap_or(1.0) * CONTRADICTION_FACTOR);
+            }
+            pattern.last_used = Some(seen.at);
+            return;
+        }
+        if !seen.succeeded {
+            return; // a pattern is learned from a success; failures only count against one
+        }
+        let mut keywords = words::keywords(&seen.goal);
+        for step in &seen.steps {
+            for word in words::words(&step.operation_id) {
+                let word = words::singular(&word);
+                if !words::is_stopword(&word) && word.len() > 1 && !keywords.contains(&word) {
+                    keywords.push(word);
+                }
+            }
+        }
+        keywords.truncate(8);
+        let first = &seen.steps[0].operation_id;
+        let precondition =
+            (words::operation_action(first) == Some("create")).then(|| Precondition {
+                resource_not_exists: Some(words::resource_of(first)),
+                ..Precondition::default()
+            });
+        self.patterns.push(Pattern {
+            id: format!("pattern_{}", short_hash(&signature.join("|"))),
+            name: pattern_name(&signature),
+            description: (!seen.goal.trim().is_empty()).then(|| seen.goal.trim().to_owned()),
+            trigger: PatternTrigger {
+                intent_keywords: keywords,
+                precondition,
+                extra: Extra::new(),
+            },
+            steps: seen.steps.clone(),
+            success_count: 1,
+            failure_count: 0,
+            last_used: Some(seen.at),
+            avg_duration_seconds: Some(round2(seen.duration_seconds)),
+            strength: None,
+            extra: Extra::new(),
+        });
+    }
+}
+
+/// What changed between a pitfall's failure and this success of its operation.
+fn resolve(pitfall: &mut Pitfall, step: &StepSeen) -> Option<Resolution> {
+    let operation = &step.operation_id;
+    let added: Vec<&String> = step
+        .variables
+        .iter()
+        .filter(|name| !pitfall.seen_variables.contains(name))
+        .collect();
+    if !added.is_empty() {
+        let named = pitfall.trigger.missing_variable.clone();
+        let variable = named
+            .as_deref()
+            .and_then(|missing| added.iter().find(|name| same_variable(name, missing)))
+            .or_else(|| added.first())
+            .map(|name| (*name).clone())?;
+        pitfall.trigger.missing_variable = Some(variable.clone());
+        let source = step
+            .producers
+            .get(&variable)
+            .map(|producer| format!(" (step `{producer}` produces it)"))
+            .unwrap_or_default();
+        return Some(Resolution {
+            description: format!("Save `{variable}` before calling {operation}"),
+            fix_steps: vec![
+                format!("Run the step that provides `{variable}` first{source}"),
+                format!("Pass `{variable}` to {operation}"),
+            ],
+            extra: Extra::new(),
+        });
+    }
+    let changed: Vec<(&String, &String, &String)> = pitfall
+        .trigger
+        .resource_state
+        .iter()
+        .filter_map(|(resource, then)| {
+            step.states
+                .get(resource)
+                .filter(|now| *now != then)
+                .map(|now| (resource, then, now))
+        })
+        .collect();
+    let (resource, then, now) = changed.first()?;
+    Some(Resolution {
+        description: format!(
+            "Wait for {resource} to be {now} (it was {then}) before calling {operation}"
+        ),
+        fix_steps: vec![
+            format!("Poll the {resource} until state == '{now}'"),
+            format!("Then call {operation}"),
+        ],
+        extra: Extra::new(),
+    })
+}
+
+/// `create_cluster_and_poll`-style names: the actions and resources of the operations.
+fn pattern_name(signature: &[&str]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut previous_resource = String::new();
+    for operation in signature {
+        let resource = words::resource_of(operation);
+        let part = match words::operation_action(operation) {
+            Some("read") if resource == previous_resource => "poll".to_owned(),
+            Some(action) => format!("{action}_{resource}"),
+            None => words::words(operation).join("_"),
+        };
+        if parts.last() != Some(&part) {
+            parts.push(part);
+        }
+        previous_resource = resource;
+    }
+    parts.join("_and_")
+}
+
+/// Eight hex digits of a stable hash (FNV-1a), for ids that do not change between runs.
+pub(crate) fn short_hash(text: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{:08x}", hash >> 32)
+}
+
+fn round2(value: f64) -> f64 {
+    (value * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_names_say_what_the_steps_do() {
+        assert_eq!(
+            pattern_name(&["ClusterService_CreateCluster", "ClusterService_GetCluster"]),
+            "create_cluster_and_poll"
+        );
+        assert_eq!(
+            pattern_name(&["ClusterService_GetCluster", "ClusterService_UpdateCluster"]),
+            "read_cluster_and_update_cluster"
+        );
+    }
+}

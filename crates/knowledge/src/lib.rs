@@ -1,0 +1,71 @@
+//! Learned operational knowledge (seed 001): successful **patterns**, known **pitfalls** with
+//! their resolutions, and per-operation **statistics** with state-transition timings, kept per
+//! system under test (SUT), written by real runs and read by the explorer, the planner and the
+//! guard.
+//!
+//! - [`model`]: the seed's three YAML files as types ([`Knowledge`] holds all three).
+//! - [`KnowledgeStore`] with [`MemoryKnowledge`], [`YamlKnowledge`] (the seed's directory
+//!   layout) and, with the default `sqlite` feature, [`SqliteKnowledge`]; [`conformance`]
+//!   checks any implementation.
+//! - [`Recorder`]: a run observer that learns from runs; [`Knowledge::learn`] holds the update
+//!   rules, for hosts that observe sessions of their own.
+//! - [`Queries`]: the pattern for an intent, the pitfalls ahead of a call, operations ranked by
+//!   success, expected poll durations.
+//! - [`export()`] and [`Knowledge::merge`]: sharing between stores.
+//!
+//! ```
+//! use wayline_knowledge::{Knowledge, Queries, ResourceStates};
+//! use wayline_knowledge::learn::{RunObservation, StepSeen};
+//!
+//! let mut knowledge = Knowledge::new();
+//! let mut failed = StepSeen::new("update", "ClusterService_UpdateCluster", false);
+//! failed.error = Some(r#"HTTP 400: {"message": "NodeGroupId is required"}"#.into());
+//! let mut seen = RunObservation::default();
+//! seen.outcomes.push(failed);
+//! knowledge.learn(&seen);
+//!
+//! let warnings = Queries::new(&knowledge).check_pitfalls(
+//!     "ClusterService_UpdateCluster",
+//!     &ResourceStates::new(),
+//!     &["cluster_id".to_owned()],
+//! );
+//! assert_eq!(warnings.len(), 1);
+//! assert_eq!(warnings[0].pitfall.trigger.missing_variable.as_deref(), Some("NodeGroupId"));
+//! ```
+
+pub mod conformance;
+mod export;
+pub mod learn;
+pub mod mask;
+mod memory;
+pub mod model;
+mod query;
+mod recorder;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+mod store;
+pub mod words;
+mod yaml_dir;
+
+pub use export::export;
+pub use memory::MemoryKnowledge;
+pub use model::Knowledge;
+pub use query::{
+    ExpectedPoll, PatternMatch, PitfallWarning, Queries, RankedOperation, ResourceStates,
+};
+pub use recorder::Recorder;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteKnowledge;
+pub use store::{Change, KnowledgeStore};
+pub use yaml_dir::YamlKnowledge;
+
+/// Reads a knowledge document (an export, or `knowledge show --format json` output): YAML or
+/// JSON by the file's extension. Errors name the file and line.
+pub fn read_document(path: &std::path::Path) -> Result<Knowledge, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let format = wayline_core::document::Format::from_path(path)
+        .unwrap_or(wayline_core::document::Format::Yaml);
+    wayline_core::document::parse(&text, format, &path.display().to_string())
+        .map_err(|error| error.to_string())
+}

@@ -1,0 +1,280 @@
+//! Queries: the pattern for an intent, the pitfalls ahead of a call, operations ranked by how
+//! well they go, how long a transition takes.
+//!
+//! Confidence is smoothed and weighted by strength (see `docs/decisions.md`, "Knowledge
+//! confidence"): a pattern's is `(successes + 1) / (successes + failures + 2)` times its
+//! strength, and it is offered only with at least [`Queries::min_support`] successes; a
+//! pitfall's is `(occurrences + 1) / (occurrences + contradictions + 2)` times its strength.
+//! Strength fades by half every [`Queries::half_life_days`] since the entry was last
+//! confirmed.
+
+use chrono::{DateTime, Utc};
+use indexmap::IndexMap;
+
+use crate::model::{Knowledge, Pattern, Pitfall, Precondition};
+use crate::words::{self, same_variable};
+
+/// What is known of the current state: each resource that exists and its state (empty when
+/// unknown).
+pub type ResourceStates = IndexMap<String, String>;
+
+/// A pattern that fits an intent, with how far to trust it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PatternMatch<'a> {
+    /// The pattern.
+    pub pattern: &'a Pattern,
+    /// In `[0, 1]`.
+    pub confidence: f64,
+    /// The share of its intent keywords the intent has.
+    pub keyword_coverage: f64,
+}
+
+/// A pitfall whose trigger holds, with how far to trust it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PitfallWarning<'a> {
+    /// The pitfall.
+    pub pitfall: &'a Pitfall,
+    /// In `[0, 1]`.
+    pub confidence: f64,
+    /// Why it applies (`variable nodegroup_1 is not set`, `cluster is MODIFYING`).
+    pub because: Vec<String>,
+}
+
+/// An operation with its smoothed success rate.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RankedOperation {
+    /// The operation.
+    pub operation_id: String,
+    /// `(successes + 1) / (attempts + 2)`: 0.5 for an operation never tried.
+    pub success_rate: f64,
+    /// Attempts behind it.
+    pub attempts: u64,
+}
+
+/// The expected cost of waiting for a state transition.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct ExpectedPoll {
+    /// Mean polls.
+    pub poll_attempts: f64,
+    /// Mean seconds.
+    pub seconds: f64,
+    /// Transitions observed.
+    pub samples: u64,
+}
+
+/// Queries over one SUT's knowledge, at a moment (strength fades with time).
+#[derive(Debug, Clone)]
+pub struct Queries<'a> {
+    knowledge: &'a Knowledge,
+    now: DateTime<Utc>,
+    /// Successes a pattern needs before it is offered (default 2).
+    pub min_support: u64,
+    /// Days after which an unconfirmed entry has half its strength (default 90).
+    pub half_life_days: f64,
+}
+
+impl<'a> Queries<'a> {
+    /// Queries at the current time.
+    pub fn new(knowledge: &'a Knowledge) -> Self {
+        Queries::at(knowledge, Utc::now())
+    }
+
+    /// Queries as of `now`.
+    pub fn at(knowledge: &'a Knowledge, now: DateTime<Utc>) -> Self {
+        Queries {
+            knowledge,
+            now,
+            min_support: 2,
+            half_life_days: 90.0,
+        }
+    }
+
+    /// Sets the minimum support.
+    #[must_use]
+    pub fn min_support(mut self, successes: u64) -> Self {
+        self.min_support = successes;
+        self
+    }
+
+    /// The strength of an entry last confirmed at `last` with stored strength `stored`.
+    pub fn strength(&self, stored: Option<f64>, last: Option<DateTime<Utc>>) -> f64 {
+        let base = stored.unwrap_or(1.0).clamp(0.0, 1.0);
+        let Some(last) = last else { return base };
+        let days = (self.now - last).num_seconds().max(0) as f64 / 86_400.0;
+        base * 0.5f64.powf(days / self.half_life_days.max(f64::MIN_POSITIVE))
+    }
+
+    /// The confidence of a pattern (without regard to the intent).
+    pub fn pattern_confidence(&self, pattern: &Pattern) -> f64 {
+        let (s, f) = (pattern.success_count as f64, pattern.failure_count as f64);
+        (s + 1.0) / (s + f + 2.0) * self.strength(pattern.strength, pattern.last_used)
+    }
+
+    /// The confidence of a pitfall.
+    pub fn pitfall_confidence(&self, pitfall: &Pitfall) -> f64 {
+        let o = pitfall.occurrence_count as f64;
+        let c = pitfall.contradiction_count.unwrap_or(0) as f64;
+        (o + 1.0) / (o + c + 2.0) * self.strength(pitfall.strength, pitfall.last_occurred)
+    }
+
+    /// Patterns that fit `intent` and whose preconditions hold in `state`, best first
+    /// (confidence times keyword coverage). A pattern fits when at least half of its intent
+    /// keywords are words of the intent.
+    pub fn matching_patterns(&self, intent: &str, state: &ResourceStates) -> Vec<PatternMatch<'a>> {
+        let intent_words: Vec<String> = words::keywords(intent);
+        let mut matches: Vec<PatternMatch<'a>> = self
+            .knowledge
+            .patterns
+            .iter()
+            .filter(|pattern| pattern.success_count >= self.min_support)
+            .filter_map(|pattern| {
+                let keywords = &pattern.trigger.intent_keywords;
+                if keywords.is_empty() {
+                    return None;
+                }
+                let present = keywords
+                    .iter()
+                    .filter(|keyword| {
+                        let keyword = words::singular(&keyword.to_lowercase());
+                        intent_words.contains(&keyword)
+                    })
+                    .count();
+                let coverage = present as f64 / keywords.len() as f64;
+                if coverage < 0.5 {
+                    return None;
+                }
+                if let Some(precondition) = &pattern.trigger.precondition
+                    && !precondition_holds(precondition, state)
+                {
+                    return None;
+                }
+                Some(PatternMatch {
+                    pattern,
+                    confidence: self.pattern_confidence(pattern),
+                    keyword_coverage: coverage,
+                })
+            })
+            .collect();
+        matches.sort_by(|a, b| {
+            (b.confidence * b.keyword_coverage).total_cmp(&(a.confidence * a.keyword_coverage))
+        });
+        matches
+    }
+
+    /// The best pattern for `intent` in `state`, if any.
+    pub fn find_matching_pattern(
+        &self,
+        intent: &str,
+        state: &ResourceStates,
+    ) -> Option<PatternMatch<'a>> {
+        self.matching_patterns(intent, state).into_iter().next()
+    }
+
+    /// The pitfalls of `operation_id` whose trigger holds for these states and variables,
+    /// most trusted first.
+    pub fn check_pitfalls(
+        &self,
+        operation_id: &str,
+        state: &ResourceStates,
+        variables: &[String],
+    ) -> Vec<PitfallWarning<'a>> {
+        let mut warnings: Vec<PitfallWarning<'a>> = self
+            .knowledge
+            .pitfalls
+            .iter()
+            .filter(|pitfall| pitfall.trigger.operation_id == operation_id)
+            .filter_map(|pitfall| {
+                let because = reasons(pitfall, state, variables)?;
+                Some(PitfallWarning {
+                    pitfall,
+                    confidence: self.pitfall_confidence(pitfall),
+                    because,
+                })
+            })
+            .collect();
+        warnings.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+        warnings
+    }
+
+    /// `candidates` ordered by smoothed success rate, best first (ties keep their order).
+    pub fn rank_by_success_rate(&self, candidates: &[&str]) -> Vec<RankedOperation> {
+        let mut ranked: Vec<RankedOperation> = candidates
+            .iter()
+            .map(|operation| {
+                let stats = self.knowledge.stats.operations.get(*operation);
+                let (successes, attempts) =
+                    stats.map_or((0, 0), |stats| (stats.successes, stats.total_attempts));
+                RankedOperation {
+                    operation_id: (*operation).to_owned(),
+                    success_rate: (successes as f64 + 1.0) / (attempts as f64 + 2.0),
+                    attempts,
+                }
+            })
+            .collect();
+        ranked.sort_by(|a, b| b.success_rate.total_cmp(&a.success_rate));
+        ranked
+    }
+
+    /// How long `resource` usually takes to go from `from` to `to` while polled.
+    pub fn expected_poll(&self, resource: &str, from: &str, to: &str) -> Option<ExpectedPoll> {
+        let entry = self
+            .knowledge
+            .stats
+            .state_transitions
+            .get(resource)?
+            .get(&format!("{from}_to_{to}"))?;
+        Some(ExpectedPoll {
+            poll_attempts: entry.avg_poll_attempts,
+            seconds: entry.avg_duration_seconds,
+            samples: entry.sample_count(),
+        })
+    }
+}
+
+fn precondition_holds(precondition: &Precondition, state: &ResourceStates) -> bool {
+    if let Some(resource) = &precondition.resource_not_exists
+        && state.contains_key(resource)
+    {
+        return false;
+    }
+    precondition
+        .resource_state
+        .iter()
+        .all(|(resource, wanted)| state.get(resource).is_some_and(|now| now == wanted))
+}
+
+/// Why `pitfall` applies, or `None` when its trigger does not hold. A trigger with neither a
+/// missing variable nor resource states holds for every call of its operation.
+fn reasons(pitfall: &Pitfall, state: &ResourceStates, variables: &[String]) -> Option<Vec<String>> {
+    let trigger = &pitfall.trigger;
+    let mut because = Vec::new();
+    if let Some(missing) = &trigger.missing_variable {
+        if variables.iter().any(|set| same_variable(set, missing)) {
+            return None;
+        }
+        because.push(format!("variable `{missing}` is not set"));
+    }
+    for (resource, wanted) in &trigger.resource_state {
+        if state.get(resource) != Some(wanted) {
+            return None;
+        }
+        because.push(format!("{resource} is {wanted}"));
+    }
+    if because.is_empty() {
+        because.push(format!("every call of {} so far", trigger.operation_id));
+    }
+    Some(because)
+}
+
+/// True when the trigger of `pitfall` holds.
+pub(crate) fn pitfall_applies(
+    pitfall: &Pitfall,
+    state: &ResourceStates,
+    variables: &[String],
+) -> bool {
+    reasons(pitfall, state, variables).is_some()
+}

@@ -1,0 +1,6 @@
+//! Integration tests of wayline-knowledge: the seed's files round-trip, every store conforms,
+//! and real runs teach what they should.
+
+mod fixtures;
+mod learning;
+mod stores;
