@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod knowledge;
 mod run;
 mod runs;
 mod schedule;
@@ -67,6 +68,10 @@ enum Command {
     /// Run saved workflows on intervals and cron schedules.
     #[command(subcommand)]
     Schedule(schedule::ScheduleCommand),
+    /// Learned knowledge: show it, check an operation for pitfalls, suggest patterns,
+    /// export and import.
+    #[command(subcommand)]
+    Knowledge(knowledge::KnowledgeCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -145,6 +150,7 @@ fn main() -> ExitCode {
         Command::Runs(command) => runs::runs_command(command),
         Command::Workflow(command) => workflows::workflow_command(command),
         Command::Schedule(command) => schedule::schedule_command(command),
+        Command::Knowledge(command) => knowledge::knowledge_command(command),
         Command::Validate {
             workflow,
             tools,

@@ -15,6 +15,7 @@ use wayline_executor::{
     CancelToken, Engine, EngineBuilder, Error, PlannedStep, Progress, Redactor, ReqwestTransport,
     RunOptions, summary,
 };
+use wayline_knowledge::Recorder;
 use wayline_registry::{ToolConfigs, ToolRegistry};
 use wayline_store::{Lifecycle, Stores};
 
@@ -74,6 +75,8 @@ pub(crate) struct RunArgs {
     pub(crate) run_id: Option<String>,
     #[command(flatten)]
     pub(crate) notify: crate::schedule::NotifyArgs,
+    #[command(flatten)]
+    pub(crate) learn: crate::knowledge::LearnArgs,
 }
 
 /// `wayline tools try` arguments.
@@ -158,8 +161,21 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     parse_inputs(&args.common.inputs, &mut inputs).map_err(unreadable)?;
     let runtime = runtime()?;
     let (workflow, stored) = source(&args, &runtime)?;
+    let registry = Arc::new(registry);
+    let recorder = match (&args.learn.sut, args.learn.learn && !args.common.dry_run) {
+        (Some(sut), true) => {
+            let store = args.learn.store.open(args.store.as_deref())?;
+            let recorder = Recorder::new(store, sut.clone(), registry.clone());
+            recorder.register(&workflow);
+            Some(recorder)
+        }
+        _ => None,
+    };
     let mut builder =
         engine_builder(registry, args.common.config.as_deref())?.max_parallel(args.max_parallel);
+    if let Some(recorder) = &recorder {
+        builder = builder.observer(Arc::new(recorder.clone()));
+    }
     if let Some((stores, _)) = &stored {
         builder = builder.run_store(stores.runs.clone());
     }
@@ -187,7 +203,18 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     let notifications = args
         .notify
         .notifications(args.format == ReportFormat::Json)?;
-    let run = execute(&runtime, &engine, &workflow, options)?;
+    let run = execute(&runtime, &engine, &workflow, options);
+    if let (Some(recorder), Some(sut)) = (&recorder, &args.learn.sut) {
+        // Learned from even when the run record could not be stored: the run did happen.
+        match runtime.block_on(recorder.flush()) {
+            Ok(runs) if runs > 0 => {
+                eprintln!("learned: the run is recorded in the knowledge of `{sut}`")
+            }
+            Ok(_) => {}
+            Err(error) => eprintln!("warning: what the run taught was not recorded: {error}"),
+        }
+    }
+    let run = run?;
     let outcome = report_run(&run, args.format);
     runtime.block_on(crate::schedule::announce(&notifications, &run));
     Ok(outcome)
@@ -236,11 +263,11 @@ fn source(
 
 /// An engine over these tools with the HTTP transport and the tool configs of `config`.
 pub(crate) fn engine_builder(
-    registry: ToolRegistry,
+    registry: Arc<ToolRegistry>,
     config: Option<&Path>,
 ) -> Result<EngineBuilder, Outcome> {
     let configs = load_configs(config, &registry)?;
-    Ok(Engine::builder(Arc::new(registry))
+    Ok(Engine::builder(registry)
         .secrets(Arc::new(configs))
         .transport(Arc::new(transport()?)))
 }

@@ -229,7 +229,7 @@ fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
     let saved = runtime
         .block_on(Lifecycle::new(stores.workflows.clone()).get(&stored.workflow_id, Some(version)))
         .map_err(unreadable)?;
-    let engine = engine_builder(registry, args.config.as_deref())?
+    let engine = engine_builder(Arc::new(registry), args.config.as_deref())?
         .run_store(stores.runs.clone())
         .observer(Arc::new(Progress::stderr()))
         .build();

@@ -105,7 +105,7 @@ fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
     let stores = args.store.open()?;
     let registry = load_tools(&args.tools)?;
     let notifications = args.notify.notifications(false)?;
-    let engine = engine_builder(registry, args.config.as_deref())?
+    let engine = engine_builder(Arc::new(registry), args.config.as_deref())?
         .run_store(stores.runs.clone())
         .build();
     let lifecycle = Lifecycle::new(stores.workflows.clone());

@@ -252,7 +252,7 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
     let mut inputs = IndexMap::new();
     parse_inputs(&args.inputs, &mut inputs).map_err(unreadable)?;
     let registry = load_tools(&args.tools)?;
-    let engine = engine_builder(registry, args.config.as_deref())?
+    let engine = engine_builder(Arc::new(registry), args.config.as_deref())?
         .run_store(stores.runs.clone())
         .observer(Arc::new(Progress::stderr()))
         .build();

@@ -180,7 +180,9 @@ fn merge_operation(known: &mut OperationStats, other: &OperationStats) {
             None => known.common_errors.push(error.clone()),
         }
     }
-    known.common_errors.sort_by_key(|error| std::cmp::Reverse(error.count));
+    known
+        .common_errors
+        .sort_by_key(|error| std::cmp::Reverse(error.count));
 }
 
 fn merge_transition(known: &mut TransitionStats, other: &TransitionStats) {

@@ -411,7 +411,8 @@ impl OperationStats {
             }),
         }
         // Most frequent first; a stable sort keeps first-seen order among equals.
-        self.common_errors.sort_by_key(|error| std::cmp::Reverse(error.count));
+        self.common_errors
+            .sort_by_key(|error| std::cmp::Reverse(error.count));
     }
 }
 

@@ -1,0 +1,453 @@
+//! `wayline knowledge ...` and the `--learn` flags of `wayline run`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use wayline_knowledge::{
+    Knowledge, KnowledgeStore, Queries, ResourceStates, SqliteKnowledge, YamlKnowledge,
+};
+
+use crate::run::{runtime, unreadable};
+use crate::{Outcome, ReportFormat, print_json};
+
+/// Where knowledge is kept.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct KnowledgeArg {
+    /// The knowledge store: a `.db` file (SQLite; it may be the run store's file) or a
+    /// directory holding `knowledge/SUT/{patterns,pitfalls,stats}.yaml`. Default: the run
+    /// store given to `--store` (its SQLite file, or its directory), else `$WAYLINE_HOME`.
+    #[arg(long = "knowledge", value_name = "PATH")]
+    pub(crate) knowledge: Option<PathBuf>,
+}
+
+impl KnowledgeArg {
+    /// Opens the store named, else beside the run store, else in the default directory.
+    pub(crate) fn open(
+        &self,
+        run_store: Option<&Path>,
+    ) -> Result<Arc<dyn KnowledgeStore>, Outcome> {
+        let path = match (&self.knowledge, run_store) {
+            (Some(path), _) => path.clone(),
+            (None, Some(store)) => store.to_path_buf(),
+            (None, _) => wayline_store::default_location()
+                .and_then(|db| db.parent().map(Path::to_path_buf))
+                .ok_or_else(|| {
+                    unreadable("no knowledge store given and no home directory known; pass --knowledge PATH or set WAYLINE_HOME")
+                })?,
+        };
+        if is_sqlite(&path) {
+            Ok(Arc::new(SqliteKnowledge::open(&path).map_err(unreadable)?))
+        } else {
+            Ok(Arc::new(YamlKnowledge::new(path)))
+        }
+    }
+}
+
+fn is_sqlite(path: &Path) -> bool {
+    path.extension().is_some_and(|extension| extension == "db")
+}
+
+/// `wayline run --learn --sut NAME`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct LearnArgs {
+    /// Record what the run teaches (statistics, pitfalls, patterns) into the knowledge of
+    /// `--sut`.
+    #[arg(long, requires = "sut")]
+    pub(crate) learn: bool,
+    /// The system under test the knowledge is about.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) sut: Option<String>,
+    #[command(flatten)]
+    pub(crate) store: KnowledgeArg,
+}
+
+/// `wayline knowledge ...`
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum KnowledgeCommand {
+    /// Everything learned about a SUT.
+    Show {
+        /// The system under test.
+        #[arg(long, value_name = "NAME")]
+        sut: String,
+        #[command(flatten)]
+        store: KnowledgeArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
+    /// The known pitfalls of an operation in a state: exit 1 when one applies.
+    Check {
+        /// The system under test.
+        #[arg(long, value_name = "NAME")]
+        sut: String,
+        /// The operation about to be called.
+        #[arg(long, value_name = "OP")]
+        operation: String,
+        /// A variable that is set (`NAME` or `NAME=VALUE`; repeatable).
+        #[arg(long = "var", value_name = "K=V")]
+        vars: Vec<String>,
+        /// A resource's state (`RESOURCE=STATE`; repeatable).
+        #[arg(long = "state", value_name = "RES=STATE")]
+        states: Vec<String>,
+        #[command(flatten)]
+        store: KnowledgeArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
+    /// Learned patterns for an intent, with their confidence: exit 1 when none matches.
+    Suggest {
+        /// What is to be done, in words.
+        intent: String,
+        /// The system under test.
+        #[arg(long, value_name = "NAME")]
+        sut: String,
+        /// A resource that exists, with its state (`RESOURCE=STATE`; repeatable).
+        #[arg(long = "state", value_name = "RES=STATE")]
+        states: Vec<String>,
+        /// Successes a pattern needs before it is offered.
+        #[arg(long, value_name = "N", default_value_t = 2)]
+        min_support: u64,
+        #[command(flatten)]
+        store: KnowledgeArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
+    /// Knowledge to share: masked, and only what was seen often enough. YAML on stdout.
+    Export {
+        /// The system under test.
+        #[arg(long, value_name = "NAME")]
+        sut: String,
+        /// Leave out entries seen fewer times than this.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        min_occurrences: u64,
+        #[command(flatten)]
+        store: KnowledgeArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Yaml)]
+        format: ExportFormat,
+    },
+    /// Merges an export (YAML or JSON) into a SUT's knowledge; the same entries combine.
+    Import {
+        /// The export file.
+        file: PathBuf,
+        /// The system under test.
+        #[arg(long, value_name = "NAME")]
+        sut: String,
+        #[command(flatten)]
+        store: KnowledgeArg,
+    },
+}
+
+/// The format of `knowledge export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ExportFormat {
+    Yaml,
+    Json,
+}
+
+pub(crate) fn knowledge_command(command: KnowledgeCommand) -> Outcome {
+    match run(command) {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn run(command: KnowledgeCommand) -> Result<Outcome, Outcome> {
+    let runtime = runtime()?;
+    match command {
+        KnowledgeCommand::Show { sut, store, format } => {
+            let knowledge = load(&runtime, &store, &sut)?;
+            match format {
+                ReportFormat::Json => print_json(&knowledge),
+                ReportFormat::Text => print!("{}", describe(&knowledge, &sut)),
+            }
+            Ok(Outcome::Ok)
+        }
+        KnowledgeCommand::Check {
+            sut,
+            operation,
+            vars,
+            states,
+            store,
+            format,
+        } => {
+            let knowledge = load(&runtime, &store, &sut)?;
+            let variables: Vec<String> = vars
+                .iter()
+                .map(|var| {
+                    var.split_once('=')
+                        .map_or(var.as_str(), |(name, _)| name)
+                        .trim()
+                        .to_owned()
+                })
+                .collect();
+            let states = parse_states(&states)?;
+            let warnings = Queries::new(&knowledge).check_pitfalls(&operation, &states, &variables);
+            match format {
+                ReportFormat::Json => print_json(
+                    &warnings
+                        .iter()
+                        .map(|warning| Warned {
+                            pitfall: warning.pitfall,
+                            confidence: round(warning.confidence),
+                            because: &warning.because,
+                        })
+                        .collect::<Vec<_>>(),
+                ),
+                ReportFormat::Text if warnings.is_empty() => {
+                    println!("no known pitfall of {operation} applies");
+                }
+                ReportFormat::Text => {
+                    for warning in &warnings {
+                        print_warning(warning);
+                    }
+                }
+            }
+            Ok(if warnings.is_empty() {
+                Outcome::Ok
+            } else {
+                Outcome::Failed
+            })
+        }
+        KnowledgeCommand::Suggest {
+            intent,
+            sut,
+            states,
+            min_support,
+            store,
+            format,
+        } => {
+            let knowledge = load(&runtime, &store, &sut)?;
+            let states = parse_states(&states)?;
+            let queries = Queries::new(&knowledge).min_support(min_support);
+            let matches = queries.matching_patterns(&intent, &states);
+            match format {
+                ReportFormat::Json => print_json(
+                    &matches
+                        .iter()
+                        .map(|found| Suggested {
+                            pattern: found.pattern,
+                            confidence: round(found.confidence),
+                            keyword_coverage: round(found.keyword_coverage),
+                        })
+                        .collect::<Vec<_>>(),
+                ),
+                ReportFormat::Text if matches.is_empty() => {
+                    println!(
+                        "no learned pattern matches `{intent}` (with at least {min_support} successes)"
+                    );
+                }
+                ReportFormat::Text => {
+                    for found in &matches {
+                        let pattern = found.pattern;
+                        println!(
+                            "{}  confidence {:.2}  ({} ok, {} failed)  {}",
+                            pattern.name,
+                            found.confidence,
+                            pattern.success_count,
+                            pattern.failure_count,
+                            pattern.description.as_deref().unwrap_or("")
+                        );
+                        for step in &pattern.steps {
+                            println!("  - {}", step.operation_id);
+                        }
+                    }
+                }
+            }
+            Ok(if matches.is_empty() {
+                Outcome::Failed
+            } else {
+                Outcome::Ok
+            })
+        }
+        KnowledgeCommand::Export {
+            sut,
+            min_occurrences,
+            store,
+            format,
+        } => {
+            let knowledge = load(&runtime, &store, &sut)?;
+            let shared = wayline_knowledge::export(&knowledge, min_occurrences);
+            match format {
+                ExportFormat::Json => print_json(&shared),
+                ExportFormat::Yaml => {
+                    print!("{}", serde_norway::to_string(&shared).map_err(unreadable)?)
+                }
+            }
+            Ok(Outcome::Ok)
+        }
+        KnowledgeCommand::Import { file, sut, store } => {
+            let incoming = wayline_knowledge::read_document(&file).map_err(unreadable)?;
+            let store = store.open(None)?;
+            let counts = (
+                incoming.patterns.len(),
+                incoming.pitfalls.len(),
+                incoming.stats.operations.len(),
+            );
+            let merged = runtime
+                .block_on(store.update(&sut, Box::new(move |knowledge| knowledge.merge(&incoming))))
+                .map_err(unreadable)?;
+            println!(
+                "imported {} patterns, {} pitfalls, {} operations into `{sut}`; it now has {} patterns, {} pitfalls, {} operations",
+                counts.0,
+                counts.1,
+                counts.2,
+                merged.patterns.len(),
+                merged.pitfalls.len(),
+                merged.stats.operations.len()
+            );
+            Ok(Outcome::Ok)
+        }
+    }
+}
+
+/// A pitfall that applies, as `knowledge check --format json` prints it.
+#[derive(Serialize)]
+struct Warned<'a> {
+    pitfall: &'a wayline_knowledge::model::Pitfall,
+    confidence: f64,
+    because: &'a [String],
+}
+
+/// A pattern offered, as `knowledge suggest --format json` prints it.
+#[derive(Serialize)]
+struct Suggested<'a> {
+    pattern: &'a wayline_knowledge::model::Pattern,
+    confidence: f64,
+    keyword_coverage: f64,
+}
+
+fn load(
+    runtime: &tokio::runtime::Runtime,
+    store: &KnowledgeArg,
+    sut: &str,
+) -> Result<Knowledge, Outcome> {
+    let store = store.open(None)?;
+    runtime.block_on(store.load(sut)).map_err(unreadable)
+}
+
+fn parse_states(raw: &[String]) -> Result<ResourceStates, Outcome> {
+    let mut states = ResourceStates::new();
+    for item in raw {
+        let Some((resource, state)) = item.split_once('=') else {
+            return Err(unreadable(format!(
+                "--state {item}: write RESOURCE=STATE, e.g. cluster=ACTIVE"
+            )));
+        };
+        states.insert(resource.trim().to_owned(), state.trim().to_owned());
+    }
+    Ok(states)
+}
+
+fn round(value: f64) -> f64 {
+    (value * 1000.0).round() / 1000.0
+}
+
+fn print_warning(warning: &wayline_knowledge::PitfallWarning<'_>) {
+    let pitfall = warning.pitfall;
+    println!(
+        "pitfall {} (confidence {:.2}, seen {} time{})",
+        pitfall.name,
+        warning.confidence,
+        pitfall.occurrence_count,
+        if pitfall.occurrence_count == 1 {
+            ""
+        } else {
+            "s"
+        }
+    );
+    if let Some(description) = &pitfall.description {
+        println!("  {description}");
+    }
+    println!("  because: {}", warning.because.join("; "));
+    match &pitfall.resolution {
+        Some(resolution) => {
+            println!("  resolution: {}", resolution.description);
+            for step in &resolution.fix_steps {
+                println!("    - {step}");
+            }
+        }
+        None => println!("  resolution: not known yet"),
+    }
+}
+
+/// The text of `knowledge show`.
+fn describe(knowledge: &Knowledge, sut: &str) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if knowledge.is_empty() {
+        let _ = writeln!(out, "nothing learned about `{sut}` yet");
+        return out;
+    }
+    let queries = Queries::new(knowledge);
+    let _ = writeln!(out, "patterns ({}):", knowledge.patterns.len());
+    for pattern in &knowledge.patterns {
+        let steps: Vec<&str> = pattern
+            .steps
+            .iter()
+            .map(|s| s.operation_id.as_str())
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {}  {} ok / {} failed  confidence {:.2}  [{}]",
+            pattern.name,
+            pattern.success_count,
+            pattern.failure_count,
+            queries.pattern_confidence(pattern),
+            steps.join(" → ")
+        );
+    }
+    let _ = writeln!(out, "pitfalls ({}):", knowledge.pitfalls.len());
+    for pitfall in &knowledge.pitfalls {
+        let status = pitfall
+            .error_pattern
+            .status_code
+            .map(|status| format!("HTTP {status} "))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {}  {} {status}\"{}\"  ×{}",
+            pitfall.name,
+            pitfall.trigger.operation_id,
+            pitfall.error_pattern.message_contains,
+            pitfall.occurrence_count
+        );
+        if let Some(resolution) = &pitfall.resolution {
+            let _ = writeln!(out, "    resolution: {}", resolution.description);
+        }
+    }
+    let _ = writeln!(out, "operations ({}):", knowledge.stats.operations.len());
+    for (operation, stats) in &knowledge.stats.operations {
+        let _ = writeln!(
+            out,
+            "  {operation}  {} attempts, {:.0}% ok, {:.0} ms on average{}",
+            stats.total_attempts,
+            stats.success_rate * 100.0,
+            stats.avg_duration_ms,
+            stats
+                .common_errors
+                .first()
+                .map(|error| format!(", most common error: {} (×{})", error.error, error.count))
+                .unwrap_or_default()
+        );
+    }
+    let transitions: usize = knowledge
+        .stats
+        .state_transitions
+        .values()
+        .map(|t| t.len())
+        .sum();
+    let _ = writeln!(out, "state transitions ({transitions}):");
+    for (resource, entries) in &knowledge.stats.state_transitions {
+        for (key, entry) in entries {
+            let _ = writeln!(
+                out,
+                "  {resource} {key}: {} polls, {} s on average",
+                entry.avg_poll_attempts, entry.avg_duration_seconds
+            );
+        }
+    }
+    out
+}
