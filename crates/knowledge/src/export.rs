@@ -192,3 +192,53 @@ fn merge_transition(known: &mut TransitionStats, other: &TransitionStats) {
         (known.avg_duration_seconds * a + other.avg_duration_seconds * b) / (a + b);
     known.samples = Some(known.sample_count() + other.sample_count());
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conformance::sample;
+
+    #[test]
+    fn exports_are_masked_and_thinned() {
+        let mut knowledge = sample();
+        knowledge.pitfalls[0].error_pattern.message_contains =
+            "token=s3cr3tvalue rejected at https://api.test/v1/clusters/1234567".into();
+        knowledge.pitfalls[0].resolution.as_mut().unwrap().fix_steps =
+            vec!["use key AKIA1234567890ABCDEFGH".into()];
+        let shared = export(&knowledge, 1);
+        let pitfall = &shared.pitfalls[0];
+        assert_eq!(
+            pitfall.error_pattern.message_contains,
+            "token=<secret> rejected at <url>"
+        );
+        assert_eq!(
+            pitfall.resolution.as_ref().unwrap().fix_steps,
+            ["use key <secret>"]
+        );
+        assert!(pitfall.seen_variables.is_empty());
+        // Entries seen fewer times than asked are left out (the pattern has 15 successes,
+        // the pitfall 5 occurrences, the operation 15 attempts).
+        let thinned = export(&knowledge, 10);
+        assert_eq!((thinned.patterns.len(), thinned.pitfalls.len()), (1, 0));
+        assert_eq!(thinned.stats.operations.len(), 1);
+        assert!(export(&knowledge, 16).patterns.is_empty());
+    }
+
+    #[test]
+    fn merging_combines_the_same_entries() {
+        let mut knowledge = sample();
+        knowledge.merge(&sample());
+        assert_eq!(knowledge.patterns.len(), 1);
+        assert_eq!(knowledge.patterns[0].success_count, 30);
+        assert_eq!(knowledge.pitfalls.len(), 1);
+        assert_eq!(knowledge.pitfalls[0].occurrence_count, 10);
+        let stats = &knowledge.stats.operations["UpdateCluster"];
+        assert_eq!((stats.total_attempts, stats.successes), (30, 24));
+        assert_eq!(stats.common_errors[0].count, 4);
+        let transition = &knowledge.stats.state_transitions["cluster"]["CREATING_to_ACTIVE"];
+        assert_eq!(
+            (transition.avg_poll_attempts, transition.samples),
+            (45.0, Some(6))
+        );
+    }
+}

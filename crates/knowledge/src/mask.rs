@@ -53,6 +53,8 @@ pub fn mask_for_export(text: &str) -> String {
             _ => "<secret>".to_owned(),
         }
     });
+    // URLs first: their paths look like tokens.
+    let text = URL.replace_all(&text, "<url>");
     let text = TOKEN.replace_all(&text, |captures: &regex::Captures<'_>| {
         let found = &captures[0];
         let digits = found.bytes().any(|byte| byte.is_ascii_digit());

@@ -278,3 +278,149 @@ pub(crate) fn pitfall_applies(
 ) -> bool {
     reasons(pitfall, state, variables).is_some()
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+
+    use super::*;
+    use crate::model::{PatternTrigger, PitfallTrigger};
+
+    fn pattern(successes: u64, failures: u64, last_used: DateTime<Utc>) -> Pattern {
+        Pattern {
+            id: "p".into(),
+            name: "create_cluster".into(),
+            trigger: PatternTrigger {
+                intent_keywords: vec!["create".into(), "cluster".into()],
+                ..PatternTrigger::default()
+            },
+            success_count: successes,
+            failure_count: failures,
+            last_used: Some(last_used),
+            ..Pattern::default()
+        }
+    }
+
+    #[test]
+    fn confidence_is_smoothed_needs_support_and_fades_with_time() {
+        let now: DateTime<Utc> = "2026-11-23T00:00:00Z".parse().unwrap();
+        let mut knowledge = Knowledge::new();
+        knowledge.patterns.push(pattern(1, 0, now));
+        let queries = Queries::at(&knowledge, now);
+        // One success is not certainty, and below the minimum support it is not offered.
+        assert!((queries.pattern_confidence(&knowledge.patterns[0]) - 2.0 / 3.0).abs() < 1e-9);
+        let none = ResourceStates::new();
+        assert!(
+            queries
+                .find_matching_pattern("create a cluster", &none)
+                .is_none()
+        );
+        assert!(
+            queries
+                .clone()
+                .min_support(1)
+                .find_matching_pattern("create a cluster", &none)
+                .is_some()
+        );
+
+        // The seed's example (15 successes, 2 failures): 16/19, at full strength.
+        knowledge.patterns[0] = pattern(15, 2, now);
+        let fresh = Queries::at(&knowledge, now).pattern_confidence(&knowledge.patterns[0]);
+        assert!((fresh - 16.0 / 19.0).abs() < 1e-9);
+        // Unused for one half-life: half as trusted; a contradiction halves it too.
+        let later = Queries::at(&knowledge, now + Duration::days(90));
+        assert!((later.pattern_confidence(&knowledge.patterns[0]) - fresh / 2.0).abs() < 1e-9);
+        knowledge.patterns[0].strength = Some(0.5);
+        let weakened = Queries::at(&knowledge, now).pattern_confidence(&knowledge.patterns[0]);
+        assert!((weakened - fresh / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn intents_need_half_the_keywords_and_preconditions_must_hold() {
+        let now = Utc::now();
+        let mut knowledge = Knowledge::new();
+        let mut create = pattern(3, 0, now);
+        create.trigger.precondition = Some(Precondition {
+            resource_not_exists: Some("cluster".into()),
+            ..Precondition::default()
+        });
+        knowledge.patterns.push(create);
+        let queries = Queries::at(&knowledge, now);
+        let mut existing = ResourceStates::new();
+        assert!(
+            queries
+                .find_matching_pattern("please create clusters", &existing)
+                .is_some()
+        );
+        assert!(
+            queries
+                .find_matching_pattern("delete everything", &existing)
+                .is_none()
+        );
+        existing.insert("cluster".into(), "ACTIVE".into());
+        assert!(
+            queries
+                .find_matching_pattern("create a cluster", &existing)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn pitfalls_apply_by_missing_variable_and_state() {
+        let mut knowledge = Knowledge::new();
+        knowledge.pitfalls.push(Pitfall {
+            id: "a".into(),
+            name: "delete_while_modifying".into(),
+            trigger: PitfallTrigger {
+                operation_id: "DeleteCluster".into(),
+                resource_state: [("cluster".to_owned(), "MODIFYING".to_owned())]
+                    .into_iter()
+                    .collect(),
+                ..PitfallTrigger::default()
+            },
+            occurrence_count: 3,
+            ..Pitfall::default()
+        });
+        let queries = Queries::new(&knowledge);
+        let mut state = ResourceStates::new();
+        state.insert("cluster".into(), "ACTIVE".into());
+        assert!(
+            queries
+                .check_pitfalls("DeleteCluster", &state, &[])
+                .is_empty()
+        );
+        state.insert("cluster".into(), "MODIFYING".into());
+        let warnings = queries.check_pitfalls("DeleteCluster", &state, &[]);
+        assert_eq!(warnings[0].because, ["cluster is MODIFYING"]);
+        assert!((warnings[0].confidence - 0.8).abs() < 1e-9, "(3+1)/(3+0+2)");
+        assert!(queries.check_pitfalls("GetCluster", &state, &[]).is_empty());
+    }
+
+    #[test]
+    fn operations_rank_by_smoothed_success_rate() {
+        let mut knowledge = Knowledge::new();
+        let now = Utc::now();
+        for (operation, successes, failures) in [("flaky", 1, 1), ("solid", 9, 0)] {
+            let stats = knowledge
+                .stats
+                .operations
+                .entry(operation.into())
+                .or_default();
+            for _ in 0..successes {
+                stats.record(true, 1.0, now);
+            }
+            for _ in 0..failures {
+                stats.record(false, 1.0, now);
+            }
+        }
+        let ranked = Queries::new(&knowledge).rank_by_success_rate(&["flaky", "unknown", "solid"]);
+        let order: Vec<&str> = ranked.iter().map(|r| r.operation_id.as_str()).collect();
+        assert_eq!(
+            order,
+            ["solid", "flaky", "unknown"],
+            "ties keep their order"
+        );
+        assert!((ranked[0].success_rate - 10.0 / 11.0).abs() < 1e-9);
+        assert!((ranked[2].success_rate - 0.5).abs() < 1e-9);
+    }
+}
