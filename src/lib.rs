@@ -11,6 +11,7 @@
 //! | [`registry`] | `wayline-registry`: tool files, tool configs, catalog | `registry` |
 //! | [`executor`] | `wayline-executor`: the engine — scheduling, HTTP, retries, polling, records | `executor` |
 //! | `store` | `wayline-store`: workflow and run stores (memory, files, SQLite), lifecycle, history, triggers, notifications | `store` (`store-sqlite` adds SQLite) |
+//! | `knowledge` | `wayline-knowledge`: patterns, pitfalls and statistics learned from runs, their stores, the recorder, queries | `knowledge` (`knowledge-sqlite` adds SQLite) |
 //! | `testing` | the tool test harness and a loopback mock server | `testing` |
 //!
 //! ```
@@ -30,6 +31,8 @@ pub use wayline_core as core;
 pub use wayline_executor as executor;
 #[cfg(feature = "graph")]
 pub use wayline_graph as graph;
+#[cfg(feature = "knowledge")]
+pub use wayline_knowledge as knowledge;
 #[cfg(feature = "registry")]
 pub use wayline_registry as registry;
 #[cfg(feature = "store")]

@@ -138,10 +138,7 @@ impl<'a> Queries<'a> {
                 }
                 let present = keywords
                     .iter()
-                    .filter(|keyword| {
-                        let keyword = words::singular(&keyword.to_lowercase());
-                        intent_words.contains(&keyword)
-                    })
+                    .filter(|keyword| intent_words.iter().any(|word| same_word(keyword, word)))
                     .count();
                 let coverage = present as f64 / keywords.len() as f64;
                 if coverage < 0.5 {
@@ -233,6 +230,17 @@ impl<'a> Queries<'a> {
             samples: entry.sample_count(),
         })
     }
+}
+
+/// True when `keyword` (as stored: any case, maybe plural) is the intent word `word` (lower
+/// case, singular). Compared in place: this runs for every keyword of every pattern.
+fn same_word(keyword: &str, word: &str) -> bool {
+    keyword.eq_ignore_ascii_case(word)
+        || (keyword.len() == word.len() + 1
+            && keyword.is_char_boundary(word.len())
+            && keyword[..word.len()].eq_ignore_ascii_case(word)
+            && keyword.ends_with(['s', 'S'])
+            && words::singular(&keyword.to_ascii_lowercase()) == word)
 }
 
 fn precondition_holds(precondition: &Precondition, state: &ResourceStates) -> bool {
