@@ -29,8 +29,8 @@ use crate::model::{
 };
 use crate::words::{self, same_variable};
 
-/// What was seen of one run.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What was seen of one run. `RunObservation::default()` is an empty observation made now.
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct RunObservation {
     /// What the run was for: the workflow's name and description (intent keywords come
@@ -50,6 +50,21 @@ pub struct RunObservation {
     pub duration_seconds: f64,
     /// When it ended.
     pub at: DateTime<Utc>,
+}
+
+impl Default for RunObservation {
+    fn default() -> Self {
+        RunObservation {
+            goal: String::new(),
+            attempts: Vec::new(),
+            transitions: Vec::new(),
+            outcomes: Vec::new(),
+            steps: Vec::new(),
+            succeeded: false,
+            duration_seconds: 0.0,
+            at: Utc::now(),
+        }
+    }
 }
 
 /// One attempt of an operation.
@@ -445,6 +460,74 @@ fn round2(value: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::{Queries, ResourceStates};
+
+    fn outcome(success: bool, state: &str, variables: &[&str]) -> StepSeen {
+        let mut step = StepSeen::new("delete", "ClusterService_DeleteCluster", success);
+        if !success {
+            step.error =
+                Some(r#"HTTP 409: {"message": "cluster is not in a deletable state"}"#.into());
+            step.status = Some(409);
+        }
+        step.states.insert("cluster".into(), state.into());
+        step.variables = variables.iter().map(|name| (*name).to_owned()).collect();
+        step
+    }
+
+    fn observe(knowledge: &mut Knowledge, step: StepSeen) {
+        let seen = RunObservation {
+            outcomes: vec![step],
+            ..RunObservation::default()
+        };
+        knowledge.learn(&seen);
+    }
+
+    #[test]
+    fn a_state_that_changed_before_a_success_is_the_resolution() {
+        let mut knowledge = Knowledge::new();
+        observe(&mut knowledge, outcome(false, "MODIFYING", &["cluster_id"]));
+        let pitfall = &knowledge.pitfalls[0];
+        assert_eq!(pitfall.trigger.missing_variable, None);
+        assert_eq!(pitfall.trigger.resource_state["cluster"], "MODIFYING");
+        assert_eq!(pitfall.error_pattern.status_code, Some(409));
+
+        observe(&mut knowledge, outcome(true, "ACTIVE", &["cluster_id"]));
+        let resolution = knowledge.pitfalls[0].resolution.as_ref().unwrap();
+        assert_eq!(
+            resolution.description,
+            "Wait for cluster to be ACTIVE (it was MODIFYING) before calling ClusterService_DeleteCluster"
+        );
+        assert_eq!(
+            resolution.fix_steps[0],
+            "Poll the cluster until state == 'ACTIVE'"
+        );
+    }
+
+    #[test]
+    fn a_success_despite_a_pitfall_contradicts_it_and_a_new_failure_confirms_it() {
+        let mut knowledge = Knowledge::new();
+        observe(&mut knowledge, outcome(false, "MODIFYING", &[]));
+        observe(&mut knowledge, outcome(true, "ACTIVE", &[])); // resolves it
+        observe(&mut knowledge, outcome(true, "MODIFYING", &[])); // contradicts it
+        let pitfall = &knowledge.pitfalls[0];
+        assert_eq!(pitfall.contradiction_count, Some(1));
+        assert_eq!(pitfall.strength, Some(0.5));
+        let state: ResourceStates = [("cluster".to_owned(), "MODIFYING".to_owned())]
+            .into_iter()
+            .collect();
+        let weakened =
+            Queries::new(&knowledge).check_pitfalls("ClusterService_DeleteCluster", &state, &[])[0]
+                .confidence;
+        assert!((weakened - 2.0 / 4.0 * 0.5).abs() < 0.01, "{weakened}");
+        observe(&mut knowledge, outcome(false, "MODIFYING", &[]));
+        let pitfall = &knowledge.pitfalls[0];
+        assert_eq!((pitfall.occurrence_count, pitfall.strength), (2, None));
+        assert_eq!(
+            knowledge.pitfalls.len(),
+            1,
+            "the same error adds an occurrence"
+        );
+    }
 
     #[test]
     fn pattern_names_say_what_the_steps_do() {

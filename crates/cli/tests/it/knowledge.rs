@@ -274,3 +274,38 @@ async fn runs_teach_and_knowledge_check_warns_before_the_call_is_repeated() {
         "not shared"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn knowledge_shares_the_run_stores_sqlite_file() {
+    let server = api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tools = write_files(&server, dir.path());
+    let db = dir.path().join("wayline.db").display().to_string();
+    let flow = dir.path().join("fixed.yaml").display().to_string();
+    let run = wayline(args(&[
+        "run", &flow, "--tools", &tools, "--store", &db, "--learn", "--sut", "tidbx",
+    ]))
+    .await;
+    assert_eq!(run.status.code(), Some(0), "{}", err(&run));
+    let history = wayline(args(&["runs", "list", "--store", &db, "--format", "json"])).await;
+    let page: Value = serde_json::from_slice(&history.stdout).unwrap();
+    assert_eq!(page["runs"].as_array().unwrap().len(), 1);
+    let shown = wayline(args(&[
+        "knowledge",
+        "show",
+        "--sut",
+        "tidbx",
+        "--knowledge",
+        &db,
+        "--format",
+        "json",
+    ]))
+    .await;
+    assert_eq!(shown.status.code(), Some(0), "{}", err(&shown));
+    let document: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(document["patterns"][0]["success_count"], 1);
+    assert!(
+        !dir.path().join("knowledge").exists(),
+        "nothing written beside it"
+    );
+}
