@@ -68,8 +68,7 @@ impl YamlKnowledge {
 impl Inner {
     fn read(&self, sut: &str) -> Result<Knowledge, StoreError> {
         let dir = self.dir.join(sut);
-        let mut texts: [Option<(&str, String)>; 3] = [None, None, None];
-        let mut contents = Vec::with_capacity(3);
+        let mut contents: Vec<Option<(String, String)>> = Vec::with_capacity(FILES.len());
         for name in FILES {
             let path = dir.join(name);
             contents.push(match fs::read_to_string(&path) {
@@ -78,12 +77,12 @@ impl Inner {
                 Err(error) => return Err(unavailable("read", &path, &error)),
             });
         }
-        for (slot, content) in texts.iter_mut().zip(&contents) {
-            *slot = content
+        let text = |index: usize| {
+            contents[index]
                 .as_ref()
-                .map(|(text, origin)| (text.as_str(), origin.clone()));
-        }
-        store::from_yaml(texts)
+                .map(|(text, origin)| (text.as_str(), origin.clone()))
+        };
+        store::from_yaml([text(0), text(1), text(2)])
     }
 
     fn locked<T>(
