@@ -1,18 +1,4 @@
 //! The [`KnowledgeStore`] plug-in trait and the file format shared by the stores.
-//!
-//! # Contract
-//! - Knowledge is kept per system under test (SUT); a SUT name is checked with
-//!   [`check_id`](wayline_core::store::check_id) before anything is written (it becomes a
-//!   directory name in one store).
-//! - [`KnowledgeStore::load`] returns what is stored, field by field, or empty [`Knowledge`]
-//!   for a SUT never written.
-//! - [`KnowledgeStore::update`] applies a change to the stored knowledge atomically: no other
-//!   update of the same SUT, in this process or another, runs between its read and its write,
-//!   so concurrent writers lose no count. When it returns, the change is on disk (for stores
-//!   that have one).
-//! - [`KnowledgeStore::suts`] lists the SUTs with stored knowledge, sorted.
-//! - Stored data that cannot be read back is a `Corrupt` error naming where it is (file and
-//!   line for YAML); it is never skipped or overwritten.
 
 use std::fmt;
 
@@ -24,7 +10,21 @@ use crate::model::{Knowledge, PatternsFile, PitfallsFile, Stats};
 /// A change to one SUT's knowledge, applied under the store's lock.
 pub type Change = Box<dyn FnOnce(&mut Knowledge) + Send>;
 
-/// Where learned knowledge is kept. See the [module documentation](self) for the contract.
+/// Where learned knowledge is kept.
+///
+/// # Contract
+/// - Knowledge is kept per system under test (SUT); a SUT name is checked with
+///   [`check_id`](wayline_core::store::check_id) before anything is written (it becomes a
+///   directory name in one store).
+/// - [`KnowledgeStore::load`] returns what is stored, field by field, or empty [`Knowledge`]
+///   for a SUT never written.
+/// - [`KnowledgeStore::update`] applies a change to the stored knowledge atomically: no other
+///   update of the same SUT, in this process or another, runs between its read and its write,
+///   so concurrent writers lose no count. When it returns, the change is on disk (for stores
+///   that have one).
+/// - [`KnowledgeStore::suts`] lists the SUTs with stored knowledge, sorted.
+/// - Stored data that cannot be read back is a `Corrupt` error naming where it is (file and
+///   line for YAML); it is never skipped or overwritten.
 #[async_trait::async_trait]
 pub trait KnowledgeStore: Send + Sync + fmt::Debug {
     /// The knowledge of `sut` (empty when nothing is stored).
