@@ -410,12 +410,13 @@ async fn settle(
             state.last_error = Some(error);
             false
         });
+        let reported = reported_state(body).map(|reported| job.run.redactor.text(reported));
         job.emit(&RunEvent::Polled {
             run_id: &job.run.run_id,
             step_id: &job.step.id,
             tool_id,
             poll: state.polls,
-            state: reported_state(body),
+            state: reported.as_deref(),
             done: holds,
         });
         if !holds {

@@ -109,7 +109,9 @@ fn recording(c: &mut Criterion) {
         .map(|step| {
             let mut result = StepResult::pending(format!("s{step}"));
             result.status = StepStatus::Success;
-            result.output_data = json!({"id": step, "state": "ACTIVE"});
+            // Distinct output names: every step adds a variable, so the variables each later
+            // step records grow with the run (the costly case).
+            result.output_data = json!({format!("id_{step}"): step, "state": "ACTIVE"});
             result.response_status = Some(200);
             result
         })

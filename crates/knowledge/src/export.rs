@@ -4,9 +4,11 @@
 //! `wayline knowledge show --format json`: `{patterns, pitfalls, stats: {operations,
 //! state_transitions}}`. Free text (descriptions, messages, notes, fix steps, paths) has
 //! URLs, ids, long numbers, credentials and tokens masked; the variables a pitfall last saw
-//! are dropped (they describe one machine's runs, not the API).
+//! are dropped (they describe one machine's runs, not the API), and so are fields this model does
+//! not know (`extra`), which nothing can vouch for. Expressions, paths and keywords keep their
+//! numbers; only credentials and tokens are masked in them.
 
-use crate::mask::mask_for_export;
+use crate::mask::{mask_for_export, mask_secrets};
 use crate::model::{Knowledge, OperationStats, Pattern, Pitfall, TransitionStats, rate};
 
 /// `knowledge` ready to share: masked, and only entries seen at least `min_occurrences` times
@@ -40,16 +42,50 @@ pub fn export(knowledge: &Knowledge, min_occurrences: u64) -> Knowledge {
             (operation.clone(), stats)
         })
         .collect();
-    shared.stats.state_transitions = knowledge.stats.state_transitions.clone();
+    shared.stats.state_transitions = knowledge
+        .stats
+        .state_transitions
+        .iter()
+        .map(|(resource, transitions)| {
+            let kept = transitions
+                .iter()
+                .filter(|(_, transition)| transition.sample_count() >= min_occurrences)
+                .map(|(key, transition)| (key.clone(), transition.clone()))
+                .collect();
+            (resource.clone(), kept)
+        })
+        .filter(
+            |(_, kept): &(String, indexmap::IndexMap<String, TransitionStats>)| !kept.is_empty(),
+        )
+        .collect();
     shared
 }
 
 fn mask_pattern(mut pattern: Pattern) -> Pattern {
     mask_option(&mut pattern.description);
+    pattern.extra.clear();
+    pattern.trigger.extra.clear();
+    for keyword in &mut pattern.trigger.intent_keywords {
+        *keyword = mask_secrets(keyword);
+    }
     for step in &mut pattern.steps {
         mask_option(&mut step.note);
+        step.extra.clear();
         if let Some(template) = &mut step.request_template {
-            mask_option(&mut template.path);
+            if let Some(path) = &mut template.path {
+                *path = mask_secrets(path);
+            }
+            template.extra.clear();
+        }
+        if let Some(expect) = &mut step.expect {
+            if let Some(cel) = &mut expect.cel {
+                *cel = mask_secrets(cel);
+            }
+            expect.extra.clear();
+        }
+        for save in &mut step.save {
+            save.eval = mask_secrets(&save.eval);
+            save.extra.clear();
         }
     }
     pattern
@@ -66,6 +102,9 @@ fn mask_pitfall(mut pitfall: Pitfall) -> Pitfall {
         }
     }
     pitfall.seen_variables.clear();
+    pitfall.extra.clear();
+    pitfall.trigger.extra.clear();
+    pitfall.error_pattern.extra.clear();
     pitfall
 }
 
@@ -98,8 +137,8 @@ impl Knowledge {
                             (Some(x), Some(y)) if a + b > 0.0 => Some((x * a + y * b) / (a + b)),
                             (x, y) => x.or(y),
                         };
-                    known.success_count += pattern.success_count;
-                    known.failure_count += pattern.failure_count;
+                    known.success_count = known.success_count.saturating_add(pattern.success_count);
+                    known.failure_count = known.failure_count.saturating_add(pattern.failure_count);
                     known.last_used = known.last_used.max(pattern.last_used);
                     for keyword in &pattern.trigger.intent_keywords {
                         if !known.trigger.intent_keywords.contains(keyword) {
@@ -112,17 +151,20 @@ impl Knowledge {
         }
         for pitfall in &other.pitfalls {
             match self.pitfalls.iter_mut().find(|known| {
-                known.trigger.operation_id == pitfall.trigger.operation_id
-                    && known.error_pattern.status_code == pitfall.error_pattern.status_code
-                    && known.error_pattern.message_contains
-                        == pitfall.error_pattern.message_contains
+                known.id == pitfall.id
+                    || known.trigger.operation_id == pitfall.trigger.operation_id
+                        && known.error_pattern.status_code == pitfall.error_pattern.status_code
+                        && known.error_pattern.message_contains
+                            == pitfall.error_pattern.message_contains
             }) {
                 Some(known) => {
-                    known.occurrence_count += pitfall.occurrence_count;
+                    known.occurrence_count = known
+                        .occurrence_count
+                        .saturating_add(pitfall.occurrence_count);
                     known.contradiction_count =
                         match (known.contradiction_count, pitfall.contradiction_count) {
                             (None, None) => None,
-                            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+                            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
                         };
                     known.last_occurred = known.last_occurred.max(pitfall.last_occurred);
                     if known.resolution.is_none() {
@@ -165,18 +207,18 @@ fn merge_operation(known: &mut OperationStats, other: &OperationStats) {
     if a + b > 0.0 {
         known.avg_duration_ms = (known.avg_duration_ms * a + other.avg_duration_ms * b) / (a + b);
     }
-    known.total_attempts += other.total_attempts;
-    known.successes += other.successes;
-    known.failures += other.failures;
+    known.total_attempts = known.total_attempts.saturating_add(other.total_attempts);
+    known.successes = known.successes.saturating_add(other.successes);
+    known.failures = known.failures.saturating_add(other.failures);
     known.success_rate = rate(known.successes, known.total_attempts);
     known.last_used = known.last_used.max(other.last_used);
     for error in &other.common_errors {
         match known
             .common_errors
             .iter_mut()
-            .find(|mine| mine.error == error.error && mine.status_code == error.status_code)
+            .find(|mine| mine.same_kind(&error.error, error.status_code))
         {
-            Some(mine) => mine.count += error.count,
+            Some(mine) => mine.count = mine.count.saturating_add(error.count),
             None => known.common_errors.push(error.clone()),
         }
     }
@@ -190,7 +232,7 @@ fn merge_transition(known: &mut TransitionStats, other: &TransitionStats) {
     known.avg_poll_attempts = (known.avg_poll_attempts * a + other.avg_poll_attempts * b) / (a + b);
     known.avg_duration_seconds =
         (known.avg_duration_seconds * a + other.avg_duration_seconds * b) / (a + b);
-    known.samples = Some(known.sample_count() + other.sample_count());
+    known.samples = Some(known.sample_count().saturating_add(other.sample_count()));
 }
 
 #[cfg(test)]

@@ -42,6 +42,12 @@ pub struct RunObservation {
     pub transitions: Vec<TransitionSeen>,
     /// Every step that ended, in the order they ended.
     pub outcomes: Vec<StepSeen>,
+    /// Every variable set during the run, in the order it was set (the run's inputs, then
+    /// the output fields of steps that succeeded). A step saw the first
+    /// [`StepSeen::variables_set`] of them.
+    pub variables: Vec<String>,
+    /// Where each variable came from (a step id, or `inputs`), in the same order.
+    pub producers: Vec<String>,
     /// The steps the run was made of, in workflow order, as templates.
     pub steps: Vec<PatternStep>,
     /// True when the run succeeded.
@@ -59,6 +65,8 @@ impl Default for RunObservation {
             attempts: Vec::new(),
             transitions: Vec::new(),
             outcomes: Vec::new(),
+            variables: Vec::new(),
+            producers: Vec::new(),
             steps: Vec::new(),
             succeeded: false,
             duration_seconds: 0.0,
@@ -113,12 +121,12 @@ pub struct StepSeen {
     pub error: Option<String>,
     /// The response status of its last attempt.
     pub status: Option<u16>,
-    /// The variables set when it ran (run inputs and outputs of earlier steps).
-    pub variables: Vec<String>,
+    /// How many of the run's [`RunObservation::variables`] were set when it ran. (A count
+    /// rather than a copy: a run's variables only grow, and copying them for every step would
+    /// cost time in the square of the run's length.)
+    pub variables_set: usize,
     /// The known state of each resource when it ran.
     pub states: IndexMap<String, String>,
-    /// Where each variable came from (`variable → step id`), for resolutions.
-    pub producers: IndexMap<String, String>,
 }
 
 impl AttemptSeen {
@@ -162,11 +170,16 @@ impl StepSeen {
             success,
             error: None,
             status: None,
-            variables: Vec::new(),
+            variables_set: 0,
             states: IndexMap::new(),
-            producers: IndexMap::new(),
         }
     }
+}
+
+/// The variables a step saw, and their producers.
+struct Context<'a> {
+    variables: &'a [String],
+    producers: &'a [String],
 }
 
 /// How much a contradiction weakens an entry.
@@ -212,33 +225,39 @@ impl Knowledge {
             entry.samples = Some(after as u64);
         }
         for outcome in &seen.outcomes {
+            let set = outcome.variables_set.min(seen.variables.len());
+            let context = Context {
+                variables: &seen.variables[..set],
+                producers: &seen.producers[..set.min(seen.producers.len())],
+            };
             if outcome.success {
-                self.step_succeeded(outcome, seen.at);
+                self.step_succeeded(outcome, &context);
             } else if outcome.error.is_some() {
-                self.step_failed(outcome, seen.at);
+                self.step_failed(outcome, &context, seen.at);
             }
         }
         self.learn_pattern(seen);
     }
 
-    fn step_failed(&mut self, step: &StepSeen, at: DateTime<Utc>) {
+    fn step_failed(&mut self, step: &StepSeen, context: &Context<'_>, at: DateTime<Utc>) {
         let (status, message) = crate::mask::error_message(step.error.as_deref().unwrap_or(""));
         let status = step.status.or(status);
         let message = mask_message(&message);
         let missing = words::missing_names(&message)
             .into_iter()
-            .find(|name| !step.variables.iter().any(|set| same_variable(set, name)));
+            .find(|name| !context.variables.iter().any(|set| same_variable(set, name)));
         if let Some(known) = self.pitfalls.iter_mut().find(|pitfall| {
             pitfall.trigger.operation_id == step.operation_id
                 && pitfall
                     .error_pattern
                     .status_code
                     .is_none_or(|known| Some(known) == status)
+                && !pitfall.error_pattern.message_contains.is_empty()
                 && message.contains(pitfall.error_pattern.message_contains.as_str())
         }) {
-            known.occurrence_count += 1;
+            known.occurrence_count = known.occurrence_count.saturating_add(1);
             known.last_occurred = Some(at);
-            known.seen_variables.clone_from(&step.variables);
+            known.seen_variables = context.variables.to_vec();
             known.strength = None; // confirmed: full strength
             return;
         }
@@ -262,8 +281,15 @@ impl Knowledge {
             )),
             trigger: PitfallTrigger {
                 operation_id: step.operation_id.clone(),
+                // A named missing variable is the trigger; the states of the moment are only
+                // recorded when nothing else explains the failure (as in the seed's pitfalls,
+                // which name one or the other).
+                resource_state: if missing.is_some() {
+                    IndexMap::new()
+                } else {
+                    step.states.clone()
+                },
                 missing_variable: missing,
-                resource_state: step.states.clone(),
                 extra: Extra::new(),
             },
             error_pattern: ErrorPattern {
@@ -275,24 +301,24 @@ impl Knowledge {
             occurrence_count: 1,
             last_occurred: Some(at),
             contradiction_count: None,
-            seen_variables: step.variables.clone(),
+            seen_variables: context.variables.to_vec(),
             strength: None,
             extra: Extra::new(),
         });
     }
 
-    fn step_succeeded(&mut self, step: &StepSeen, _at: DateTime<Utc>) {
+    fn step_succeeded(&mut self, step: &StepSeen, context: &Context<'_>) {
         for pitfall in &mut self.pitfalls {
             if pitfall.trigger.operation_id != step.operation_id {
                 continue;
             }
             if pitfall.resolution.is_none()
-                && let Some(resolution) = resolve(pitfall, step)
+                && let Some(resolution) = resolve(pitfall, step, context)
             {
                 pitfall.resolution = Some(resolution);
                 continue;
             }
-            if crate::query::pitfall_applies(pitfall, &step.states, &step.variables) {
+            if crate::query::pitfall_applies(pitfall, &step.states, context.variables) {
                 pitfall.contradiction_count = Some(pitfall.contradiction_count.unwrap_or(0) + 1);
                 pitfall.strength = Some(pitfall.strength.unwrap_or(1.0) * CONTRADICTION_FACTOR);
             }
@@ -314,7 +340,7 @@ impl Knowledge {
         if let Some(pattern) = existing {
             if seen.succeeded {
                 let runs = pattern.success_count as f64;
-                pattern.success_count += 1;
+                pattern.success_count = pattern.success_count.saturating_add(1);
                 pattern.avg_duration_seconds = Some(round2(
                     (pattern
                         .avg_duration_seconds
@@ -325,7 +351,7 @@ impl Knowledge {
                 ));
                 pattern.strength = None;
             } else {
-                pattern.failure_count += 1;
+                pattern.failure_count = pattern.failure_count.saturating_add(1);
                 pattern.strength = Some(pattern.strength.unwrap_or(1.0) * CONTRADICTION_FACTOR);
             }
             pattern.last_used = Some(seen.at);
@@ -338,7 +364,13 @@ impl Knowledge {
         for step in &seen.steps {
             for word in words::words(&step.operation_id) {
                 let word = words::singular(&word);
-                if !words::is_stopword(&word) && word.len() > 1 && !keywords.contains(&word) {
+                // Reading is how every flow checks its work: `get` selects nothing.
+                let reads = words::action_of(&word) == Some("read");
+                if !reads
+                    && !words::is_stopword(&word)
+                    && word.len() > 1
+                    && !keywords.contains(&word)
+                {
                     keywords.push(word);
                 }
             }
@@ -370,58 +402,81 @@ impl Knowledge {
     }
 }
 
-/// What changed between a pitfall's failure and this success of its operation.
-fn resolve(pitfall: &mut Pitfall, step: &StepSeen) -> Option<Resolution> {
+/// What changed between a pitfall's failure and this success of its operation: the variable
+/// the error named, now set; else a resource now in another state; else, when the error named
+/// no variable, a variable set now that was not then. A trigger's named variable is replaced
+/// only by the variable that matches it.
+fn resolve(pitfall: &mut Pitfall, step: &StepSeen, context: &Context<'_>) -> Option<Resolution> {
     let operation = &step.operation_id;
-    let added: Vec<&String> = step
+    let added: Vec<&String> = context
         .variables
         .iter()
         .filter(|name| !pitfall.seen_variables.contains(name))
         .collect();
-    if !added.is_empty() {
-        let named = pitfall.trigger.missing_variable.clone();
-        let variable = named
-            .as_deref()
-            .and_then(|missing| added.iter().find(|name| same_variable(name, missing)))
-            .or_else(|| added.first())
-            .map(|name| (*name).clone())?;
-        pitfall.trigger.missing_variable = Some(variable.clone());
-        let source = step
-            .producers
-            .get(&variable)
-            .map(|producer| format!(" (step `{producer}` produces it)"))
-            .unwrap_or_default();
+    let named = pitfall.trigger.missing_variable.clone();
+    let matching = named
+        .as_deref()
+        .and_then(|missing| added.iter().find(|name| same_variable(name, missing)));
+    if let Some(variable) = matching {
+        return Some(save_variable(pitfall, (*variable).clone(), step, context));
+    }
+    let changed = pitfall
+        .trigger
+        .resource_state
+        .iter()
+        .find_map(|(resource, then)| {
+            step.states
+                .get(resource)
+                .filter(|now| *now != then)
+                .map(|now| (resource.clone(), then.clone(), now.clone()))
+        });
+    if let Some((resource, then, now)) = changed {
         return Some(Resolution {
-            description: format!("Save `{variable}` before calling {operation}"),
+            description: format!(
+                "Wait for {resource} to be {now} (it was {then}) before calling {operation}"
+            ),
             fix_steps: vec![
-                format!("Run the step that provides `{variable}` first{source}"),
-                format!("Pass `{variable}` to {operation}"),
+                format!("Poll the {resource} until state == '{now}'"),
+                format!("Then call {operation}"),
             ],
             extra: Extra::new(),
         });
     }
-    let changed: Vec<(&String, &String, &String)> = pitfall
-        .trigger
-        .resource_state
+    match (named, added.first()) {
+        // Only with a record of what was set at the failure: otherwise everything looks added.
+        (None, Some(variable)) if !pitfall.seen_variables.is_empty() => {
+            Some(save_variable(pitfall, (*variable).clone(), step, context))
+        }
+        _ => None,
+    }
+}
+
+/// The resolution "save `variable` first"; it becomes the trigger's missing variable.
+fn save_variable(
+    pitfall: &mut Pitfall,
+    variable: String,
+    step: &StepSeen,
+    context: &Context<'_>,
+) -> Resolution {
+    let operation = &step.operation_id;
+    let source = context
+        .variables
         .iter()
-        .filter_map(|(resource, then)| {
-            step.states
-                .get(resource)
-                .filter(|now| *now != then)
-                .map(|now| (resource, then, now))
-        })
-        .collect();
-    let (resource, then, now) = changed.first()?;
-    Some(Resolution {
-        description: format!(
-            "Wait for {resource} to be {now} (it was {then}) before calling {operation}"
-        ),
+        .position(|name| *name == variable)
+        .and_then(|at| context.producers.get(at))
+        .filter(|producer| *producer != "inputs")
+        .map(|producer| format!(" (step `{producer}` produces it)"))
+        .unwrap_or_default();
+    let resolution = Resolution {
+        description: format!("Save `{variable}` before calling {operation}"),
         fix_steps: vec![
-            format!("Poll the {resource} until state == '{now}'"),
-            format!("Then call {operation}"),
+            format!("Run the step that provides `{variable}` first{source}"),
+            format!("Pass `{variable}` to {operation}"),
         ],
         extra: Extra::new(),
-    })
+    };
+    pitfall.trigger.missing_variable = Some(variable);
+    resolution
 }
 
 /// `create_cluster_and_poll`-style names: the actions and resources of the operations.
@@ -470,13 +525,15 @@ mod tests {
             step.status = Some(409);
         }
         step.states.insert("cluster".into(), state.into());
-        step.variables = variables.iter().map(|name| (*name).to_owned()).collect();
+        step.variables_set = variables.len();
         step
     }
 
-    fn observe(knowledge: &mut Knowledge, step: StepSeen) {
+    fn observe(knowledge: &mut Knowledge, step: StepSeen, variables: &[&str]) {
         let seen = RunObservation {
             outcomes: vec![step],
+            variables: variables.iter().map(|name| (*name).to_owned()).collect(),
+            producers: variables.iter().map(|_| "inputs".to_owned()).collect(),
             ..RunObservation::default()
         };
         knowledge.learn(&seen);
@@ -485,13 +542,21 @@ mod tests {
     #[test]
     fn a_state_that_changed_before_a_success_is_the_resolution() {
         let mut knowledge = Knowledge::new();
-        observe(&mut knowledge, outcome(false, "MODIFYING", &["cluster_id"]));
+        observe(
+            &mut knowledge,
+            outcome(false, "MODIFYING", &["cluster_id"]),
+            &["cluster_id"],
+        );
         let pitfall = &knowledge.pitfalls[0];
         assert_eq!(pitfall.trigger.missing_variable, None);
         assert_eq!(pitfall.trigger.resource_state["cluster"], "MODIFYING");
         assert_eq!(pitfall.error_pattern.status_code, Some(409));
 
-        observe(&mut knowledge, outcome(true, "ACTIVE", &["cluster_id"]));
+        // The fixed run also saved the state while waiting: a new variable, but the error named
+        // none and the state changed, so the wait is the resolution.
+        let both = ["cluster_id", "state"];
+        observe(&mut knowledge, outcome(true, "ACTIVE", &both), &both);
+        assert_eq!(knowledge.pitfalls[0].trigger.missing_variable, None);
         let resolution = knowledge.pitfalls[0].resolution.as_ref().unwrap();
         assert_eq!(
             resolution.description,
@@ -506,9 +571,9 @@ mod tests {
     #[test]
     fn a_success_despite_a_pitfall_contradicts_it_and_a_new_failure_confirms_it() {
         let mut knowledge = Knowledge::new();
-        observe(&mut knowledge, outcome(false, "MODIFYING", &[]));
-        observe(&mut knowledge, outcome(true, "ACTIVE", &[])); // resolves it
-        observe(&mut knowledge, outcome(true, "MODIFYING", &[])); // contradicts it
+        observe(&mut knowledge, outcome(false, "MODIFYING", &[]), &[]);
+        observe(&mut knowledge, outcome(true, "ACTIVE", &[]), &[]); // resolves it
+        observe(&mut knowledge, outcome(true, "MODIFYING", &[]), &[]); // contradicts it
         let pitfall = &knowledge.pitfalls[0];
         assert_eq!(pitfall.contradiction_count, Some(1));
         assert_eq!(pitfall.strength, Some(0.5));
@@ -519,7 +584,7 @@ mod tests {
             Queries::new(&knowledge).check_pitfalls("ClusterService_DeleteCluster", &state, &[])[0]
                 .confidence;
         assert!((weakened - 2.0 / 4.0 * 0.5).abs() < 0.01, "{weakened}");
-        observe(&mut knowledge, outcome(false, "MODIFYING", &[]));
+        observe(&mut knowledge, outcome(false, "MODIFYING", &[]), &[]);
         let pitfall = &knowledge.pitfalls[0];
         assert_eq!((pitfall.occurrence_count, pitfall.strength), (2, None));
         assert_eq!(

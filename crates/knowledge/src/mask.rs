@@ -15,16 +15,24 @@ static UUID: LazyLock<Regex> = LazyLock::new(|| {
 static HEX_ID: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b[0-9A-Fa-f]{8,}\b").expect("valid"));
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b\d+(\.\d+)?\b").expect("valid"));
-/// Credentials written as `key=value` / `key: value`, and `Bearer`/`Basic` tokens.
-static CREDENTIAL: LazyLock<Regex> = LazyLock::new(|| {
+/// Credentials written as `key=value` / `key: value` (`client_secret=…`, `DB_PASSWORD: …`).
+static KEYED_CREDENTIAL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b((?:api[_-]?key|token|secret|password|passwd|pwd|authorization|access[_-]?key|private[_-]?key)\x22?\s*[:=]\s*\x22?)(?:(?:bearer|basic)\s+)?[^\s\x22,;&]+|\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+",
+        r"(?i)\b([\w-]*(?:api[_-]?key|token|secret|password|passwd|pwd|access[_-]?key|private[_-]?key|credential)[\w-]*\x22?\s*[:=]\s*\x22?)(?:(?:bearer|basic|token)\s+)?[^\s\x22,;&]+",
     )
     .expect("valid")
 });
-/// A long token mixing letters and digits: an API key, a signature, a session id.
+/// `Authorization: <scheme> <value>` (or a bare value), and `Bearer`/`Basic` tokens anywhere.
+static AUTHORIZATION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(authorization\x22?\s*[:=]\s*\x22?)[^\s\x22,;&]+(?:\s+[^\s\x22,;&]+)?|\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+",
+    )
+    .expect("valid")
+});
+/// A long token mixing letters and digits: an API key, a signature, a session id. (No `/`:
+/// a path is not a token.)
 static TOKEN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b[A-Za-z0-9_+/=-]{20,}\b").expect("valid"));
+    LazyLock::new(|| Regex::new(r"\b[A-Za-z0-9_+=-]{20,}\b").expect("valid"));
 
 /// `text` with URLs, UUIDs, hex ids and numbers replaced by `<url>`, `<id>` and `<n>`: the
 /// form errors are counted under, so `cluster 1234 not found` and `cluster 99 not found` are
@@ -43,29 +51,36 @@ pub fn mask_message(text: &str) -> String {
     NUMBER.replace_all(&text, "<n>").trim().to_owned()
 }
 
-/// `text` made safe to share: credentials and long tokens become `<secret>`, then
-/// [`mask_message`] applies.
-pub fn mask_for_export(text: &str) -> String {
-    let text = CREDENTIAL.replace_all(text, |captures: &regex::Captures<'_>| {
+/// `text` with credentials and long tokens replaced by `<secret>`, nothing else changed: for
+/// expressions and templates, which must keep their numbers and paths.
+pub fn mask_secrets(text: &str) -> String {
+    let text = AUTHORIZATION.replace_all(text, |captures: &regex::Captures<'_>| {
         match (captures.get(1), captures.get(2)) {
             (Some(key), _) => format!("{}<secret>", key.as_str()),
             (None, Some(scheme)) => format!("{} <secret>", scheme.as_str()),
             _ => "<secret>".to_owned(),
         }
     });
-    // URLs first: their paths look like tokens.
-    let text = URL.replace_all(&text, "<url>");
-    let text = TOKEN.replace_all(&text, |captures: &regex::Captures<'_>| {
-        let found = &captures[0];
-        let digits = found.bytes().any(|byte| byte.is_ascii_digit());
-        let letters = found.bytes().any(|byte| byte.is_ascii_alphabetic());
-        if digits && letters {
-            "<secret>".to_owned()
-        } else {
-            found.to_owned()
-        }
-    });
-    mask_message(&text)
+    let text = KEYED_CREDENTIAL.replace_all(&text, "${1}<secret>");
+    TOKEN
+        .replace_all(&text, |captures: &regex::Captures<'_>| {
+            let found = &captures[0];
+            let digits = found.bytes().any(|byte| byte.is_ascii_digit());
+            let letters = found.bytes().any(|byte| byte.is_ascii_alphabetic());
+            if digits && letters {
+                "<secret>".to_owned()
+            } else {
+                found.to_owned()
+            }
+        })
+        .into_owned()
+}
+
+/// `text` made safe to share: URLs first (their paths and queries can hold anything), then
+/// [`mask_secrets`], then [`mask_message`] (ids and numbers).
+pub fn mask_for_export(text: &str) -> String {
+    let text = URL.replace_all(text, "<url>");
+    mask_message(&mask_secrets(&text))
 }
 
 /// The server's message in an engine error text, and the status it names: `HTTP 400: {"message":
@@ -143,6 +158,21 @@ mod tests {
         assert!(!masked.contains("ghp_a1B2"), "{masked}");
         assert!(masked.contains("ClusterService_UpdateCluster"), "{masked}");
         assert!(masked.contains("api_key=<secret>"), "{masked}");
+        for (text, secret) in [
+            ("client_secret=abc", "abc"),
+            ("DB_PASSWORD: hunter2", "hunter2"),
+            ("access_token=t0k", "t0k"),
+            ("Authorization: Token xyz", "xyz"),
+            ("auth_token=\"qq\"", "qq"),
+        ] {
+            let masked = mask_for_export(text);
+            assert!(!masked.contains(secret), "{text} gave {masked}");
+        }
+        assert_eq!(
+            mask_secrets("GET /api/v2/serverless/clusters/{id} when body.count > 3"),
+            "GET /api/v2/serverless/clusters/{id} when body.count > 3",
+            "paths and numbers stay in expressions"
+        );
     }
 
     #[test]

@@ -356,6 +356,17 @@ pub struct CommonError {
     pub extra: Extra,
 }
 
+impl CommonError {
+    /// True when an error with this message and status counts under this entry: the same
+    /// message, and the same status unless this entry names none (a hand-written one).
+    pub fn same_kind(&self, error: &str, status_code: Option<u16>) -> bool {
+        self.error == error
+            && self
+                .status_code
+                .is_none_or(|known| Some(known) == status_code)
+    }
+}
+
 /// How long a resource takes to go from one state to another while polled.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -385,11 +396,11 @@ impl OperationStats {
     /// Adds one attempt.
     pub fn record(&mut self, success: bool, duration_ms: f64, at: DateTime<Utc>) {
         let before = self.total_attempts as f64;
-        self.total_attempts += 1;
+        self.total_attempts = self.total_attempts.saturating_add(1);
         if success {
-            self.successes += 1;
+            self.successes = self.successes.saturating_add(1);
         } else {
-            self.failures += 1;
+            self.failures = self.failures.saturating_add(1);
         }
         self.avg_duration_ms =
             (self.avg_duration_ms * before + duration_ms) / self.total_attempts as f64;
@@ -399,10 +410,12 @@ impl OperationStats {
 
     /// Counts one error of this kind.
     pub fn record_error(&mut self, error: &str, status_code: Option<u16>) {
-        match self.common_errors.iter_mut().find(|known| {
-            known.error == error && known.status_code.is_none_or(|s| Some(s) == status_code)
-        }) {
-            Some(known) => known.count += 1,
+        match self
+            .common_errors
+            .iter_mut()
+            .find(|known| known.same_kind(error, status_code))
+        {
+            Some(known) => known.count = known.count.saturating_add(1),
             None => self.common_errors.push(CommonError {
                 error: error.to_owned(),
                 count: 1,

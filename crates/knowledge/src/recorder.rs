@@ -60,9 +60,10 @@ struct State {
 /// What is gathered of one run in flight.
 #[derive(Debug)]
 struct Watch {
+    /// The variables set so far, for a constant-time "already set?".
+    known: std::collections::HashSet<String>,
     started: Instant,
-    variables: Vec<String>,
-    producers: IndexMap<String, String>,
+
     states: IndexMap<String, String>,
     /// Per step: the operation it calls, its last status, and its poll in progress.
     steps: HashMap<String, StepWatch>,
@@ -229,17 +230,13 @@ impl RunObserver for Recorder {
                         .map(|step| self.template(step))
                         .collect();
                 }
-                let variables: Vec<String> = run.user_inputs.keys().cloned().collect();
-                let producers = variables
-                    .iter()
-                    .map(|name| (name.clone(), "inputs".to_owned()))
-                    .collect();
+                seen.variables = run.user_inputs.keys().cloned().collect();
+                seen.producers = vec!["inputs".to_owned(); seen.variables.len()];
                 state.runs.insert(
                     run.id.clone(),
                     Watch {
+                        known: seen.variables.iter().cloned().collect(),
                         started: Instant::now(),
-                        variables,
-                        producers,
                         states: IndexMap::new(),
                         steps: HashMap::new(),
                         order: Vec::new(),
@@ -322,15 +319,14 @@ impl RunObserver for Recorder {
                     success,
                     error: result.error.clone(),
                     status: result.response_status.or(step.status),
-                    variables: watch.variables.clone(),
+                    variables_set: watch.seen.variables.len(),
                     states: watch.states.clone(),
-                    producers: watch.producers.clone(),
                 });
                 if success && let Value::Object(output) = &result.output_data {
                     for key in output.keys() {
-                        if !watch.variables.contains(key) {
-                            watch.variables.push(key.clone());
-                            watch.producers.insert(key.clone(), result.step_id.clone());
+                        if watch.known.insert(key.clone()) {
+                            watch.seen.variables.push(key.clone());
+                            watch.seen.producers.push(result.step_id.clone());
                         }
                     }
                 }

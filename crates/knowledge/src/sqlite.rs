@@ -105,6 +105,16 @@ fn migrate(connection: &mut Connection) -> rusqlite::Result<()> {
         })
         .optional()?;
     let applied = usize::try_from(version.unwrap_or(0)).unwrap_or(usize::MAX);
+    if applied > MIGRATIONS.len() {
+        // A newer wayline wrote this file; changing it could lose what that version keeps.
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_MISUSE),
+            Some(format!(
+                "its knowledge tables are at schema version {applied}, newer than this wayline knows ({}); use a newer wayline",
+                MIGRATIONS.len()
+            )),
+        ));
+    }
     for (index, migration) in MIGRATIONS.iter().enumerate().skip(applied) {
         transaction.execute_batch(migration)?;
         transaction.execute("DELETE FROM wayline_knowledge_schema", [])?;

@@ -123,25 +123,39 @@ pub fn same_variable(a: &str, b: &str) -> bool {
     a == b || (!trim(&a).is_empty() && trim(&a) == trim(&b))
 }
 
-/// Names an error message says are missing: `X is required`, `missing X`, `X must be
-/// provided`, `X is missing`, `X not set`.
+/// Names an error message says are missing: `X is required`, `X is missing`, `X are
+/// required`, `missing X`, `requires X`, `X must be provided` (or set, given, specified),
+/// `X not set`, `X required`.
 pub fn missing_names(message: &str) -> Vec<String> {
     let words: Vec<&str> = message
         .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '\'' | '"' | '`'))
         .filter(|word| !word.is_empty())
         .collect();
+    // Compared without punctuation: `required.` and `required)` are `required`.
+    let bare = |word: &str| {
+        word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
+            .to_lowercase()
+    };
     let mut names = Vec::new();
     for (index, word) in words.iter().enumerate() {
-        let next = |offset: usize| words.get(index + offset).map(|w| w.to_lowercase());
-        let before = (next(1).as_deref() == Some("is") || next(1).as_deref() == Some("are"))
-            && matches!(next(2).as_deref(), Some("required" | "missing"))
-            || next(1).as_deref() == Some("must")
-            || (next(1).as_deref() == Some("not") && next(2).as_deref() == Some("set"))
-            || next(1).as_deref() == Some("required");
-        let after = index > 0 && {
-            let previous = words[index - 1].to_lowercase();
-            previous == "missing" || previous == "require" || previous == "requires"
+        let next = |offset: usize| {
+            words
+                .get(index + offset)
+                .map(|w| bare(w))
+                .unwrap_or_default()
         };
+        let before = (matches!(next(1).as_str(), "is" | "are")
+            && matches!(next(2).as_str(), "required" | "missing"))
+            || (next(1) == "must"
+                && next(2) == "be"
+                && matches!(next(3).as_str(), "provided" | "set" | "given" | "specified"))
+            || (next(1) == "not" && next(2) == "set")
+            || next(1) == "required";
+        let after = index > 0
+            && matches!(
+                bare(words[index - 1]).as_str(),
+                "missing" | "require" | "requires"
+            );
         let name = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '-');
         if (before || after) && !name.is_empty() && !is_stopword(&name.to_lowercase()) {
             names.push(name.to_owned());
@@ -209,6 +223,12 @@ mod tests {
             ["private-connection-resource-id"]
         );
         assert!(missing_names("cluster is not in a deletable state").is_empty());
+        assert_eq!(
+            missing_names("tidbNodeGroupId is required."),
+            ["tidbNodeGroupId"]
+        );
+        assert_eq!(missing_names("(regionId must be provided)"), ["regionId"]);
+        assert!(missing_names("displayName must be at most 64 chars").is_empty());
     }
 
     #[test]

@@ -165,7 +165,7 @@ async fn runs_teach_and_knowledge_check_warns_before_the_call_is_repeated() {
         "{text}"
     );
     assert!(
-        text.contains("because: variable `NodeGroupId` is not set; cluster is ACTIVE"),
+        text.contains("because: variable `NodeGroupId` is not set\n"),
         "{text}"
     );
     assert!(text.contains("resolution: not known yet"), "{text}");
