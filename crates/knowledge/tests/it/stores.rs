@@ -125,3 +125,18 @@ async fn a_damaged_file_is_reported_with_its_line_and_never_overwritten() {
     let error = store.load("tidbx").await.unwrap_err().to_string();
     assert!(error.contains("pitfals"), "{error}");
 }
+
+#[test]
+fn a_database_from_a_newer_wayline_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wayline.db");
+    drop(SqliteKnowledge::open(&path).unwrap());
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    connection
+        .execute("UPDATE wayline_knowledge_schema SET version = 99", [])
+        .unwrap();
+    drop(connection);
+    let error = SqliteKnowledge::open(&path).unwrap_err().to_string();
+    assert!(error.contains("schema version 99"), "{error}");
+    assert!(error.contains("use a newer wayline"), "{error}");
+}
