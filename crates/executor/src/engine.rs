@@ -23,7 +23,7 @@ use serde_json::Value;
 use tracing::Instrument;
 use wayline_core::{
     RetryPolicy, Run, RunEvent, RunObserver, RunStatus, RunStore, SecretProvider, Severity,
-    StepResult, StepStatus, ToolCatalog, ToolConfig, Transport, Workflow,
+    StepPolicy, StepResult, StepStatus, ToolCatalog, ToolConfig, Transport, Workflow,
 };
 
 use crate::Error;
@@ -77,6 +77,7 @@ pub(crate) struct EngineInner {
     secrets: Arc<dyn SecretProvider>,
     observers: Vec<Arc<dyn RunObserver>>,
     pub(crate) middleware: Vec<Arc<dyn StepMiddleware>>,
+    pub(crate) policies: Vec<Arc<dyn StepPolicy>>,
     pub(crate) run_store: Option<Arc<dyn RunStore>>,
     max_parallel: usize,
     per_host_limit: Option<usize>,
@@ -99,6 +100,7 @@ pub struct EngineBuilder {
     secrets: Arc<dyn SecretProvider>,
     observers: Vec<Arc<dyn RunObserver>>,
     middleware: Vec<Arc<dyn StepMiddleware>>,
+    policies: Vec<Arc<dyn StepPolicy>>,
     run_store: Option<Arc<dyn RunStore>>,
     max_parallel: usize,
     per_host_limit: Option<usize>,
@@ -127,6 +129,7 @@ impl Engine {
             secrets: Arc::new(wayline_core::MemorySecrets::new()),
             observers: Vec::new(),
             middleware: Vec::new(),
+            policies: Vec::new(),
             run_store: None,
             max_parallel: DEFAULT_MAX_PARALLEL,
             per_host_limit: None,
@@ -233,6 +236,14 @@ impl EngineBuilder {
         self
     }
 
+    /// Adds a policy consulted before each step that calls a tool (see
+    /// [`StepPolicy`](wayline_core::StepPolicy)): a block fails the step with the reason, a
+    /// warning is kept in the step's warnings.
+    pub fn policy(mut self, policy: Arc<dyn StepPolicy>) -> Self {
+        self.policies.push(policy);
+        self
+    }
+
     /// Adds a hook run before and after each step.
     pub fn middleware(mut self, middleware: Arc<dyn StepMiddleware>) -> Self {
         self.middleware.push(middleware);
@@ -289,6 +300,7 @@ impl EngineBuilder {
                 secrets: self.secrets,
                 observers: self.observers,
                 middleware: self.middleware,
+                policies: self.policies,
                 run_store: self.run_store,
                 max_parallel: self.max_parallel,
                 per_host_limit: self.per_host_limit,

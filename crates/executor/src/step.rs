@@ -10,8 +10,8 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use wayline_core::tool::ToolKind;
 use wayline_core::{
-    HttpRequest, HttpResponse, RequestSummary, RunEvent, RunStore, Step, StepKind, StepResult,
-    StepStatus, ToolDefinition, TransportError, TransportErrorKind,
+    HttpRequest, HttpResponse, RequestSummary, RunEvent, RunStore, Step, StepKind, StepRequest,
+    StepResult, StepStatus, ToolDefinition, TransportError, TransportErrorKind, Verdict,
 };
 
 use crate::command::{self, Invocation};
@@ -194,6 +194,19 @@ async fn run_step(job: &StepJob<'_>, progress: &mut Progress) -> Result<Value, F
         return Err(format!("input validation failed: {}", findings.errors.join("; ")).into());
     }
     let context = job.context();
+    let request = (job.step.kind != StepKind::Transform).then(|| {
+        StepRequest::new(
+            &job.run.run_id,
+            &job.run.workflow_id,
+            &job.step.id,
+            &job.step.tool_id,
+            prepared.tool.as_deref(),
+            &job.inputs,
+        )
+    });
+    if let Some(request) = &request {
+        consult_policies(job, request, progress)?;
+    }
     for hook in &job.run.engine.middleware {
         hook.before_step(&context)
             .await
@@ -201,7 +214,15 @@ async fn run_step(job: &StepJob<'_>, progress: &mut Progress) -> Result<Value, F
     }
     let output = match (job.step.kind, prepared.tool.as_deref()) {
         (StepKind::Transform, _) => step_outputs(job, None)?,
-        (_, Some(tool)) => call(job, tool, progress).await?,
+        (_, Some(tool)) => {
+            let called = call(job, tool, progress).await;
+            if let Some(request) = &request {
+                for policy in &job.run.engine.policies {
+                    policy.finished(request, called.is_ok(), called.as_ref().ok());
+                }
+            }
+            called?
+        }
         (_, None) => {
             return Err(format!("tool `{}` is not in the catalog", job.step.tool_id).into());
         }
@@ -215,6 +236,34 @@ async fn run_step(job: &StepJob<'_>, progress: &mut Progress) -> Result<Value, F
         });
     }
     Ok(output)
+}
+
+/// Asks the engine's step policies about `request`: the first block (or ask, which cannot be
+/// answered here) fails the step; warnings join the step's warnings.
+fn consult_policies(
+    job: &StepJob<'_>,
+    request: &StepRequest<'_>,
+    progress: &mut Progress,
+) -> Result<(), Failure> {
+    for policy in &job.run.engine.policies {
+        match policy.check(request) {
+            Verdict::Allow => {}
+            Verdict::Warn(message) => progress
+                .warnings
+                .push(format!("policy: {}", job.run.redactor.text(&message))),
+            Verdict::Ask(reason) => {
+                return Err(format!(
+                    "needs a person's approval, and this run cannot ask for it: {reason}"
+                )
+                .into());
+            }
+            Verdict::Block(reason) => {
+                return Err(format!("blocked by policy: {reason}").into());
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// How a tool is invoked.

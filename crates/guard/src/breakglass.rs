@@ -1,0 +1,167 @@
+//! Break-glass: an emergency override a second person approves, bounded in scope and time,
+//! every use audited, and a review due afterwards.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::glob::Glob;
+use crate::policy::Policy;
+
+/// What a grant opens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Scope {
+    /// Decide calls as if the session were in this state (the ADR's `skipToState`).
+    State(String),
+    /// Allow these tools (patterns) whatever the state.
+    Tools(Vec<String>),
+}
+
+/// A request for an emergency override.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct BreakGlassRequest {
+    /// Why the normal process cannot be followed.
+    pub justification: String,
+    /// Who asks.
+    pub requester: String,
+    /// Who approves (not the requester).
+    pub approver: String,
+    /// What it opens.
+    pub scope: Scope,
+    /// For how long, in minutes (at most the policy's `break_glass.max_minutes`).
+    pub minutes: u64,
+}
+
+/// A granted override.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Grant {
+    /// Its id.
+    pub id: String,
+    /// The request it answers.
+    pub request: BreakGlassRequest,
+    /// When it was granted.
+    pub granted_at: DateTime<Utc>,
+    /// When it stops applying, by itself.
+    pub expires_at: DateTime<Utc>,
+    /// When its use must have been reviewed.
+    pub review_by: DateTime<Utc>,
+}
+
+/// Why a break-glass request is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("break-glass refused: {0}")]
+pub struct BreakGlassError(pub String);
+
+impl BreakGlassRequest {
+    /// A request.
+    pub fn new(
+        justification: impl Into<String>,
+        requester: impl Into<String>,
+        approver: impl Into<String>,
+        scope: Scope,
+        minutes: u64,
+    ) -> Self {
+        BreakGlassRequest {
+            justification: justification.into(),
+            requester: requester.into(),
+            approver: approver.into(),
+            scope,
+            minutes,
+        }
+    }
+
+    /// Checks the request against `policy` and grants it from `now`.
+    pub fn grant(
+        self,
+        policy: &Policy,
+        id: impl Into<String>,
+        now: DateTime<Utc>,
+    ) -> Result<Grant, BreakGlassError> {
+        let refuse = |why: String| Err(BreakGlassError(why));
+        if self.justification.trim().len() < 10 {
+            return refuse("give a justification (at least 10 characters) saying why the normal process cannot be followed".into());
+        }
+        if self.requester.trim().is_empty() || self.approver.trim().is_empty() {
+            return refuse("name both the requester and the approver".into());
+        }
+        if self
+            .requester
+            .trim()
+            .eq_ignore_ascii_case(self.approver.trim())
+        {
+            return refuse(format!(
+                "`{}` cannot approve their own request; a second person must",
+                self.requester.trim()
+            ));
+        }
+        let limits = policy.break_glass();
+        if self.minutes == 0 || self.minutes > limits.max_minutes {
+            return refuse(format!(
+                "a grant lasts 1 to {} minutes under this policy, not {}",
+                limits.max_minutes, self.minutes
+            ));
+        }
+        match &self.scope {
+            Scope::State(state) if policy.state(state).is_none() => {
+                return refuse(format!("unknown state `{state}`"));
+            }
+            Scope::Tools(patterns) if patterns.is_empty() => {
+                return refuse("name at least one tool pattern".into());
+            }
+            Scope::Tools(patterns) => {
+                for pattern in patterns {
+                    if let Err(error) = Glob::new(pattern) {
+                        return refuse(error.to_string());
+                    }
+                }
+            }
+            Scope::State(_) => {}
+        }
+        let minutes = i64::try_from(self.minutes).unwrap_or(i64::MAX);
+        let hours = i64::try_from(limits.review_within_hours).unwrap_or(i64::MAX);
+        let expires_at = Duration::try_minutes(minutes)
+            .and_then(|length| now.checked_add_signed(length))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        let review_by = Duration::try_hours(hours)
+            .and_then(|length| expires_at.checked_add_signed(length))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        Ok(Grant {
+            id: id.into(),
+            request: self,
+            granted_at: now,
+            expires_at,
+            review_by,
+        })
+    }
+}
+
+impl Grant {
+    /// True while it applies.
+    pub fn active(&self, now: DateTime<Utc>) -> bool {
+        self.granted_at <= now && now < self.expires_at
+    }
+
+    /// True when it opens `tool`; `state_allows` says whether its state (for a state scope)
+    /// allows the tool.
+    pub(crate) fn covers(&self, tool: &str) -> bool {
+        match &self.request.scope {
+            Scope::Tools(patterns) => patterns
+                .iter()
+                .filter_map(|pattern| Glob::new(pattern).ok())
+                .any(|glob| glob.matches(tool)),
+            Scope::State(_) => false,
+        }
+    }
+
+    /// The state it lets calls be decided in, for a state scope.
+    pub(crate) fn state(&self) -> Option<&str> {
+        match &self.request.scope {
+            Scope::State(state) => Some(state),
+            Scope::Tools(_) => None,
+        }
+    }
+}

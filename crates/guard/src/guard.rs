@@ -1,0 +1,592 @@
+//! [`Guard`]: decides each tool call against the policy and the session, moves the session
+//! between states, and audits what it does.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use wayline_core::ToolDefinition;
+
+use crate::audit::AuditLog;
+use crate::breakglass::{BreakGlassError, BreakGlassRequest, Grant};
+use crate::glob::Name;
+use crate::panic::{self, Candidate, PanicKind, PanicSignal};
+use crate::policy::{Policy, ToolClass};
+use crate::session::{Call, Session};
+
+/// How decisions are enforced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Blocks what the policy blocks.
+    #[default]
+    Blocking,
+    /// Turns every block into a warning.
+    Guidance,
+    /// Decides and logs, never interferes: every call is allowed.
+    Audit,
+}
+
+impl Mode {
+    /// The snake-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Blocking => "blocking",
+            Mode::Guidance => "guidance",
+            Mode::Audit => "audit",
+        }
+    }
+}
+
+/// A tool call to decide on.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct ToolCall<'a> {
+    /// The tool's name (id).
+    pub tool: &'a str,
+    /// Its definition, when the host has one (classes by metadata).
+    pub definition: Option<&'a ToolDefinition>,
+    /// The namespace or resource it is about, when known (domain jumping).
+    pub domain: Option<&'a str>,
+}
+
+impl<'a> ToolCall<'a> {
+    /// A call of `tool`.
+    pub fn new(tool: &'a str) -> Self {
+        ToolCall {
+            tool,
+            definition: None,
+            domain: None,
+        }
+    }
+
+    /// With the tool's definition.
+    #[must_use]
+    pub fn definition(mut self, definition: &'a ToolDefinition) -> Self {
+        self.definition = Some(definition);
+        self
+    }
+
+    /// With the domain it is about.
+    #[must_use]
+    pub fn domain(mut self, domain: &'a str) -> Self {
+        self.domain = Some(domain);
+        self
+    }
+}
+
+/// What the guard says about a call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Decision {
+    /// Go ahead.
+    Allow {
+        /// Notes (a break-glass grant in use, what audit mode would have done).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notes: Vec<String>,
+    },
+    /// Go ahead, but read this.
+    Warn {
+        /// The panic signals raised.
+        signals: Vec<PanicSignal>,
+        /// What to keep in mind.
+        message: String,
+    },
+    /// Do not run it.
+    Block {
+        /// Why.
+        reason: String,
+        /// The calming intervention, when panic was detected.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        calming_message: Option<String>,
+        /// What to do instead.
+        recommended_actions: Vec<String>,
+        /// The state the session was sent back to, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forced_state: Option<String>,
+        /// The panic signals raised.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        signals: Vec<PanicSignal>,
+    },
+}
+
+impl Decision {
+    /// `allow`, `warn` or `block`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Decision::Allow { .. } => "allow",
+            Decision::Warn { .. } => "warn",
+            Decision::Block { .. } => "block",
+        }
+    }
+
+    /// The signals raised.
+    pub fn signals(&self) -> &[PanicSignal] {
+        match self {
+            Decision::Allow { .. } => &[],
+            Decision::Warn { signals, .. } | Decision::Block { signals, .. } => signals,
+        }
+    }
+}
+
+/// The ADR's recommended actions after a panic intervention.
+const CALMING_ACTIONS: [&str; 4] = [
+    "Take a deep breath - let's approach this methodically",
+    "Review the evidence we've gathered so far",
+    "Consider if we have enough information to understand the problem",
+    "Look for similar incidents in our memory system",
+];
+
+/// Decides tool calls for sessions under one policy.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    policy: Arc<Policy>,
+    mode: Mode,
+    audit: Option<Arc<AuditLog>>,
+}
+
+impl Guard {
+    /// A guard enforcing `policy` in `mode`, auditing nothing.
+    pub fn new(policy: Arc<Policy>, mode: Mode) -> Self {
+        Guard {
+            policy,
+            mode,
+            audit: None,
+        }
+    }
+
+    /// Audits every decision, transition and grant into `log`.
+    #[must_use]
+    pub fn audit(mut self, log: Arc<AuditLog>) -> Self {
+        self.audit = Some(log);
+        self
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// A new session in the policy's initial state.
+    pub fn start(&self, id: impl Into<String>, now: DateTime<Utc>) -> Session {
+        Session::new(id, self.policy.initial_state(), now)
+    }
+
+    fn log(&self, session: &Session, kind: &str, detail: serde_json::Value, now: DateTime<Utc>) {
+        if let Some(audit) = &self.audit
+            && let Err(error) = audit.record(&session.id, kind, detail, now)
+        {
+            tracing::warn!(%error, "the guard's audit log could not be written");
+        }
+    }
+
+    /// Decides `call` in `session` at `now`, records it in the session's history (and the
+    /// audit log), and applies a forced state in blocking mode.
+    pub fn decide(
+        &self,
+        session: &mut Session,
+        call: ToolCall<'_>,
+        now: DateTime<Utc>,
+    ) -> Decision {
+        let policy = &*self.policy;
+        let name = Name::new(call.tool);
+        let class = policy.classify_name(&name, call.definition);
+        let grant = session
+            .grants
+            .iter()
+            .find(|grant| grant.active(now) && (grant.covers(call.tool) || grant.state().is_some()))
+            .cloned();
+        let state = grant
+            .as_ref()
+            .and_then(Grant::state)
+            .unwrap_or(&session.state)
+            .to_owned();
+        let gate = self.gate(&state, call.tool, &name, class);
+        let candidate = Candidate {
+            tool: call.tool,
+            class,
+            domain: call.domain,
+            allowed_by_name: gate.allowed_by_name,
+        };
+        let signals = panic::detect(policy, session, &candidate, now);
+        let opened_by_grant = grant
+            .as_ref()
+            .filter(|grant| grant.covers(call.tool) || gate.refusal.is_none());
+        let decided = if let Some(grant) = opened_by_grant {
+            let mut notes = vec![format!(
+                "under break-glass grant {} (approved by {}, until {})",
+                grant.id, grant.request.approver, grant.expires_at
+            )];
+            notes.extend(signals.iter().map(|signal| signal.description.clone()));
+            Decision::Allow { notes }
+        } else if signals.iter().any(|signal| signal.severity.blocks()) {
+            self.intervention(session, &signals)
+        } else if let Some(reason) = gate.refusal {
+            let config = policy.state(&session.state);
+            let mut actions = Vec::new();
+            if let Some(config) = config
+                && !config.guidance_message.is_empty()
+            {
+                actions.push(config.guidance_message.clone());
+            }
+            let missing = self.missing(session, now);
+            if !missing.is_empty() {
+                actions.push(format!("Still needed to move on: {}", missing.join("; ")));
+            }
+            if let Some(config) = config
+                && !config.allowed_tools.is_empty()
+            {
+                actions.push(format!("Allowed here: {}", config.allowed_tools.join(", ")));
+            }
+            Decision::Block {
+                reason,
+                calming_message: None,
+                recommended_actions: actions,
+                forced_state: None,
+                signals: signals.clone(),
+            }
+        } else if !signals.is_empty() {
+            Decision::Warn {
+                message: format!(
+                    "I notice we might be moving quickly ({}). Let's make sure we have enough evidence.",
+                    signals
+                        .iter()
+                        .map(|signal| signal.kind.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                signals: signals.clone(),
+            }
+        } else {
+            Decision::Allow { notes: Vec::new() }
+        };
+        let decision = self.enforce(decided);
+        if let (
+            Mode::Blocking,
+            Decision::Block {
+                forced_state: Some(to),
+                ..
+            },
+        ) = (self.mode, &decision)
+        {
+            let from = session.state.clone();
+            session.move_to(to, now, "panic intervention");
+            self.log(
+                session,
+                "transition",
+                json!({"from": from, "to": to, "reason": "panic intervention"}),
+                now,
+            );
+        }
+        session.signals.extend(signals);
+        session.history.push(Call {
+            tool: call.tool.to_owned(),
+            class,
+            at: now,
+            domain: call.domain.map(str::to_owned),
+            decision: decision.name().to_owned(),
+            state: state.clone(),
+        });
+        let kind = if opened_by_grant.is_some() {
+            "break_glass_call"
+        } else {
+            "decision"
+        };
+        self.log(
+            session,
+            kind,
+            json!({
+                "tool": call.tool,
+                "class": class.name(),
+                "state": state,
+                "mode": self.mode.name(),
+                "decision": decision,
+                "grant": opened_by_grant.map(|grant| grant.id.clone()),
+            }),
+            now,
+        );
+        decision
+    }
+
+    /// Whether `state` lets `tool` run: blocked patterns win, then allowed patterns, then the
+    /// state's allowed classes.
+    fn gate(&self, state: &str, tool: &str, name: &Name, class: ToolClass) -> Gate {
+        let Some((_, compiled)) = self.policy.compiled(state) else {
+            return Gate {
+                allowed_by_name: false,
+                refusal: Some(format!(
+                    "the session is in `{state}`, which this policy does not have"
+                )),
+            };
+        };
+        let config = self.policy.state(state);
+        if let Some(pattern) = compiled.blocked.iter().find(|glob| name.matched_by(glob)) {
+            return Gate {
+                allowed_by_name: false,
+                refusal: Some(format!(
+                    "`{tool}` is blocked in the {state} state (pattern `{pattern}`)"
+                )),
+            };
+        }
+        if compiled.allowed.iter().any(|glob| name.matched_by(glob)) {
+            return Gate {
+                allowed_by_name: true,
+                refusal: None,
+            };
+        }
+        if config.is_some_and(|config| config.allowed_classes.contains(&class)) {
+            return Gate {
+                allowed_by_name: false,
+                refusal: None,
+            };
+        }
+        Gate {
+            allowed_by_name: false,
+            refusal: Some(format!(
+                "`{tool}` ({} tool) is not allowed in the {state} state",
+                class.name()
+            )),
+        }
+    }
+
+    /// The block a blocking panic signal deserves: the calming message, the ADR's actions,
+    /// and a move back to the policy's forced state (never forward).
+    fn intervention(&self, session: &Session, signals: &[PanicSignal]) -> Decision {
+        let mut message = String::from(
+            "Hold on - I'm detecting some concerning patterns in our troubleshooting approach.\n\nIt looks like we might be:",
+        );
+        let mut seen: Vec<PanicKind> = Vec::new();
+        for signal in signals {
+            if !seen.contains(&signal.kind) {
+                seen.push(signal.kind);
+                message.push_str("\n- ");
+                message.push_str(signal.kind.calming_line());
+            }
+        }
+        message.push_str(
+            "\n\nLet's slow down and work through this systematically.\nThe best way to solve complex problems is with methodical investigation.\n\nWhat symptoms are we seeing? Let's start there.",
+        );
+        let forced = &self.policy.panic().forced_state;
+        let back = match (
+            self.policy.position(forced),
+            self.policy.position(&session.state),
+        ) {
+            (Some(to), Some(now)) if to < now => Some(forced.clone()),
+            _ => None,
+        };
+        Decision::Block {
+            reason: signals
+                .iter()
+                .filter(|signal| signal.severity.blocks())
+                .map(|signal| format!("{}: {}", signal.kind.name(), signal.description))
+                .collect::<Vec<_>>()
+                .join("; "),
+            calming_message: Some(message),
+            recommended_actions: CALMING_ACTIONS.map(str::to_owned).to_vec(),
+            forced_state: back,
+            signals: signals.to_vec(),
+        }
+    }
+
+    /// The decision as the mode enforces it.
+    fn enforce(&self, decision: Decision) -> Decision {
+        match (self.mode, decision) {
+            (
+                Mode::Guidance,
+                Decision::Block {
+                    reason,
+                    calming_message,
+                    signals,
+                    ..
+                },
+            ) => Decision::Warn {
+                message: match calming_message {
+                    Some(calming) => format!("{reason}\n{calming}"),
+                    None => format!("{reason} (guidance mode: not blocked)"),
+                },
+                signals,
+            },
+            (Mode::Audit, decided) if decided.name() != "allow" => Decision::Allow {
+                notes: vec![format!("audit mode: would {}", decided.name())],
+            },
+            (_, decided) => decided,
+        }
+    }
+
+    /// Records the result of a call: a success of a tool the policy maps to an evidence type
+    /// adds evidence (described by `summary`), and the session moves on when its state's
+    /// requirements are met. Returns the evidence type recorded, if any.
+    pub fn record_result(
+        &self,
+        session: &mut Session,
+        tool: &str,
+        success: bool,
+        summary: &str,
+        now: DateTime<Utc>,
+    ) -> Option<String> {
+        if !success {
+            return None;
+        }
+        let kind = self.policy.evidence_of(tool)?.to_owned();
+        self.add_evidence(session, &kind, summary, Some(tool.to_owned()), now);
+        Some(kind)
+    }
+
+    /// Records an item of evidence explicitly (a hypothesis, a plan) and moves on when the
+    /// requirements are met.
+    pub fn add_evidence(
+        &self,
+        session: &mut Session,
+        kind: &str,
+        description: &str,
+        source_tool: Option<String>,
+        now: DateTime<Utc>,
+    ) {
+        session.record_evidence(kind, description, source_tool.clone(), now);
+        self.log(
+            session,
+            "evidence",
+            json!({"type": kind, "description": description, "source_tool": source_tool}),
+            now,
+        );
+        self.advance_automatically(session, now);
+    }
+
+    /// What the current state still needs before the session may move forward.
+    pub fn missing(&self, session: &Session, now: DateTime<Utc>) -> Vec<String> {
+        let Some(config) = self.policy.state(&session.state) else {
+            return vec![format!(
+                "the state `{}` is not in the policy",
+                session.state
+            )];
+        };
+        let mut missing = Vec::new();
+        for requirement in &config.required_evidence {
+            let have = session.evidence_count(&requirement.kind);
+            if have < requirement.min_count {
+                missing.push(format!(
+                    "{} evidence: {have} of {}",
+                    requirement.kind, requirement.min_count
+                ));
+            }
+        }
+        let spent = (now - session.entered_state_at).num_seconds().max(0);
+        let needed = i64::try_from(config.min_time_in_state).unwrap_or(i64::MAX);
+        if spent < needed {
+            missing.push(format!(
+                "{needed} s in the {} state ({spent} s so far)",
+                session.state
+            ));
+        }
+        missing
+    }
+
+    fn advance_automatically(&self, session: &mut Session, now: DateTime<Utc>) {
+        // Bounded: each move goes forward, and there are finitely many states.
+        for _ in 0..self.policy.file().states.len() {
+            if !self.missing(session, now).is_empty() {
+                return;
+            }
+            let Some(here) = self.policy.position(&session.state) else {
+                return;
+            };
+            let forward = self.policy.state(&session.state).and_then(|config| {
+                config
+                    .next_states
+                    .iter()
+                    .find(|next| self.policy.position(next).is_some_and(|at| at > here))
+                    .cloned()
+            });
+            let Some(next) = forward else { return };
+            let from = session.state.clone();
+            session.move_to(&next, now, "requirements met");
+            self.log(
+                session,
+                "transition",
+                json!({"from": from, "to": next, "reason": "requirements met"}),
+                now,
+            );
+        }
+    }
+
+    /// Moves the session to `to` on request: a next state of the current one, and, when it is
+    /// a move forward, only once the current state's requirements are met. Refused with what
+    /// is missing.
+    pub fn advance(
+        &self,
+        session: &mut Session,
+        to: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), Vec<String>> {
+        let Some(config) = self.policy.state(&session.state) else {
+            return Err(vec![format!(
+                "the state `{}` is not in the policy",
+                session.state
+            )]);
+        };
+        if !config.next_states.iter().any(|next| next == to) {
+            return Err(vec![format!(
+                "the {} state leads to {}, not to `{to}`",
+                session.state,
+                config.next_states.join(" or ")
+            )]);
+        }
+        let forward = self.policy.position(to) > self.policy.position(&session.state);
+        if forward {
+            let missing = self.missing(session, now);
+            if !missing.is_empty() {
+                return Err(missing);
+            }
+        }
+        let from = session.state.clone();
+        let reason = if forward { "advance" } else { "back" };
+        session.move_to(to, now, reason);
+        self.log(
+            session,
+            "transition",
+            json!({"from": from, "to": to, "reason": reason}),
+            now,
+        );
+        Ok(())
+    }
+
+    /// Grants an emergency override to `session` (refused unless a second person approves,
+    /// within the policy's limits). The grant and any refusal are audited.
+    pub fn break_glass(
+        &self,
+        session: &mut Session,
+        request: BreakGlassRequest,
+        now: DateTime<Utc>,
+    ) -> Result<Grant, BreakGlassError> {
+        let id = format!("bg-{}-{}", session.id, session.grants.len() + 1);
+        match request.clone().grant(&self.policy, id, now) {
+            Ok(grant) => {
+                self.log(session, "break_glass_granted", json!(grant), now);
+                session.grants.push(grant.clone());
+                Ok(grant)
+            }
+            Err(error) => {
+                self.log(
+                    session,
+                    "break_glass_refused",
+                    json!({"request": request, "reason": error.0}),
+                    now,
+                );
+                Err(error)
+            }
+        }
+    }
+}
+
+/// A state's verdict on a tool.
+struct Gate {
+    allowed_by_name: bool,
+    refusal: Option<String>,
+}

@@ -1,0 +1,47 @@
+//! The guard (seed 002, ADR-005): a diagnostic state machine that keeps operators and agents
+//! from "4 AM panic operations". Tools are allowed or blocked per diagnostic phase (gathering →
+//! analyzing → hypothesizing → testing → resolving), evidence moves a session on, panic
+//! patterns get a calming intervention, an emergency break-glass needs a second person and
+//! expires by itself, and everything is written to a hash-chained audit log.
+//!
+//! - [`Policy`]: the state machine as data (YAML), checked before use;
+//!   [`Policy::default_policy`] is ADR-005's table.
+//! - [`Guard`] decides a [`ToolCall`] in a [`Session`]: [`Decision`] Allow, Warn or Block, in
+//!   [`Mode`] blocking, guidance or audit.
+//! - [`GuardPolicy`] plugs the guard into the executor as a `StepPolicy`; a host that gates
+//!   its own tool calls (an MCP server, an agent loop) calls [`Guard::decide`] directly.
+//! - [`audit`]: the append-only log and its verification; [`suite`]: decision-table suites.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use chrono::Utc;
+//! use wayline_guard::{Decision, Guard, Mode, Policy, ToolCall};
+//!
+//! let guard = Guard::new(Arc::new(Policy::default_policy()), Mode::Blocking);
+//! let now = Utc::now();
+//! let mut session = guard.start("incident-42", now);
+//! assert!(matches!(guard.decide(&mut session, ToolCall::new("oc_read_logs"), now), Decision::Allow { .. }));
+//! let scale = guard.decide(&mut session, ToolCall::new("oc_write_scale"), now);
+//! assert_eq!(scale.name(), "block");
+//! ```
+
+pub mod audit;
+mod breakglass;
+mod glob;
+mod guard;
+pub mod panic;
+mod policy;
+mod session;
+mod step_policy;
+pub mod suite;
+
+pub use breakglass::{BreakGlassError, BreakGlassRequest, Grant, Scope};
+pub use glob::{Glob, GlobError};
+pub use guard::{Decision, Guard, Mode, ToolCall};
+pub use panic::{PanicKind, PanicSignal, Severity};
+pub use policy::{
+    BreakGlassConfig, DEFAULT_POLICY, EvidenceRequirement, PanicConfig, Policy, PolicyError,
+    PolicyFile, StateConfig, ToolClass,
+};
+pub use session::{Call, Evidence, Session, Transition};
+pub use step_policy::GuardPolicy;

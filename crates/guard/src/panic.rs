@@ -1,0 +1,222 @@
+//! Panic detection: the patterns of a "4 AM panic operation", each raised as a signal with a
+//! severity and the evidence that triggered it.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::policy::{Policy, ToolClass};
+use crate::session::Session;
+
+/// What kind of panic pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PanicKind {
+    /// Several destructive calls in a short window.
+    RapidFireCommands,
+    /// A change before enough evidence, or in an early diagnostic state.
+    BypassingDiagnostics,
+    /// Switching between namespaces or resources without gathering evidence.
+    JumpingBetweenDomains,
+    /// A privileged tool.
+    EscalatingPermissions,
+}
+
+impl PanicKind {
+    /// The snake-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PanicKind::RapidFireCommands => "rapid_fire_commands",
+            PanicKind::BypassingDiagnostics => "bypassing_diagnostics",
+            PanicKind::JumpingBetweenDomains => "jumping_between_domains",
+            PanicKind::EscalatingPermissions => "escalating_permissions",
+        }
+    }
+
+    /// The line of the calming message that speaks to it.
+    pub fn calming_line(self) -> &'static str {
+        match self {
+            PanicKind::RapidFireCommands => "Moving too quickly between operations",
+            PanicKind::BypassingDiagnostics => {
+                "Trying to apply fixes before understanding the problem"
+            }
+            PanicKind::JumpingBetweenDomains => "Jumping between different investigation areas",
+            PanicKind::EscalatingPermissions => {
+                "Reaching for more permissions than the diagnosis needs"
+            }
+        }
+    }
+}
+
+/// How serious a signal is; `high` and `critical` block in blocking mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Worth a note.
+    Low,
+    /// Worth a warning.
+    Medium,
+    /// Worth stopping for.
+    High,
+    /// Stop.
+    Critical,
+}
+
+impl Severity {
+    /// True for `high` and `critical`.
+    pub fn blocks(self) -> bool {
+        self >= Severity::High
+    }
+}
+
+/// A detected panic pattern.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PanicSignal {
+    /// What.
+    #[serde(rename = "type")]
+    pub kind: PanicKind,
+    /// How serious.
+    pub severity: Severity,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// In words.
+    pub description: String,
+    /// What triggered it.
+    #[serde(default)]
+    pub evidence: Value,
+}
+
+/// The call being decided, as the detectors see it.
+pub(crate) struct Candidate<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) class: ToolClass,
+    pub(crate) domain: Option<&'a str>,
+    /// True when the current state allows the tool by name.
+    pub(crate) allowed_by_name: bool,
+}
+
+/// Every signal the call would raise.
+pub(crate) fn detect(
+    policy: &Policy,
+    session: &Session,
+    call: &Candidate<'_>,
+    now: DateTime<Utc>,
+) -> Vec<PanicSignal> {
+    let config = policy.panic();
+    let mut signals = Vec::new();
+    let signal = |kind, severity, description: String, evidence| PanicSignal {
+        kind,
+        severity,
+        at: now,
+        description,
+        evidence,
+    };
+
+    if call.class == ToolClass::Destructive && config.rapid_fire_count > 0 {
+        let window = i64::try_from(config.rapid_fire_window_seconds)
+            .ok()
+            .and_then(Duration::try_seconds)
+            .unwrap_or(Duration::MAX);
+        let since = now
+            .checked_sub_signed(window)
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        let recent: Vec<&str> = session
+            .history
+            .iter()
+            .rev()
+            .take_while(|past| past.at >= since)
+            .filter(|past| past.class == ToolClass::Destructive)
+            .map(|past| past.tool.as_str())
+            .collect();
+        if recent.len() + 1 >= config.rapid_fire_count {
+            signals.push(signal(
+                PanicKind::RapidFireCommands,
+                Severity::High,
+                format!(
+                    "{} destructive operations within {} s",
+                    recent.len() + 1,
+                    config.rapid_fire_window_seconds
+                ),
+                json!({"recent": recent, "requested": call.tool}),
+            ));
+        }
+    }
+
+    if call.class.changes_things() && call.class != ToolClass::Privileged {
+        let early = config.early_states.contains(&session.state);
+        let thin = session.evidence.len() < config.min_evidence_for_write;
+        if early || thin {
+            let why = match (early, thin) {
+                (true, true) => format!(
+                    "in the {} state with {} of {} evidence items",
+                    session.state,
+                    session.evidence.len(),
+                    config.min_evidence_for_write
+                ),
+                (true, false) => format!("in the {} state", session.state),
+                _ => format!(
+                    "with {} of {} evidence items",
+                    session.evidence.len(),
+                    config.min_evidence_for_write
+                ),
+            };
+            signals.push(signal(
+                PanicKind::BypassingDiagnostics,
+                Severity::Critical,
+                format!("a {} operation {why}", call.class.name()),
+                json!({"state": session.state, "evidence": session.evidence.len(), "requested": call.tool}),
+            ));
+        }
+    }
+
+    if let Some(domain) = call.domain
+        && config.domain_switches > 0
+    {
+        // Domains of the recent calls made since the last evidence was gathered.
+        let last_evidence = session.evidence.last().map(|item| item.at);
+        let mut domains: Vec<&str> = session
+            .history
+            .iter()
+            .rev()
+            .take(config.domain_window.saturating_sub(1))
+            .take_while(|past| last_evidence.is_none_or(|at| past.at > at))
+            .filter_map(|past| past.domain.as_deref())
+            .collect();
+        domains.push(domain);
+        domains.sort_unstable();
+        domains.dedup();
+        if domains.len() >= config.domain_switches {
+            signals.push(signal(
+                PanicKind::JumpingBetweenDomains,
+                Severity::Medium,
+                format!(
+                    "{} different areas in the last {} calls without new evidence",
+                    domains.len(),
+                    config.domain_window
+                ),
+                json!({"domains": domains}),
+            ));
+        }
+    }
+
+    if call.class == ToolClass::Privileged {
+        // A state that names the tool (testing allows `oc_exec`) makes it a note, not a stop.
+        let severity = if call.allowed_by_name {
+            Severity::Medium
+        } else {
+            Severity::High
+        };
+        signals.push(signal(
+            PanicKind::EscalatingPermissions,
+            severity,
+            format!(
+                "the privileged tool {} in the {} state",
+                call.tool, session.state
+            ),
+            json!({"requested": call.tool, "state": session.state}),
+        ));
+    }
+    signals
+}

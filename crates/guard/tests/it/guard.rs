@@ -1,0 +1,321 @@
+//! Sessions on a fixed clock: transitions, panic interventions, break-glass, the audit chain,
+//! and the committed decision-table suite.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use wayline_guard::audit::{self, AuditLog, Verification};
+use wayline_guard::{
+    BreakGlassRequest, Decision, Guard, Mode, PanicKind, Policy, Scope, ToolCall, suite,
+};
+
+fn t0() -> DateTime<Utc> {
+    "2026-01-01T04:00:00Z".parse().unwrap()
+}
+
+fn guard(mode: Mode) -> Guard {
+    Guard::new(Arc::new(Policy::default_policy()), mode)
+}
+
+#[test]
+fn evidence_moves_a_session_on_and_advance_says_what_is_missing() {
+    let guard = guard(Mode::Blocking);
+    let mut session = guard.start("s1", t0());
+    // Too early and too little.
+    let missing = guard.advance(&mut session, "analyzing", t0()).unwrap_err();
+    assert_eq!(
+        missing,
+        [
+            "symptoms evidence: 0 of 2",
+            "affected_resources evidence: 0 of 1",
+            "30 s in the gathering state (0 s so far)"
+        ]
+    );
+    assert!(
+        guard.advance(&mut session, "resolving", t0()).unwrap_err()[0]
+            .contains("leads to analyzing")
+    );
+
+    // Results of diagnostic tools are evidence; the requirements met, the session moves on.
+    let at = t0() + Duration::seconds(40);
+    assert_eq!(
+        guard
+            .record_result(
+                &mut session,
+                "oc_diagnostic_pod_health",
+                true,
+                "pods crash-looping",
+                at
+            )
+            .as_deref(),
+        Some("symptoms")
+    );
+    assert_eq!(
+        guard.record_result(&mut session, "oc_read_logs", false, "timeout", at),
+        None,
+        "a failure is no evidence"
+    );
+    guard.record_result(&mut session, "oc_read_logs", true, "OOMKilled", at);
+    assert_eq!(
+        session.state, "gathering",
+        "affected resources still missing"
+    );
+    guard.record_result(&mut session, "oc_read_get_pods", true, "payments-7f9", at);
+    assert_eq!(session.state, "analyzing");
+    assert_eq!(session.transitions[0].reason, "requirements met");
+
+    // Back is always allowed where the policy leads back; forward needs the evidence.
+    guard.advance(&mut session, "gathering", at).unwrap();
+    assert_eq!(session.state, "gathering");
+    guard
+        .advance(&mut session, "analyzing", at + Duration::seconds(31))
+        .unwrap();
+    assert!(guard.advance(&mut session, "hypothesizing", at).is_err());
+}
+
+#[test]
+fn panic_signals_block_with_a_calming_message_and_send_the_session_back() {
+    let guard = guard(Mode::Blocking);
+    let mut session = guard.start("s2", t0());
+    session.state = "hypothesizing".into();
+    for index in 0..3 {
+        session.record_evidence("symptoms", format!("s{index}"), None, t0());
+    }
+    let decision = guard.decide(&mut session, ToolCall::new("oc_delete_pod"), t0());
+    let Decision::Block {
+        reason,
+        calming_message,
+        recommended_actions,
+        forced_state,
+        ..
+    } = &decision
+    else {
+        panic!("{decision:?}");
+    };
+    assert!(
+        reason.contains("blocked in the hypothesizing state"),
+        "{reason}"
+    );
+    assert!(calming_message.is_none(), "no panic yet: a plain refusal");
+    assert!(!recommended_actions.is_empty());
+    assert_eq!(*forced_state, None);
+
+    // Two destructive calls within 30 s: rapid fire, a calming intervention, back to analyzing.
+    let later = t0() + Duration::seconds(10);
+    let decision = guard.decide(&mut session, ToolCall::new("oc_delete_pod"), later);
+    let Decision::Block {
+        calming_message,
+        forced_state,
+        signals,
+        recommended_actions,
+        ..
+    } = &decision
+    else {
+        panic!("{decision:?}");
+    };
+    assert!(
+        signals
+            .iter()
+            .any(|s| s.kind == PanicKind::RapidFireCommands)
+    );
+    assert!(
+        calming_message
+            .as_deref()
+            .unwrap()
+            .contains("Moving too quickly between operations")
+    );
+    assert_eq!(
+        recommended_actions[0],
+        "Take a deep breath - let's approach this methodically"
+    );
+    assert_eq!(forced_state.as_deref(), Some("analyzing"));
+    assert_eq!(session.state, "analyzing");
+    assert_eq!(
+        session.transitions.last().unwrap().reason,
+        "panic intervention"
+    );
+    assert_eq!(session.history.len(), 2);
+
+    // Forty seconds later the window has passed.
+    let calm = later + Duration::seconds(40);
+    session.state = "resolving".into();
+    for kind in ["confirmed_root_cause", "solution_plan", "rollback_plan"] {
+        session.record_evidence(kind, kind, None, calm);
+    }
+    assert_eq!(
+        guard
+            .decide(&mut session, ToolCall::new("oc_write_restart"), calm)
+            .name(),
+        "allow"
+    );
+}
+
+#[test]
+fn modes_change_enforcement_not_the_decision() {
+    for (mode, expected) in [
+        (Mode::Blocking, "block"),
+        (Mode::Guidance, "warn"),
+        (Mode::Audit, "allow"),
+    ] {
+        let guard = guard(mode);
+        let mut session = guard.start("s3", t0());
+        let decision = guard.decide(&mut session, ToolCall::new("oc_write_scale"), t0());
+        assert_eq!(decision.name(), expected, "{mode:?}");
+        assert_eq!(session.history[0].decision, expected);
+        if mode == Mode::Audit {
+            let Decision::Allow { notes } = &decision else {
+                unreachable!()
+            };
+            assert_eq!(notes, &["audit mode: would block"]);
+            assert_eq!(session.state, "gathering");
+        }
+    }
+}
+
+#[test]
+fn break_glass_needs_a_second_person_works_in_scope_expires_and_is_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("audit.jsonl");
+    let log = Arc::new(AuditLog::file(&log_path).unwrap());
+    let guard = guard(Mode::Blocking).audit(log);
+    let mut session = guard.start("incident-7", t0());
+    let scope = Scope::Tools(vec!["oc_write_scale".into()]);
+
+    let own = BreakGlassRequest::new("payments down, scale now", "ada", "ada", scope.clone(), 15);
+    let refused = guard.break_glass(&mut session, own, t0()).unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("cannot approve their own request"),
+        "{refused}"
+    );
+    let too_long = BreakGlassRequest::new(
+        "payments down, scale now",
+        "ada",
+        "grace",
+        scope.clone(),
+        600,
+    );
+    assert!(
+        guard
+            .break_glass(&mut session, too_long, t0())
+            .unwrap_err()
+            .to_string()
+            .contains("1 to 60 minutes")
+    );
+
+    let request = BreakGlassRequest::new("payments down, scale now", "ada", "grace", scope, 15);
+    let grant = guard.break_glass(&mut session, request, t0()).unwrap();
+    assert_eq!(grant.expires_at, t0() + Duration::minutes(15));
+    assert_eq!(grant.review_by, grant.expires_at + Duration::hours(48));
+
+    let inside = t0() + Duration::minutes(5);
+    let decision = guard.decide(&mut session, ToolCall::new("oc_write_scale"), inside);
+    let Decision::Allow { notes } = &decision else {
+        panic!("{decision:?}")
+    };
+    assert!(notes[0].contains("under break-glass grant"), "{notes:?}");
+    // Outside its scope, nothing changes.
+    assert_eq!(
+        guard
+            .decide(&mut session, ToolCall::new("oc_write_apply"), inside)
+            .name(),
+        "block"
+    );
+    // It expires by itself.
+    let after = t0() + Duration::minutes(15);
+    assert_eq!(
+        guard
+            .decide(&mut session, ToolCall::new("oc_write_scale"), after)
+            .name(),
+        "block"
+    );
+
+    // Every call under it is in the log, and the chain verifies.
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let kinds: Vec<String> = text
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "break_glass_refused",
+            "break_glass_refused",
+            "break_glass_granted",
+            "break_glass_call",
+            "decision",
+            "decision"
+        ]
+    );
+    assert_eq!(
+        audit::verify(&log_path).unwrap(),
+        Verification::Intact { entries: 6 }
+    );
+
+    // An edited entry, a removed one, a reordering: each is found.
+    let lines: Vec<&str> = text.lines().collect();
+    let edited = text.replacen("oc_write_scale", "oc_read_logs", 1);
+    assert!(
+        matches!(audit::verify_text(&edited), Verification::Broken { reason, .. } if reason.contains("edited"))
+    );
+    let removed = [lines[0], lines[2]].join("\n");
+    assert!(matches!(
+        audit::verify_text(&removed),
+        Verification::Broken { line: 2, .. }
+    ));
+    let swapped = [lines[1], lines[0]].join("\n");
+    assert!(matches!(
+        audit::verify_text(&swapped),
+        Verification::Broken { line: 1, .. }
+    ));
+
+    // A log reopened continues the chain.
+    let reopened = AuditLog::file(&log_path).unwrap();
+    reopened
+        .record("incident-7", "decision", serde_json::json!({}), after)
+        .unwrap();
+    assert_eq!(
+        audit::verify(&log_path).unwrap(),
+        Verification::Intact { entries: 7 }
+    );
+}
+
+#[test]
+fn a_state_grant_decides_calls_as_if_in_that_state() {
+    let guard = guard(Mode::Blocking);
+    let mut session = guard.start("s4", t0());
+    for index in 0..3 {
+        session.record_evidence("symptoms", format!("s{index}"), None, t0());
+    }
+    let request = BreakGlassRequest::new(
+        "outage: skip to remediation",
+        "ada",
+        "grace",
+        Scope::State("resolving".into()),
+        30,
+    );
+    guard.break_glass(&mut session, request, t0()).unwrap();
+    let decision = guard.decide(&mut session, ToolCall::new("oc_write_scale"), t0());
+    assert_eq!(decision.name(), "allow", "{decision:?}");
+    assert_eq!(session.history[0].state, "resolving");
+    assert_eq!(
+        session.state, "gathering",
+        "the session itself does not move"
+    );
+}
+
+#[test]
+fn the_committed_decision_table_passes() {
+    let path = wayline_testkit::testdata("guard/suite.yaml");
+    let (suite, policy) = suite::load(&path).unwrap();
+    let results = suite::run(&suite, &Arc::new(policy));
+    assert!(results.len() >= 60, "every state x class x mode");
+    let failed: Vec<_> = results.iter().filter(|result| !result.passed).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+}
