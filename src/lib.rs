@@ -12,6 +12,7 @@
 //! | [`executor`] | `wayline-executor`: the engine — scheduling, HTTP, retries, polling, records | `executor` |
 //! | `store` | `wayline-store`: workflow and run stores (memory, files, SQLite), lifecycle, history, triggers, notifications | `store` (`store-sqlite` adds SQLite) |
 //! | `knowledge` | `wayline-knowledge`: patterns, pitfalls and statistics learned from runs, their stores, the recorder, queries | `knowledge` (`knowledge-sqlite` adds SQLite) |
+//! | `guard` | `wayline-guard`: the diagnostic state machine — phase-gated tools, panic detection, break-glass, audit log | `guard` |
 //! | `testing` | the tool test harness and a loopback mock server | `testing` |
 //!
 //! ```
@@ -31,6 +32,8 @@ pub use wayline_core as core;
 pub use wayline_executor as executor;
 #[cfg(feature = "graph")]
 pub use wayline_graph as graph;
+#[cfg(feature = "guard")]
+pub use wayline_guard as guard;
 #[cfg(feature = "knowledge")]
 pub use wayline_knowledge as knowledge;
 #[cfg(feature = "registry")]

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod guard;
 mod knowledge;
 mod run;
 mod runs;
@@ -72,6 +73,10 @@ enum Command {
     /// export and import.
     #[command(subcommand)]
     Knowledge(knowledge::KnowledgeCommand),
+    /// The guard: print a policy, decide a tool call in a diagnostic session, run a
+    /// decision-table suite, verify an audit log.
+    #[command(subcommand)]
+    Guard(guard::GuardCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -151,6 +156,7 @@ fn main() -> ExitCode {
         Command::Workflow(command) => workflows::workflow_command(command),
         Command::Schedule(command) => schedule::schedule_command(command),
         Command::Knowledge(command) => knowledge::knowledge_command(command),
+        Command::Guard(command) => guard::guard_command(command),
         Command::Validate {
             workflow,
             tools,

@@ -17,6 +17,7 @@
 //! assert_eq!(Reference::parse_str("a.items.0", is_step), Reference::Step { step: "a", path: "items.0" });
 //! ```
 
+pub mod advice;
 pub mod catalog;
 pub mod document;
 mod error;
@@ -33,6 +34,7 @@ pub mod tool;
 pub mod transport;
 pub mod workflow;
 
+pub use advice::{Incident, IncidentMemory};
 pub use catalog::{MemoryCatalog, ToolCatalog};
 pub use error::Error;
 pub use expr::Expression;

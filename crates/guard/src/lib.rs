@@ -11,6 +11,8 @@
 //! - [`GuardPolicy`] plugs the guard into the executor as a `StepPolicy`; a host that gates
 //!   its own tool calls (an MCP server, an agent loop) calls [`Guard::decide`] directly.
 //! - [`audit`]: the append-only log and its verification; [`suite`]: decision-table suites.
+//! - [`Guard::suggest`]: memory-guided suggestions, with past incidents from any
+//!   `IncidentMemory` (core's trait; the knowledge crate implements it over its pitfalls).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -33,6 +35,7 @@ pub mod panic;
 mod policy;
 mod session;
 mod step_policy;
+mod suggest;
 pub mod suite;
 
 pub use breakglass::{BreakGlassError, BreakGlassRequest, Grant, Scope};
@@ -45,3 +48,4 @@ pub use policy::{
 };
 pub use session::{Call, Evidence, Session, Transition};
 pub use step_policy::GuardPolicy;
+pub use suggest::{Priority, Suggestion};

@@ -35,6 +35,7 @@
 
 pub mod conformance;
 mod export;
+mod incidents;
 pub mod learn;
 pub mod mask;
 mod memory;

@@ -319,3 +319,60 @@ fn the_committed_decision_table_passes() {
     let failed: Vec<_> = results.iter().filter(|result| !result.passed).collect();
     assert!(failed.is_empty(), "{failed:#?}");
 }
+
+/// A memory that knows one incident.
+#[derive(Debug)]
+struct OneIncident;
+
+impl wayline_core::IncidentMemory for OneIncident {
+    fn similar_incidents(&self, symptoms: &str, _: usize) -> Vec<wayline_core::Incident> {
+        if symptoms.contains("OOMKilled") {
+            vec![wayline_core::Incident::new(
+                "INC-12",
+                "payments pods OOMKilled",
+                Some("raised the memory limit to 1Gi".into()),
+                0.8,
+            )]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+#[test]
+fn suggestions_bring_similar_incidents_evidence_gaps_and_next_tools() {
+    let guard = guard(Mode::Blocking);
+    let mut session = guard.start("s5", t0());
+    guard.record_result(
+        &mut session,
+        "oc_read_logs",
+        true,
+        "payments pods OOMKilled",
+        t0(),
+    );
+    let suggestions = guard.suggest(&session, Some(&OneIncident), t0());
+    let kinds: Vec<&str> = suggestions.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, ["pattern_match", "evidence_gap", "next_tools"]);
+    assert_eq!(
+        suggestions[0].actions,
+        ["Review how INC-12 was resolved: raised the memory limit to 1Gi"]
+    );
+    assert!(
+        suggestions[1].actions[0].starts_with("Gather symptoms evidence (1 of 2) with "),
+        "{:?}",
+        suggestions[1].actions
+    );
+    assert!(
+        suggestions[1].actions[1].contains("affected_resources"),
+        "{:?}",
+        suggestions[1].actions
+    );
+    assert!(
+        suggestions[2]
+            .actions
+            .iter()
+            .any(|a| a.contains("30 s in the gathering state"))
+    );
+    // Without a memory, no pattern match.
+    assert_eq!(guard.suggest(&session, None, t0())[0].kind, "evidence_gap");
+}

@@ -1,0 +1,287 @@
+//! `wayline guard ...`: print a policy, decide a tool call in a session, run a decision-table
+//! suite, verify an audit log.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::Utc;
+use wayline_core::document::{self, Format};
+use wayline_guard::audit::{self, AuditLog, Verification};
+use wayline_guard::{Decision, Guard, Mode, Policy, Session, ToolCall, suite};
+
+use crate::run::unreadable;
+use crate::{Outcome, ReportFormat, print_json};
+
+/// `wayline guard ...`
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum GuardCommand {
+    /// Print a policy as YAML: the default (ADR-005), or a policy file once checked.
+    Policy {
+        /// Print the default policy (the default when no file is given).
+        #[arg(long = "default", conflicts_with = "policy")]
+        default: bool,
+        /// A policy file to check and print.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+    },
+    /// Decide a tool call in a session; the session file is updated (created when missing).
+    Check {
+        /// The policy file (default: ADR-005's).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// The session file (YAML or JSON).
+        #[arg(long, value_name = "FILE")]
+        session: PathBuf,
+        /// The tool about to be called.
+        #[arg(long, value_name = "NAME")]
+        tool: String,
+        /// The namespace or resource it is about.
+        #[arg(long, value_name = "NAME")]
+        domain: Option<String>,
+        /// How decisions are enforced.
+        #[arg(long, value_enum, default_value_t = ModeArg::Blocking)]
+        mode: ModeArg,
+        /// Append the decision to this audit log (JSON lines, hash-chained).
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
+    /// Run a decision-table suite; exit 0 only if every case passes.
+    Verify {
+        /// The suite file.
+        suite: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
+    /// The audit log.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+/// `wayline guard audit ...`
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum AuditCommand {
+    /// Check the hash chain of an audit log: exit 0 intact, 1 broken (where and why).
+    Verify {
+        /// The log file.
+        file: PathBuf,
+    },
+}
+
+/// `--mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ModeArg {
+    Blocking,
+    Guidance,
+    Audit,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(mode: ModeArg) -> Mode {
+        match mode {
+            ModeArg::Blocking => Mode::Blocking,
+            ModeArg::Guidance => Mode::Guidance,
+            ModeArg::Audit => Mode::Audit,
+        }
+    }
+}
+
+pub(crate) fn guard_command(command: GuardCommand) -> Outcome {
+    match run(command) {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn load_policy(path: Option<&Path>) -> Result<Policy, Outcome> {
+    match path {
+        None => Ok(Policy::default_policy()),
+        Some(path) => Policy::load(path).map_err(unreadable),
+    }
+}
+
+fn run(command: GuardCommand) -> Result<Outcome, Outcome> {
+    match command {
+        GuardCommand::Policy { policy, .. } => {
+            print!("{}", load_policy(policy.as_deref())?.to_yaml());
+            Ok(Outcome::Ok)
+        }
+        GuardCommand::Check {
+            policy,
+            session,
+            tool,
+            domain,
+            mode,
+            audit,
+            format,
+        } => check(&CheckArgs {
+            policy,
+            session,
+            tool,
+            domain,
+            mode: mode.into(),
+            audit,
+            format,
+        }),
+        GuardCommand::Verify {
+            suite: path,
+            format,
+        } => {
+            let (suite, policy) = suite::load(&path).map_err(unreadable)?;
+            let results = suite::run(&suite, &Arc::new(policy));
+            let failed = results.iter().filter(|result| !result.passed).count();
+            match format {
+                ReportFormat::Json => print_json(&results),
+                ReportFormat::Text => {
+                    for result in &results {
+                        match &result.problem {
+                            None => println!("ok    {}", result.name),
+                            Some(problem) => println!("FAIL  {}: {problem}", result.name),
+                        }
+                    }
+                    println!(
+                        "{} cases, {} passed, {failed} failed",
+                        results.len(),
+                        results.len() - failed
+                    );
+                }
+            }
+            Ok(if failed == 0 {
+                Outcome::Ok
+            } else {
+                Outcome::Failed
+            })
+        }
+        GuardCommand::Audit(AuditCommand::Verify { file }) => {
+            match audit::verify(&file).map_err(unreadable)? {
+                Verification::Intact { entries } => {
+                    println!("intact: {entries} entries, each linked to the one before");
+                    Ok(Outcome::Ok)
+                }
+                Verification::Broken { line, reason } => {
+                    println!("broken at line {line}: {reason}");
+                    Ok(Outcome::Failed)
+                }
+            }
+        }
+    }
+}
+
+struct CheckArgs {
+    policy: Option<PathBuf>,
+    session: PathBuf,
+    tool: String,
+    domain: Option<String>,
+    mode: Mode,
+    audit: Option<PathBuf>,
+    format: ReportFormat,
+}
+
+fn check(args: &CheckArgs) -> Result<Outcome, Outcome> {
+    let policy = Arc::new(load_policy(args.policy.as_deref())?);
+    let mut guard = Guard::new(policy, args.mode);
+    if let Some(path) = &args.audit {
+        guard = guard.audit(Arc::new(AuditLog::file(path).map_err(unreadable)?));
+    }
+    let now = Utc::now();
+    let mut session = match std::fs::read_to_string(&args.session) {
+        Ok(text) => {
+            let format = Format::from_path(&args.session).unwrap_or(Format::Yaml);
+            document::parse::<Session>(&text, format, &args.session.display().to_string())
+                .map_err(unreadable)?
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let id = args
+                .session
+                .file_stem()
+                .and_then(|stem| stem.to_str())
+                .unwrap_or("session");
+            guard.start(id, now)
+        }
+        Err(error) => {
+            return Err(unreadable(format!(
+                "cannot read {}: {error}",
+                args.session.display()
+            )));
+        }
+    };
+    if guard.policy().state(&session.state).is_none() {
+        return Err(unreadable(format!(
+            "{}: the session is in `{}`, a state this policy does not have",
+            args.session.display(),
+            session.state
+        )));
+    }
+    let mut call = ToolCall::new(&args.tool);
+    if let Some(domain) = &args.domain {
+        call = call.domain(domain);
+    }
+    let decision = guard.decide(&mut session, call, now);
+    save_session(&args.session, &session)?;
+    match args.format {
+        ReportFormat::Json => print_json(&decision),
+        ReportFormat::Text => print_decision(&decision, &session),
+    }
+    Ok(match decision {
+        Decision::Block { .. } => Outcome::Failed,
+        _ => Outcome::Ok,
+    })
+}
+
+/// Writes the session next to itself, then renames it into place.
+fn save_session(path: &Path, session: &Session) -> Result<(), Outcome> {
+    let text = match Format::from_path(path) {
+        Some(Format::Json) => serde_json::to_string_pretty(session).map_err(unreadable)?,
+        _ => serde_norway::to_string(session).map_err(unreadable)?,
+    };
+    let temp = path.with_extension("tmp");
+    std::fs::write(&temp, text)
+        .and_then(|()| std::fs::rename(&temp, path))
+        .map_err(|error| unreadable(format!("cannot write {}: {error}", path.display())))
+}
+
+fn print_decision(decision: &Decision, session: &Session) {
+    match decision {
+        Decision::Allow { notes } => {
+            println!("allow");
+            for note in notes {
+                println!("  {note}");
+            }
+        }
+        Decision::Warn { message, signals } => {
+            println!("warn: {message}");
+            for signal in signals {
+                println!(
+                    "  signal {} ({:?}): {}",
+                    signal.kind.name(),
+                    signal.severity,
+                    signal.description
+                );
+            }
+        }
+        Decision::Block {
+            reason,
+            calming_message,
+            recommended_actions,
+            forced_state,
+            ..
+        } => {
+            println!("block: {reason}");
+            if let Some(calming) = calming_message {
+                println!();
+                println!("{calming}");
+                println!();
+            }
+            for action in recommended_actions {
+                println!("  - {action}");
+            }
+            if let Some(state) = forced_state {
+                println!("  the session is back in {state}");
+            }
+        }
+        _ => println!("{}", decision.name()),
+    }
+    println!("state: {}", session.state);
+}

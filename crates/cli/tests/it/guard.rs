@@ -1,0 +1,104 @@
+//! `wayline guard ...`: the default policy, the committed suite, decisions in a session file,
+//! and audit verification.
+
+use wayline_testkit::testdata;
+
+use crate::{code, path, wayline};
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn the_default_policy_prints_and_the_committed_suite_passes() {
+    let printed = wayline(&["guard", "policy", "--default"]);
+    assert_eq!(code(&printed), 0);
+    let text = stdout(&printed);
+    assert!(text.starts_with("name: adr-005\n"), "{text}");
+    assert!(wayline_guard::Policy::from_yaml(&text, "printed").is_ok());
+
+    let suite = testdata("guard/suite.yaml");
+    let verified = wayline(&["guard", "verify", path(&suite)]);
+    assert_eq!(code(&verified), 0, "{}", stdout(&verified));
+    assert!(
+        stdout(&verified).contains(" passed, 0 failed"),
+        "{}",
+        stdout(&verified)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = dir.path().join("wrong.yaml");
+    std::fs::write(
+        &wrong,
+        "cases:\n  - {name: writes are fine, state: gathering, tool: oc_write_apply, expect: allow}\n",
+    )
+    .unwrap();
+    let failed = wayline(&["guard", "verify", path(&wrong), "--format", "json"]);
+    assert_eq!(code(&failed), 1);
+    let results: serde_json::Value = serde_json::from_slice(&failed.stdout).unwrap();
+    assert_eq!(results[0]["got"], "block");
+    assert_eq!(results[0]["passed"], false);
+}
+
+#[test]
+fn check_decides_in_a_session_file_and_the_audit_log_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("incident.yaml");
+    let log = dir.path().join("audit.jsonl");
+    let check = |tool: &str| {
+        wayline(&[
+            "guard",
+            "check",
+            "--session",
+            path(&session),
+            "--tool",
+            tool,
+            "--audit",
+            path(&log),
+            "--domain",
+            "payments",
+        ])
+    };
+    let read = check("oc_read_logs");
+    assert_eq!(code(&read), 0, "{}", stdout(&read));
+    assert!(stdout(&read).starts_with("allow\n"), "{}", stdout(&read));
+    let write = check("oc_write_scale");
+    assert_eq!(code(&write), 1);
+    let text = stdout(&write);
+    assert!(text.starts_with("block: bypassing_diagnostics"), "{text}");
+    assert!(
+        text.contains("Trying to apply fixes before understanding the problem"),
+        "{text}"
+    );
+
+    let saved: serde_json::Value =
+        serde_norway::from_str(&std::fs::read_to_string(&session).unwrap()).unwrap();
+    assert_eq!(saved["id"], "incident");
+    assert_eq!(saved["history"].as_array().unwrap().len(), 2);
+    assert_eq!(saved["history"][1]["decision"], "block");
+
+    let intact = wayline(&["guard", "audit", "verify", path(&log)]);
+    assert_eq!(code(&intact), 0);
+    assert_eq!(
+        stdout(&intact),
+        "intact: 2 entries, each linked to the one before\n"
+    );
+    let edited =
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .replacen("oc_read_logs", "oc_read_describe", 1);
+    std::fs::write(&log, edited).unwrap();
+    let broken = wayline(&["guard", "audit", "verify", path(&log)]);
+    assert_eq!(code(&broken), 1);
+    assert!(
+        stdout(&broken).starts_with("broken at line 1: "),
+        "{}",
+        stdout(&broken)
+    );
+
+    // A session file that is not a session is refused with its line.
+    std::fs::write(&session, "id: x\nstate: gathering\nbogus: 1\n").unwrap();
+    let refused = check("oc_read_logs");
+    assert_eq!(code(&refused), 2);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("incident.yaml:"));
+}
