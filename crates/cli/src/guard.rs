@@ -156,8 +156,11 @@ fn run(command: GuardCommand) -> Result<Outcome, Outcome> {
         }
         GuardCommand::Audit(AuditCommand::Verify { file }) => {
             match audit::verify(&file).map_err(unreadable)? {
-                Verification::Intact { entries } => {
+                Verification::Intact { entries, head } => {
                     println!("intact: {entries} entries, each linked to the one before");
+                    // A chain cannot show entries cut from its end: the head, kept elsewhere,
+                    // can.
+                    println!("head: {head}");
                     Ok(Outcome::Ok)
                 }
                 Verification::Broken { line, reason } => {

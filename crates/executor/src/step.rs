@@ -205,6 +205,9 @@ async fn run_step(job: &StepJob<'_>, progress: &mut Progress) -> Result<Value, F
         )
     });
     if let Some(request) = &request {
+        if job.step.kind != StepKind::Transform && prepared.tool.is_none() {
+            return Err(format!("tool `{}` is not in the catalog", job.step.tool_id).into());
+        }
         consult_policies(job, request, progress)?;
     }
     for hook in &job.run.engine.middleware {

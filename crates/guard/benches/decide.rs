@@ -36,6 +36,15 @@ fn session_with_history(guard: &Guard, start: DateTime<Utc>, domains: &[&str]) -
     session
 }
 
+/// A copy of `session` with room to grow: a clone's vectors are exactly full, a live session's
+/// have room (amortised growth), which is what is measured.
+fn roomy(session: &Session) -> Session {
+    let mut session = session.clone();
+    session.history.reserve(session.history.len());
+    session.signals.reserve(session.signals.len());
+    session
+}
+
 fn decide(c: &mut Criterion) {
     let guard = Guard::new(Arc::new(policy()), Mode::Blocking);
     let start: DateTime<Utc> = "2026-01-01T04:00:00Z".parse().unwrap();
@@ -54,14 +63,7 @@ fn decide(c: &mut Criterion) {
             // `_ref`: the session is cloned before and dropped after the timed part; only the
             // decision is measured.
             b.iter_batched_ref(
-                || {
-                    // A clone's vectors are exactly full; a live session's have room
-                    // (amortised growth), which is what is measured.
-                    let mut session = session.clone();
-                    session.history.reserve(session.history.len());
-                    session.signals.reserve(session.signals.len());
-                    session
-                },
+                || roomy(&session),
                 |session| {
                     guard.decide(
                         session,
@@ -75,5 +77,33 @@ fn decide(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, decide);
+/// The worst case for pattern matching: a tool no pattern names (so every class pattern and
+/// every pattern of the state is tried), in a state with 100 patterns of its own.
+fn decide_unmatched(c: &mut Criterion) {
+    let padding: Vec<String> = (0..85).map(|n| format!("\"team_{n}_*\"")).collect();
+    let yaml = wayline_guard::DEFAULT_POLICY.replacen(
+        "allowed_tools: [\"oc_read_*\"",
+        &format!("allowed_tools: [{}, \"oc_read_*\"", padding.join(", ")),
+        1,
+    );
+    let policy = Policy::from_yaml(&yaml, "padded").unwrap();
+    let gathering = policy.state("gathering").unwrap();
+    assert_eq!(
+        gathering.allowed_tools.len() + gathering.blocked_tools.len(),
+        100
+    );
+    let guard = Guard::new(Arc::new(policy), Mode::Blocking);
+    let start: DateTime<Utc> = "2026-01-01T04:00:00Z".parse().unwrap();
+    let session = session_with_history(&guard, start, &["payments"]);
+    let now = start + Duration::seconds(1_000);
+    c.bench_function("decide_unmatched_tool_100_pattern_state_1000_calls", |b| {
+        b.iter_batched_ref(
+            || roomy(&session),
+            |session| guard.decide(session, ToolCall::new("custom_frobnicator_rollout"), now),
+            BatchSize::LargeInput,
+        )
+    });
+}
+
+criterion_group!(benches, decide, decide_unmatched);
 criterion_main!(benches);

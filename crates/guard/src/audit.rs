@@ -1,8 +1,11 @@
 //! The audit log: append-only, each entry carrying the hash of the one before, so an edit, a
-//! removal or a reordering anywhere breaks the chain and [`verify`] says where.
+//! removal or a reordering breaks the chain and [`verify`] says where. Two limits, as with any
+//! unkeyed hash chain: cutting entries off the end leaves a valid shorter chain, and someone
+//! able to rewrite the whole file can recompute every hash. [`verify`] returns the head hash so
+//! a host can keep it elsewhere (a ticket, another system) and compare.
 
 use std::fs::OpenOptions;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -54,48 +57,30 @@ impl AuditEntry {
 
 /// Where audit entries go.
 pub trait AuditSink: Send + Sync + std::fmt::Debug {
-    /// Appends `entry` durably (or fails).
-    fn append(&self, entry: &AuditEntry) -> Result<(), String>;
+    /// Appends the entry `make(last_seq, last_hash)` builds from the last entry the sink holds
+    /// (`(0, GENESIS)` when it holds none), reading that last entry under the sink's own lock,
+    /// so writers in several processes extend one chain. Durable when it returns.
+    fn append_next(
+        &self,
+        make: &mut dyn FnMut(u64, &str) -> AuditEntry,
+    ) -> Result<AuditEntry, String>;
 }
 
-/// The chain's state: the next sequence number and the last hash.
+/// A hash-chained log over a sink.
 #[derive(Debug)]
 pub struct AuditLog {
     sink: Box<dyn AuditSink>,
-    head: Mutex<(u64, String)>,
 }
 
 impl AuditLog {
-    /// A log writing to `sink`, continuing a chain whose last entry had `seq` and `hash`
-    /// (`(0, GENESIS)` for a new log).
-    pub fn new(sink: Box<dyn AuditSink>, last_seq: u64, last_hash: String) -> Self {
-        AuditLog {
-            sink,
-            head: Mutex::new((last_seq, last_hash)),
-        }
+    /// A log writing to `sink`.
+    pub fn new(sink: Box<dyn AuditSink>) -> Self {
+        AuditLog { sink }
     }
 
-    /// A log appending to a JSON-lines file, continuing its chain if it has one.
+    /// A log appending to a JSON-lines file (created when missing), continuing its chain.
     pub fn file(path: impl Into<PathBuf>) -> Result<Self, String> {
-        let path = path.into();
-        let (last_seq, last_hash) = match std::fs::read_to_string(&path) {
-            Ok(text) => match text.lines().rfind(|line| !line.trim().is_empty()) {
-                Some(line) => {
-                    let entry: AuditEntry = serde_json::from_str(line).map_err(|error| {
-                        format!("{}: the last entry is unreadable: {error}", path.display())
-                    })?;
-                    (entry.seq, entry.hash)
-                }
-                None => (0, GENESIS.to_owned()),
-            },
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => (0, GENESIS.to_owned()),
-            Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
-        };
-        Ok(AuditLog::new(
-            Box::new(FileSink::new(path)),
-            last_seq,
-            last_hash,
-        ))
+        Ok(AuditLog::new(Box::new(FileSink::new(path))))
     }
 
     /// Appends an event; returns the entry written.
@@ -106,28 +91,25 @@ impl AuditLog {
         detail: Value,
         at: DateTime<Utc>,
     ) -> Result<AuditEntry, String> {
-        let mut head = self
-            .head
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut entry = AuditEntry {
-            seq: head.0 + 1,
-            at,
-            session: session.to_owned(),
-            kind: kind.to_owned(),
-            detail,
-            prev_hash: head.1.clone(),
-            hash: String::new(),
-        };
-        entry.hash = entry.compute_hash();
-        self.sink.append(&entry)?;
-        *head = (entry.seq, entry.hash.clone());
-        Ok(entry)
+        let mut detail = Some(detail);
+        self.sink.append_next(&mut |last_seq, last_hash| {
+            let mut entry = AuditEntry {
+                seq: last_seq + 1,
+                at,
+                session: session.to_owned(),
+                kind: kind.to_owned(),
+                detail: detail.take().unwrap_or_default(),
+                prev_hash: last_hash.to_owned(),
+                hash: String::new(),
+            };
+            entry.hash = entry.compute_hash();
+            entry
+        })
     }
 }
 
-/// Appends entries as JSON lines to a file (created when missing), flushed and synced each
-/// time.
+/// Appends entries as JSON lines to a file, under an exclusive lock on the file itself (the
+/// last entry is read under the same lock), flushed and synced each time.
 #[derive(Debug)]
 pub struct FileSink {
     path: PathBuf,
@@ -144,21 +126,61 @@ impl FileSink {
     }
 }
 
+/// The last entry of a log file's text, if any.
+fn last_entry(text: &str, path: &Path) -> Result<Option<AuditEntry>, String> {
+    match text.lines().rfind(|line| !line.trim().is_empty()) {
+        None => Ok(None),
+        Some(line) => serde_json::from_str(line).map(Some).map_err(|error| {
+            format!(
+                "{}: the last entry is unreadable ({error}); run `wayline guard audit verify` on it",
+                path.display()
+            )
+        }),
+    }
+}
+
 impl AuditSink for FileSink {
-    fn append(&self, entry: &AuditEntry) -> Result<(), String> {
+    fn append_next(
+        &self,
+        make: &mut dyn FnMut(u64, &str) -> AuditEntry,
+    ) -> Result<AuditEntry, String> {
         let _guard = self
             .lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let line = serde_json::to_string(entry).map_err(|error| error.to_string())?;
+        let fail = |action: &str, error: std::io::Error| {
+            format!("cannot {action} {}: {error}", self.path.display())
+        };
         let mut file = OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(&self.path)
-            .map_err(|error| format!("cannot open {}: {error}", self.path.display()))?;
-        writeln!(file, "{line}")
-            .and_then(|()| file.sync_data())
-            .map_err(|error| format!("cannot write {}: {error}", self.path.display()))
+            .map_err(|error| fail("open", error))?;
+        file.lock().map_err(|error| fail("lock", error))?;
+        let written = (|| {
+            let mut text = String::new();
+            file.read_to_string(&mut text)
+                .map_err(|error| fail("read", error))?;
+            let (seq, hash) = match last_entry(&text, &self.path)? {
+                Some(last) => (last.seq, last.hash),
+                None => (0, GENESIS.to_owned()),
+            };
+            let entry = make(seq, &hash);
+            let line = serde_json::to_string(&entry).map_err(|error| error.to_string())?;
+            // A file cut in the middle of a line gets its own line back first.
+            let separator = if text.is_empty() || text.ends_with('\n') {
+                ""
+            } else {
+                "\n"
+            };
+            writeln!(file, "{separator}{line}")
+                .and_then(|()| file.sync_data())
+                .map_err(|error| fail("write", error))?;
+            Ok(entry)
+        })();
+        let _ = file.unlock();
+        written
     }
 }
 
@@ -179,18 +201,29 @@ impl MemorySink {
 }
 
 impl AuditSink for MemorySink {
-    fn append(&self, entry: &AuditEntry) -> Result<(), String> {
-        self.entries
+    fn append_next(
+        &self,
+        make: &mut dyn FnMut(u64, &str) -> AuditEntry,
+    ) -> Result<AuditEntry, String> {
+        let mut entries = self
+            .entries
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(entry.clone());
-        Ok(())
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = match entries.last() {
+            Some(last) => make(last.seq, &last.hash),
+            None => make(0, GENESIS),
+        };
+        entries.push(entry.clone());
+        Ok(entry)
     }
 }
 
 impl AuditSink for std::sync::Arc<MemorySink> {
-    fn append(&self, entry: &AuditEntry) -> Result<(), String> {
-        self.as_ref().append(entry)
+    fn append_next(
+        &self,
+        make: &mut dyn FnMut(u64, &str) -> AuditEntry,
+    ) -> Result<AuditEntry, String> {
+        self.as_ref().append_next(make)
     }
 }
 
@@ -201,6 +234,9 @@ pub enum Verification {
     Intact {
         /// Entries checked.
         entries: u64,
+        /// The last entry's hash ([`GENESIS`] for an empty log). A chain cannot show that
+        /// entries were cut from its end: keep this somewhere else and compare.
+        head: String,
     },
     /// The chain breaks at `line` (1-based).
     Broken {
@@ -240,11 +276,19 @@ pub fn verify_text(text: &str) -> Verification {
         if entry.compute_hash() != entry.hash {
             return broken("its content does not match its hash (it was edited)".into());
         }
+        // The line must be exactly what was written: a duplicated key or other re-encoding
+        // could show a reader something the hash does not cover.
+        if serde_json::to_string(&entry).ok().as_deref() != Some(line.trim_end()) {
+            return broken("it is not written as the log writes entries (it was edited)".into());
+        }
         previous = entry.hash;
         expected_seq += 1;
         count += 1;
     }
-    Verification::Intact { entries: count }
+    Verification::Intact {
+        entries: count,
+        head: previous,
+    }
 }
 
 /// Checks the audit file at `path`.

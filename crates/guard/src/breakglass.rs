@@ -88,11 +88,7 @@ impl BreakGlassRequest {
         if self.requester.trim().is_empty() || self.approver.trim().is_empty() {
             return refuse("name both the requester and the approver".into());
         }
-        if self
-            .requester
-            .trim()
-            .eq_ignore_ascii_case(self.approver.trim())
-        {
+        if same_person(&self.requester, &self.approver) {
             return refuse(format!(
                 "`{}` cannot approve their own request; a second person must",
                 self.requester.trim()
@@ -139,7 +135,35 @@ impl BreakGlassRequest {
     }
 }
 
+/// Names compared as people: case and spacing do not make a second person.
+fn same_person(a: &str, b: &str) -> bool {
+    let normal = |name: &str| {
+        name.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    normal(a) == normal(b)
+}
+
 impl Grant {
+    /// Checks that the grant obeys `policy`'s rules (a second person approved it, it lasts no
+    /// longer than allowed, its patterns and state are valid); a grant read from a file that
+    /// fails this is ignored.
+    pub fn check(&self, policy: &Policy) -> Result<(), BreakGlassError> {
+        let regranted = self
+            .request
+            .clone()
+            .grant(policy, self.id.clone(), self.granted_at)?;
+        if self.expires_at > regranted.expires_at {
+            return Err(BreakGlassError(format!(
+                "grant {} lasts longer than the {} minutes it was granted for",
+                self.id, self.request.minutes
+            )));
+        }
+        Ok(())
+    }
+
     /// True while it applies.
     pub fn active(&self, now: DateTime<Utc>) -> bool {
         self.granted_at <= now && now < self.expires_at

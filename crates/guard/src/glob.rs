@@ -87,6 +87,12 @@ impl Name {
     }
 }
 
+/// The longest pattern accepted (expansion rescans the pattern per `{…}` group).
+const MAX_PATTERN_CHARS: usize = 256;
+
+/// The deepest `{…}` nesting accepted (expansion recurses per level).
+const MAX_BRACE_DEPTH: usize = 8;
+
 /// The most alternatives a pattern may expand to (`{a,b}{c,d}` is four).
 const MAX_ALTERNATIVES: usize = 256;
 
@@ -99,6 +105,24 @@ impl Glob {
         };
         if pattern.is_empty() {
             return Err(fail("a pattern cannot be empty"));
+        }
+        if pattern.chars().count() > MAX_PATTERN_CHARS {
+            return Err(fail(&format!(
+                "longer than {MAX_PATTERN_CHARS} characters; tool names are shorter"
+            )));
+        }
+        let mut depth = 0usize;
+        for character in pattern.chars() {
+            match character {
+                '{' => depth += 1,
+                '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if depth > MAX_BRACE_DEPTH {
+                return Err(fail(&format!(
+                    "`{{…}}` nested more than {MAX_BRACE_DEPTH} deep"
+                )));
+            }
         }
         let expanded = expand(pattern).map_err(|reason| fail(&reason))?;
         let alternatives = expanded
@@ -363,6 +387,14 @@ mod tests {
         );
         assert!(Glob::new("[z-a]").unwrap_err().reason.contains("backwards"));
         assert!(Glob::new("").is_err());
+        assert!(
+            Glob::new(&"{a}".repeat(200))
+                .unwrap_err()
+                .reason
+                .contains("longer than")
+        );
+        let nested = format!("{}x{}", "{".repeat(20), "}".repeat(20));
+        assert!(Glob::new(&nested).unwrap_err().reason.contains("nested"));
         assert!(Glob::new("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}").is_err());
     }
 }

@@ -131,6 +131,9 @@ impl Decision {
     }
 }
 
+/// How a guidance-mode warning that stands for a block begins.
+pub const GUIDANCE_BLOCK: &str = "guidance mode, would block: ";
+
 /// The ADR's recommended actions after a panic intervention.
 const CALMING_ACTIONS: [&str; 4] = [
     "Take a deep breath - let's approach this methodically",
@@ -196,19 +199,43 @@ impl Guard {
         now: DateTime<Utc>,
     ) -> Decision {
         let policy = &*self.policy;
+        // Time alone may have met the current state's requirements since the last call.
+        self.advance_automatically(session, now);
         let name = Name::new(call.tool);
         let class = policy.classify_name(&name, call.definition);
-        let grant = session
-            .grants
-            .iter()
-            .find(|grant| grant.active(now) && (grant.covers(call.tool) || grant.state().is_some()))
-            .cloned();
-        let state = grant
-            .as_ref()
-            .and_then(Grant::state)
-            .unwrap_or(&session.state)
-            .to_owned();
-        let gate = self.gate(&state, call.tool, &name, class);
+        let own_state = session.state.clone();
+        let own_gate = self.gate(&own_state, call.tool, &name, class);
+        // A grant only ever opens: the session's own state is asked first, and a grant is
+        // consulted when that refuses (a tools grant naming the tool, or a state grant whose
+        // state admits it). Grants that break the policy's rules (a hand-edited session file)
+        // are ignored.
+        let (state, gate, opened_by_grant) = match own_gate.refusal {
+            None => (own_state, own_gate, None),
+            Some(_) => {
+                let usable = session
+                    .grants
+                    .iter()
+                    .filter(|grant| grant.active(now) && grant.check(policy).is_ok());
+                let mut opened = None;
+                for grant in usable {
+                    if grant.covers(call.tool) {
+                        opened = Some((own_state.clone(), own_gate.clone(), grant.clone()));
+                        break;
+                    }
+                    if let Some(state) = grant.state() {
+                        let gate = self.gate(state, call.tool, &name, class);
+                        if gate.refusal.is_none() {
+                            opened = Some((state.to_owned(), gate, grant.clone()));
+                            break;
+                        }
+                    }
+                }
+                match opened {
+                    Some((state, gate, grant)) => (state, gate, Some(grant)),
+                    None => (own_state, own_gate, None),
+                }
+            }
+        };
         let candidate = Candidate {
             tool: call.tool,
             class,
@@ -216,9 +243,7 @@ impl Guard {
             allowed_by_name: gate.allowed_by_name,
         };
         let signals = panic::detect(policy, session, &candidate, now);
-        let opened_by_grant = grant
-            .as_ref()
-            .filter(|grant| grant.covers(call.tool) || gate.refusal.is_none());
+        let opened_by_grant = opened_by_grant.as_ref();
         let decided = if let Some(grant) = opened_by_grant {
             let mut notes = vec![format!(
                 "under break-glass grant {} (approved by {}, until {})",
@@ -267,6 +292,8 @@ impl Guard {
         } else {
             Decision::Allow { notes: Vec::new() }
         };
+        let underlying = (self.mode != Mode::Blocking && decided.name() != "allow")
+            .then(|| serde_json::to_value(&decided).unwrap_or_default());
         let decision = self.enforce(decided);
         if let (
             Mode::Blocking,
@@ -308,6 +335,7 @@ impl Guard {
                 "state": state,
                 "mode": self.mode.name(),
                 "decision": decision,
+                "enforced_from": underlying,
                 "grant": opened_by_grant.map(|grant| grant.id.clone()),
             }),
             now,
@@ -408,8 +436,8 @@ impl Guard {
                 },
             ) => Decision::Warn {
                 message: match calming_message {
-                    Some(calming) => format!("{reason}\n{calming}"),
-                    None => format!("{reason} (guidance mode: not blocked)"),
+                    Some(calming) => format!("{GUIDANCE_BLOCK}{reason}\n{calming}"),
+                    None => format!("{GUIDANCE_BLOCK}{reason}"),
                 },
                 signals,
             },
@@ -469,7 +497,7 @@ impl Guard {
         };
         let mut missing = Vec::new();
         for requirement in &config.required_evidence {
-            let have = session.evidence_count(&requirement.kind);
+            let have = session.evidence_in_state(&requirement.kind);
             if have < requirement.min_count {
                 missing.push(format!(
                     "{} evidence: {have} of {}",
@@ -586,6 +614,7 @@ impl Guard {
 }
 
 /// A state's verdict on a tool.
+#[derive(Clone)]
 struct Gate {
     allowed_by_name: bool,
     refusal: Option<String>,

@@ -40,7 +40,7 @@ pub mod suite;
 
 pub use breakglass::{BreakGlassError, BreakGlassRequest, Grant, Scope};
 pub use glob::{Glob, GlobError};
-pub use guard::{Decision, Guard, Mode, ToolCall};
+pub use guard::{Decision, GUIDANCE_BLOCK, Guard, Mode, ToolCall};
 pub use panic::{PanicKind, PanicSignal, Severity};
 pub use policy::{
     BreakGlassConfig, DEFAULT_POLICY, EvidenceRequirement, PanicConfig, Policy, PolicyError,

@@ -419,6 +419,12 @@ impl Policy {
         if tool.destructive == Some(true) {
             return ToolClass::Destructive;
         }
+        // A command's method field is a default, not a fact: a `cli` tool nothing names is a
+        // write. (`idempotent` says a call can be repeated, not that it changes nothing, so it
+        // does not make a tool read.)
+        if tool.kind == wayline_core::tool::ToolKind::Cli {
+            return ToolClass::Write;
+        }
         match tool.method.to_ascii_uppercase().as_str() {
             "GET" | "HEAD" | "OPTIONS" => ToolClass::Read,
             "DELETE" => ToolClass::Destructive,

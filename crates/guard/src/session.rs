@@ -20,6 +20,10 @@ pub struct Session {
     pub state: String,
     /// When it entered the current state.
     pub entered_state_at: DateTime<Utc>,
+    /// How many evidence items it had when it entered the current state: those after count
+    /// towards leaving it.
+    #[serde(default)]
+    pub evidence_at_entry: usize,
     /// When it started.
     pub started_at: DateTime<Utc>,
     /// Evidence gathered, oldest first.
@@ -99,6 +103,7 @@ impl Session {
             id: id.into(),
             state: state.into(),
             entered_state_at: now,
+            evidence_at_entry: 0,
             started_at: now,
             evidence: Vec::new(),
             history: Vec::new(),
@@ -108,10 +113,21 @@ impl Session {
         }
     }
 
-    /// Items of evidence of `kind`.
+    /// Items of evidence of `kind`, gathered at any time.
     pub fn evidence_count(&self, kind: &str) -> usize {
         self.evidence
             .iter()
+            .filter(|item| item.kind == kind)
+            .count()
+    }
+
+    /// Items of evidence of `kind` gathered since the session entered its current state: what
+    /// counts towards leaving it (evidence from before a move back does not carry it forward
+    /// again).
+    pub fn evidence_in_state(&self, kind: &str) -> usize {
+        self.evidence
+            .iter()
+            .skip(self.evidence_at_entry)
             .filter(|item| item.kind == kind)
             .count()
     }
@@ -143,5 +159,6 @@ impl Session {
             reason: reason.to_owned(),
         });
         self.entered_state_at = at;
+        self.evidence_at_entry = self.evidence.len();
     }
 }

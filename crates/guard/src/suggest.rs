@@ -85,7 +85,7 @@ impl Guard {
                 .required_evidence
                 .iter()
                 .filter(|requirement| {
-                    session.evidence_count(&requirement.kind) < requirement.min_count
+                    session.evidence_in_state(&requirement.kind) < requirement.min_count
                 })
                 .map(|requirement| {
                     let tools: Vec<&str> = policy
@@ -95,7 +95,7 @@ impl Guard {
                         .filter(|(_, kind)| **kind == requirement.kind)
                         .map(|(pattern, _)| pattern.as_str())
                         .collect();
-                    let have = session.evidence_count(&requirement.kind);
+                    let have = session.evidence_in_state(&requirement.kind);
                     if tools.is_empty() {
                         format!(
                             "Record {} evidence ({have} of {}): no tool provides it, write it down",

@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use wayline_core::document::{self, Format};
 
-use crate::guard::{Guard, Mode, ToolCall};
+use crate::guard::{Decision, GUIDANCE_BLOCK, Guard, Mode, ToolCall};
 use crate::policy::Policy;
 use crate::session::{Call, Session};
 
@@ -62,6 +62,10 @@ pub struct Case {
     /// Seconds the session has been in its state (default: a day, so time never holds it).
     #[serde(default)]
     pub seconds_in_state: Option<i64>,
+    /// In guidance or audit mode: what blocking mode would have decided (`block` or `warn`),
+    /// checked against the decision's notes or message.
+    #[serde(default)]
+    pub would: Option<String>,
 }
 
 /// An earlier call of a case.
@@ -132,18 +136,30 @@ pub fn run(suite: &Suite, policy: &std::sync::Arc<Policy>) -> Vec<CaseResult> {
             if policy.state(&case.state).is_none() {
                 return fail(format!("unknown state `{}`", case.state));
             }
-            let entered = now - Duration::seconds(case.seconds_in_state.unwrap_or(86_400).max(0));
+            let ago = |seconds: i64| {
+                Duration::try_seconds(seconds.max(0))
+                    .and_then(|delta| now.checked_sub_signed(delta))
+            };
+            let Some(entered) = ago(case.seconds_in_state.unwrap_or(86_400)) else {
+                return fail("seconds_in_state is too large".into());
+            };
             let mut session = Session::new(format!("case-{}", case.name), &case.state, entered);
             for (kind, count) in &case.evidence {
                 for index in 0..*count {
                     session.record_evidence(kind, format!("{kind} {}", index + 1), None, entered);
                 }
             }
-            for past in &case.history {
+            // History is kept oldest first, whatever order the case lists it in.
+            let mut history: Vec<&PastCall> = case.history.iter().collect();
+            history.sort_by_key(|past| std::cmp::Reverse(past.seconds_ago));
+            for past in history {
+                let Some(at) = ago(past.seconds_ago) else {
+                    return fail(format!("{}: seconds_ago is too large", past.tool));
+                };
                 session.history.push(Call {
                     tool: past.tool.clone(),
                     class: policy.classify(&past.tool, None),
-                    at: now - Duration::seconds(past.seconds_ago.max(0)),
+                    at,
                     domain: past.domain.clone(),
                     decision: "allow".into(),
                     state: case.state.clone(),
@@ -165,6 +181,15 @@ pub fn run(suite: &Suite, policy: &std::sync::Arc<Policy>) -> Vec<CaseResult> {
                 .iter()
                 .filter(|wanted| !signals.contains(wanted))
                 .collect();
+            let would_hold = case.would.as_ref().is_none_or(|would| match &decision {
+                Decision::Allow { notes } => notes
+                    .iter()
+                    .any(|note| *note == format!("audit mode: would {would}")),
+                Decision::Warn { message, .. } => {
+                    message.starts_with(GUIDANCE_BLOCK) == (would == "block")
+                }
+                _ => false,
+            });
             let problem = if got != case.expect {
                 Some(format!("expected {}, got {got}", case.expect))
             } else if !missing.is_empty() {
@@ -180,6 +205,11 @@ pub fn run(suite: &Suite, policy: &std::sync::Arc<Policy>) -> Vec<CaseResult> {
                     } else {
                         signals.join(", ")
                     }
+                ))
+            } else if !would_hold {
+                Some(format!(
+                    "expected it to say it would {}",
+                    case.would.as_deref().unwrap_or_default()
                 ))
             } else {
                 None

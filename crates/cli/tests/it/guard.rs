@@ -79,10 +79,12 @@ fn check_decides_in_a_session_file_and_the_audit_log_verifies() {
 
     let intact = wayline(&["guard", "audit", "verify", path(&log)]);
     assert_eq!(code(&intact), 0);
-    assert_eq!(
-        stdout(&intact),
-        "intact: 2 entries, each linked to the one before\n"
+    let text = stdout(&intact);
+    assert!(
+        text.starts_with("intact: 2 entries, each linked to the one before\nhead: "),
+        "{text}"
     );
+    assert_eq!(text.lines().nth(1).unwrap().len(), "head: ".len() + 64);
     let edited =
         std::fs::read_to_string(&log)
             .unwrap()

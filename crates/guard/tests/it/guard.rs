@@ -64,13 +64,15 @@ fn evidence_moves_a_session_on_and_advance_says_what_is_missing() {
     assert_eq!(session.state, "analyzing");
     assert_eq!(session.transitions[0].reason, "requirements met");
 
-    // Back is always allowed where the policy leads back; forward needs the evidence.
+    assert!(guard.advance(&mut session, "hypothesizing", at).is_err());
+    // Back is always allowed where the policy leads back; forward again needs new evidence,
+    // gathered in the state.
     guard.advance(&mut session, "gathering", at).unwrap();
     assert_eq!(session.state, "gathering");
-    guard
+    let refused = guard
         .advance(&mut session, "analyzing", at + Duration::seconds(31))
-        .unwrap();
-    assert!(guard.advance(&mut session, "hypothesizing", at).is_err());
+        .unwrap_err();
+    assert_eq!(refused[0], "symptoms evidence: 0 of 2");
 }
 
 #[test]
@@ -253,10 +255,10 @@ fn break_glass_needs_a_second_person_works_in_scope_expires_and_is_audited() {
             "decision"
         ]
     );
-    assert_eq!(
-        audit::verify(&log_path).unwrap(),
-        Verification::Intact { entries: 6 }
-    );
+    let Verification::Intact { entries: 6, head } = audit::verify(&log_path).unwrap() else {
+        panic!("the chain of six entries verifies");
+    };
+    assert_eq!(head.len(), 64);
 
     // An edited entry, a removed one, a reordering: each is found.
     let lines: Vec<&str> = text.lines().collect();
@@ -280,10 +282,27 @@ fn break_glass_needs_a_second_person_works_in_scope_expires_and_is_audited() {
     reopened
         .record("incident-7", "decision", serde_json::json!({}), after)
         .unwrap();
-    assert_eq!(
+    assert!(matches!(
         audit::verify(&log_path).unwrap(),
-        Verification::Intact { entries: 7 }
-    );
+        Verification::Intact { entries: 7, .. }
+    ));
+    // Cutting the last entries leaves a valid chain with another head: only the head tells.
+    let cut: String = text
+        .lines()
+        .take(3)
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let Verification::Intact { head: shorter, .. } = audit::verify_text(&cut) else {
+        panic!("a cut chain still links");
+    };
+    assert_ne!(shorter, head);
+    // A duplicated key (the last one wins when parsed) is caught.
+    let duplicated = lines[3].replacen("{\"tool\":", "{\"tool\":\"oc_read_logs\",\"tool\":", 1);
+    assert_ne!(duplicated, lines[3], "the test edits the line");
+    assert!(matches!(
+        audit::verify_text(&[lines[0], lines[1], lines[2], duplicated.as_str()].join("\n")),
+        Verification::Broken { line: 4, .. }
+    ));
 }
 
 #[test]
@@ -375,4 +394,139 @@ fn suggestions_bring_similar_incidents_evidence_gaps_and_next_tools() {
     );
     // Without a memory, no pattern match.
     assert_eq!(guard.suggest(&session, None, t0())[0].kind, "evidence_gap");
+}
+
+#[test]
+fn evidence_counts_in_the_state_it_was_gathered_for() {
+    let guard = guard(Mode::Blocking);
+    let mut session = guard.start("s6", t0());
+    let at = t0() + Duration::seconds(40);
+    gather_enough(&guard, &mut session, at);
+    assert_eq!(session.state, "analyzing");
+    guard.advance(&mut session, "gathering", at).unwrap();
+    // Back in gathering, the old evidence does not carry the session forward again.
+    let later = at + Duration::seconds(40);
+    guard.record_result(
+        &mut session,
+        "oc_diagnostic_events",
+        true,
+        "evictions",
+        later,
+    );
+    assert_eq!(session.state, "gathering");
+    assert!(guard.missing(&session, later)[0].starts_with("symptoms evidence: 1 of 2"));
+}
+
+#[test]
+fn time_alone_completes_a_state_at_the_next_call() {
+    let guard = guard(Mode::Blocking);
+    let mut session = guard.start("s7", t0());
+    gather_enough(&guard, &mut session, t0() + Duration::seconds(5));
+    assert_eq!(session.state, "gathering", "30 s have not passed");
+    guard.decide(
+        &mut session,
+        ToolCall::new("memory_search_incidents"),
+        t0() + Duration::seconds(31),
+    );
+    assert_eq!(session.state, "analyzing");
+    assert_eq!(session.history[0].state, "analyzing");
+}
+
+#[test]
+fn grants_only_open_and_forged_ones_are_ignored() {
+    let guard = guard(Mode::Blocking);
+    let mut session = guard.start("s8", t0());
+    session.state = "testing".into();
+    // In testing, `oc_exec` is named: a warning (escalating permissions, medium).
+    assert_eq!(
+        guard
+            .decide(&mut session, ToolCall::new("oc_exec"), t0())
+            .name(),
+        "warn"
+    );
+    // A grant to resolving (where `oc_exec` is not allowed) does not make it stricter.
+    let request = BreakGlassRequest::new(
+        "skip to remediation",
+        "ada",
+        "grace",
+        Scope::State("resolving".into()),
+        30,
+    );
+    guard.break_glass(&mut session, request, t0()).unwrap();
+    assert_eq!(
+        guard
+            .decide(&mut session, ToolCall::new("oc_exec"), t0())
+            .name(),
+        "warn"
+    );
+    assert_eq!(session.state, "testing");
+
+    // A grant written into the session by hand, approved by its own requester, is ignored.
+    let mut forged = session.grants[0].clone();
+    forged.request.approver = "ADA ".into();
+    forged.request.scope = Scope::Tools(vec!["oc_write_*".into()]);
+    session.grants = vec![forged];
+    assert_eq!(
+        guard
+            .decide(&mut session, ToolCall::new("oc_write_scale"), t0())
+            .name(),
+        "block"
+    );
+    // And so is one longer than it was granted for.
+    let request = BreakGlassRequest::new(
+        "scale the payments pods",
+        "ada",
+        "grace",
+        Scope::Tools(vec!["oc_write_*".into()]),
+        5,
+    );
+    let mut stretched = request.grant(guard.policy(), "bg-x", t0()).unwrap();
+    stretched.expires_at = t0() + Duration::days(3650);
+    session.grants = vec![stretched];
+    assert_eq!(
+        guard
+            .decide(
+                &mut session,
+                ToolCall::new("oc_write_scale"),
+                t0() + Duration::hours(1)
+            )
+            .name(),
+        "block"
+    );
+
+    // Names that differ only in case or spacing are one person, accents included.
+    let own = BreakGlassRequest::new(
+        "skip to remediation",
+        "Ádá  Lovelace",
+        "ádá lovelace",
+        Scope::State("resolving".into()),
+        5,
+    );
+    assert!(own.grant(guard.policy(), "bg-y", t0()).is_err());
+}
+
+#[test]
+fn a_suite_with_impossible_times_fails_its_case_without_crashing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("suite.yaml");
+    std::fs::write(
+        &path,
+        "cases:\n  - {name: far, state: gathering, tool: oc_read_logs, expect: allow, seconds_in_state: 9223372036854775807}\n  - {name: old, state: gathering, tool: oc_read_logs, expect: allow, history: [{tool: x, seconds_ago: 9223372036854775807}]}\n",
+    )
+    .unwrap();
+    let (suite, policy) = suite::load(&path).unwrap();
+    let results = suite::run(&suite, &Arc::new(policy));
+    assert!(results.iter().all(|result| !result.passed));
+    assert!(results[0].problem.as_deref().unwrap().contains("too large"));
+}
+
+/// Two symptoms and an affected resource, from tool results at `at`.
+fn gather_enough(guard: &Guard, session: &mut wayline_guard::Session, at: DateTime<Utc>) {
+    for (tool, summary) in [
+        ("oc_diagnostic_pod_health", "crash loop"),
+        ("oc_read_logs", "OOMKilled"),
+        ("oc_read_get_pods", "payments-7f9"),
+    ] {
+        guard.record_result(session, tool, true, summary, at);
+    }
 }

@@ -117,4 +117,12 @@ fn tools_nothing_names_are_classed_by_their_metadata() {
         ToolClass::Write,
         "unknown: not harmless"
     );
+    // A command's default method says nothing: `kubectl delete` is not a read.
+    let mut command = wayline_core::ToolDefinition::new("kubectl_delete", "");
+    command.kind = wayline_core::tool::ToolKind::Cli;
+    assert_eq!(command.method, "GET");
+    assert_eq!(
+        policy.classify("kubectl_delete", Some(&command)),
+        ToolClass::Write
+    );
 }
