@@ -48,6 +48,12 @@ pub(crate) enum GuardCommand {
         #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
         format: ReportFormat,
     },
+    /// Record an item of evidence in a session (it moves on when its state's requirements
+    /// are met).
+    Evidence(EvidenceArgs),
+    /// Move a session to a next state: forward only once its requirements are met (exit 1
+    /// with what is missing).
+    Advance(AdvanceArgs),
     /// Run a decision-table suite; exit 0 only if every case passes.
     Verify {
         /// The suite file.
@@ -59,6 +65,43 @@ pub(crate) enum GuardCommand {
     /// The audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+}
+
+/// `wayline guard evidence` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct EvidenceArgs {
+    /// The policy file (default: ADR-005's).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// The session file (YAML or JSON).
+    #[arg(long, value_name = "FILE")]
+    session: PathBuf,
+    /// The evidence type (`symptoms`, `root_cause_theory`, ...).
+    #[arg(long = "type", value_name = "TYPE")]
+    kind: String,
+    /// What it says.
+    #[arg(long, value_name = "TEXT")]
+    description: String,
+    /// Append to this audit log.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+}
+
+/// `wayline guard advance` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct AdvanceArgs {
+    /// The policy file (default: ADR-005's).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// The session file (YAML or JSON).
+    #[arg(long, value_name = "FILE")]
+    session: PathBuf,
+    /// The state to move to.
+    #[arg(long, value_name = "STATE")]
+    to: String,
+    /// Append to this audit log.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
 }
 
 /// `wayline guard audit ...`
@@ -125,6 +168,8 @@ fn run(command: GuardCommand) -> Result<Outcome, Outcome> {
             audit,
             format,
         }),
+        GuardCommand::Evidence(args) => evidence(&args),
+        GuardCommand::Advance(args) => advance(&args),
         GuardCommand::Verify {
             suite: path,
             format,
@@ -183,45 +228,17 @@ struct CheckArgs {
 }
 
 fn check(args: &CheckArgs) -> Result<Outcome, Outcome> {
-    let policy = Arc::new(load_policy(args.policy.as_deref())?);
-    let mut guard = Guard::new(policy, args.mode);
-    if let Some(path) = &args.audit {
-        guard = guard.audit(Arc::new(AuditLog::file(path).map_err(unreadable)?));
-    }
-    let now = Utc::now();
-    let mut session = match std::fs::read_to_string(&args.session) {
-        Ok(text) => {
-            let format = Format::from_path(&args.session).unwrap_or(Format::Yaml);
-            document::parse::<Session>(&text, format, &args.session.display().to_string())
-                .map_err(unreadable)?
-        }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            let id = args
-                .session
-                .file_stem()
-                .and_then(|stem| stem.to_str())
-                .unwrap_or("session");
-            guard.start(id, now)
-        }
-        Err(error) => {
-            return Err(unreadable(format!(
-                "cannot read {}: {error}",
-                args.session.display()
-            )));
-        }
-    };
-    if guard.policy().state(&session.state).is_none() {
-        return Err(unreadable(format!(
-            "{}: the session is in `{}`, a state this policy does not have",
-            args.session.display(),
-            session.state
-        )));
-    }
+    let (guard, mut session) = open_session(
+        args.policy.as_deref(),
+        &args.session,
+        args.audit.as_deref(),
+        args.mode,
+    )?;
     let mut call = ToolCall::new(&args.tool);
     if let Some(domain) = &args.domain {
         call = call.domain(domain);
     }
-    let decision = guard.decide(&mut session, call, now);
+    let decision = guard.decide(&mut session, call, Utc::now());
     save_session(&args.session, &session)?;
     match args.format {
         ReportFormat::Json => print_json(&decision),
@@ -231,6 +248,97 @@ fn check(args: &CheckArgs) -> Result<Outcome, Outcome> {
         Decision::Block { .. } => Outcome::Failed,
         _ => Outcome::Ok,
     })
+}
+
+/// Records an item of evidence in the session file.
+fn evidence(args: &EvidenceArgs) -> Result<Outcome, Outcome> {
+    let (guard, mut session) = open_session(
+        args.policy.as_deref(),
+        &args.session,
+        args.audit.as_deref(),
+        Mode::Blocking,
+    )?;
+    let before = session.state.clone();
+    let now = Utc::now();
+    guard.add_evidence(&mut session, &args.kind, &args.description, None, now);
+    save_session(&args.session, &session)?;
+    if session.state == before {
+        println!("recorded {}; state: {}", args.kind, session.state);
+        let missing = guard.missing(&session, now);
+        if !missing.is_empty() {
+            println!("still needed: {}", missing.join("; "));
+        }
+    } else {
+        println!(
+            "recorded {}; moved from {before} to {}",
+            args.kind, session.state
+        );
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Moves the session in the file to another state.
+fn advance(args: &AdvanceArgs) -> Result<Outcome, Outcome> {
+    let (guard, mut session) = open_session(
+        args.policy.as_deref(),
+        &args.session,
+        args.audit.as_deref(),
+        Mode::Blocking,
+    )?;
+    match guard.advance(&mut session, &args.to, Utc::now()) {
+        Ok(()) => {
+            save_session(&args.session, &session)?;
+            println!("state: {}", session.state);
+            Ok(Outcome::Ok)
+        }
+        Err(missing) => {
+            println!("not yet: {}", missing.join("; "));
+            Ok(Outcome::Failed)
+        }
+    }
+}
+
+/// The guard for a policy (and audit log), and the session in `path` (a new one, named after
+/// the file, when it does not exist).
+fn open_session(
+    policy: Option<&Path>,
+    path: &Path,
+    audit: Option<&Path>,
+    mode: Mode,
+) -> Result<(Guard, Session), Outcome> {
+    let policy = Arc::new(load_policy(policy)?);
+    let mut guard = Guard::new(policy, mode);
+    if let Some(audit) = audit {
+        guard = guard.audit(Arc::new(AuditLog::file(audit).map_err(unreadable)?));
+    }
+    let session = match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let format = Format::from_path(path).unwrap_or(Format::Yaml);
+            document::parse::<Session>(&text, format, &path.display().to_string())
+                .map_err(unreadable)?
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let id = path
+                .file_stem()
+                .and_then(|stem| stem.to_str())
+                .unwrap_or("session");
+            guard.start(id, Utc::now())
+        }
+        Err(error) => {
+            return Err(unreadable(format!(
+                "cannot read {}: {error}",
+                path.display()
+            )));
+        }
+    };
+    if guard.policy().state(&session.state).is_none() {
+        return Err(unreadable(format!(
+            "{}: the session is in `{}`, a state this policy does not have",
+            path.display(),
+            session.state
+        )));
+    }
+    Ok((guard, session))
 }
 
 /// Writes the session next to itself, then renames it into place.

@@ -104,3 +104,54 @@ fn check_decides_in_a_session_file_and_the_audit_log_verifies() {
     assert_eq!(code(&refused), 2);
     assert!(String::from_utf8_lossy(&refused.stderr).contains("incident.yaml:"));
 }
+
+#[test]
+fn evidence_and_advance_move_a_session_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.json");
+    let evidence = |kind: &str, text: &str| {
+        wayline(&[
+            "guard",
+            "evidence",
+            "--session",
+            path(&session),
+            "--type",
+            kind,
+            "--description",
+            text,
+        ])
+    };
+    let first = evidence("symptoms", "pods crash-looping");
+    assert_eq!(code(&first), 0);
+    assert!(
+        stdout(&first).contains("still needed: symptoms evidence: 1 of 2"),
+        "{}",
+        stdout(&first)
+    );
+    let early = wayline(&[
+        "guard",
+        "advance",
+        "--session",
+        path(&session),
+        "--to",
+        "analyzing",
+    ]);
+    assert_eq!(code(&early), 1);
+    assert!(
+        stdout(&early).starts_with("not yet: symptoms evidence: 1 of 2"),
+        "{}",
+        stdout(&early)
+    );
+    let back = wayline(&[
+        "guard",
+        "advance",
+        "--session",
+        path(&session),
+        "--to",
+        "resolving",
+    ]);
+    assert_eq!(code(&back), 1, "gathering does not lead to resolving");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&session).unwrap()).unwrap();
+    assert_eq!(saved["evidence"][0]["type"], "symptoms");
+}
