@@ -1,0 +1,25 @@
+//! Code sandboxes (seed 003), compatible with Bay (shipyard-neo) 0.3.1.
+//!
+//! This crate is being built (issue 7). What is here so far is the part both the local
+//! provider and the Bay client stand on, written against `../shared/reference/bay-api.md`:
+//!
+//! - [`error`]: Bay's error codes, statuses and envelope;
+//! - [`path`]: Bay's workspace path rules (and the symlink-escape check Ship adds);
+//! - [`ttl`]: Bay's TTL rules at create and on `extend_ttl`;
+//! - [`idempotency`]: Bay's idempotency keys, fingerprints, replays and conflicts;
+//! - [`time`]: Bay's naive UTC timestamps;
+//! - [`model`]: the records in Bay's wire shapes (`SandboxResponse`, exec results, file
+//!   entries).
+//!
+//! Still to come (see issue 7's notes): the `Sandbox` trait, the `BayClient`, the local
+//! provider with its Python driver, the loopback server and the workflow `code` step.
+
+pub mod error;
+pub mod idempotency;
+pub mod model;
+pub mod path;
+pub mod time;
+pub mod ttl;
+
+pub use error::{ErrorCode, SandboxError};
+pub use model::{FileEntry, PythonResult, SandboxInfo, ShellResult, Status};
