@@ -11,11 +11,16 @@
 //! - [`model`]: the records in Bay's wire shapes (`SandboxResponse`, exec results, file
 //!   entries).
 //!
-//! Still to come (see issue 7's notes): the `Sandbox` trait, the `BayClient`, the local
-//! provider with its Python driver, the loopback server and the workflow `code` step.
+//! - [`local::python`]: the local provider's persistent Python sessions (a driver speaking JSON
+//!   lines: variables persist, REPL-style values, full tracebacks, timeouts that kill).
+//!
+//! Still to come (see issue 7's notes): the `Sandbox` trait, the `BayClient`, the rest of the
+//! local provider (workspaces, shell, files, TTL, idle timeout, persisted state, profiles), the
+//! loopback server and the workflow `code` step.
 
 pub mod error;
 pub mod idempotency;
+pub mod local;
 pub mod model;
 pub mod path;
 pub mod time;

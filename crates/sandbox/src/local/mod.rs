@@ -1,0 +1,6 @@
+//! The embedded local provider (being built): for now, its Python sessions.
+//!
+//! It is not a security boundary: code runs as the user running wayline, in a workspace
+//! directory. (Isolation with `bubblewrap`, when installed, comes with the provider.)
+
+pub mod python;
