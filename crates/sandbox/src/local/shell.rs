@@ -1,0 +1,198 @@
+//! Shell commands in a local sandbox's workspace, as Bay's Ship runs them: `bash -lc` in the
+//! working directory, stdout as the output (stripped), stderr as the error when it is not
+//! empty, the exit code, and a timeout that kills the command (`exit_code: -1`, "Command timed
+//! out").
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+use crate::error::{ErrorCode, SandboxError};
+
+/// What a command did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Ran {
+    /// True when it exited 0.
+    pub success: bool,
+    /// Standard output, stripped of surrounding whitespace.
+    pub output: String,
+    /// Standard error when not empty (stripped), or the timeout message.
+    pub error: Option<String>,
+    /// The exit code; `-1` after a timeout or a signal.
+    pub exit_code: i32,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// The most output kept from each stream (Bay keeps whatever Ship returns; a runaway command
+/// here must not fill the memory).
+const MAX_STREAM_BYTES: usize = 4 * 1024 * 1024;
+
+/// Runs `command` with `bash -lc` in `cwd` (inside the workspace `home`), with `env` added.
+pub async fn run(
+    command: &str,
+    cwd: &Path,
+    home: &Path,
+    env: &[(String, String)],
+    timeout: Duration,
+) -> Result<Ran, SandboxError> {
+    let started = Instant::now();
+    let mut child = Command::new("bash")
+        .args(["-lc", command])
+        .current_dir(cwd)
+        .env("HOME", home)
+        .envs(env.iter().map(|(key, value)| (key, value)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|error| {
+            SandboxError::new(
+                ErrorCode::ShipError,
+                format!("cannot start bash for the command: {error}"),
+            )
+        })?;
+    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(SandboxError::new(
+            ErrorCode::InternalError,
+            "the command has no pipes",
+        ));
+    };
+    let read = async {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        // Keep the first MAX_STREAM_BYTES of each stream and drain the rest, so a chatty
+        // command never blocks on a full pipe.
+        let (a, b) = tokio::join!(
+            keep_and_drain(&mut stdout, &mut out),
+            keep_and_drain(&mut stderr, &mut err)
+        );
+        a.and(b)?;
+        let status = child.wait().await?;
+        Ok::<_, std::io::Error>((out, err, status))
+    };
+    match tokio::time::timeout(timeout, read).await {
+        Err(_) => Ok(Ran {
+            success: false,
+            output: String::new(),
+            error: Some("Command timed out".into()),
+            exit_code: -1,
+            elapsed: started.elapsed(),
+        }),
+        Ok(Err(error)) => Err(SandboxError::new(
+            ErrorCode::ShipError,
+            format!("the command could not be run to the end: {error}"),
+        )),
+        Ok(Ok((out, err, status))) => {
+            let exit_code = status.code().unwrap_or(-1);
+            let stderr = String::from_utf8_lossy(&err).trim().to_owned();
+            Ok(Ran {
+                success: exit_code == 0,
+                output: String::from_utf8_lossy(&out).trim().to_owned(),
+                error: (!stderr.is_empty()).then_some(stderr),
+                exit_code,
+                elapsed: started.elapsed(),
+            })
+        }
+    }
+}
+
+async fn keep_and_drain(
+    stream: &mut (impl tokio::io::AsyncRead + Unpin),
+    kept: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    (&mut *stream)
+        .take(MAX_STREAM_BYTES as u64)
+        .read_to_end(kept)
+        .await?;
+    tokio::io::copy(stream, &mut tokio::io::sink()).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn commands_run_in_the_workspace_with_exit_codes_and_stderr() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let env = [("BAY_TEST_ENV_VAR".to_owned(), "test-value-12345".to_owned())];
+        let second = Duration::from_secs(10);
+        let ran = run(
+            "echo hello; pwd; echo $BAY_TEST_ENV_VAR",
+            &dir.path().join("sub"),
+            dir.path(),
+            &env,
+            second,
+        )
+        .await
+        .unwrap();
+        assert!(ran.success);
+        let lines: Vec<&str> = ran.output.lines().collect();
+        assert_eq!(lines[0], "hello");
+        assert!(lines[1].ends_with("/sub"), "{}", lines[1]);
+        assert_eq!(lines[2], "test-value-12345");
+        let failed = run(
+            "echo oops >&2; exit 3",
+            dir.path(),
+            dir.path(),
+            &env,
+            second,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            (failed.success, failed.exit_code, failed.error.as_deref()),
+            (false, 3, Some("oops"))
+        );
+        let piped = run(
+            "printf 'b\\na\\n' | sort | head -1",
+            dir.path(),
+            dir.path(),
+            &env,
+            second,
+        )
+        .await
+        .unwrap();
+        assert_eq!(piped.output, "a");
+    }
+
+    #[tokio::test]
+    async fn a_flood_of_output_is_cut_not_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = run(
+            "head -c 6000000 /dev/zero | tr '\\0' x; echo",
+            dir.path(),
+            dir.path(),
+            &[],
+            Duration::from_secs(20),
+        )
+        .await
+        .unwrap();
+        assert!(ran.success);
+        assert_eq!(ran.output.len(), MAX_STREAM_BYTES);
+    }
+
+    #[tokio::test]
+    async fn a_command_that_outlives_its_timeout_is_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = run(
+            "sleep 30",
+            dir.path(),
+            dir.path(),
+            &[],
+            Duration::from_millis(200),
+        )
+        .await
+        .unwrap();
+        assert_eq!((ran.success, ran.exit_code), (false, -1));
+        assert_eq!(ran.error.as_deref(), Some("Command timed out"));
+        assert!(ran.elapsed < Duration::from_secs(5));
+    }
+}
