@@ -11,6 +11,7 @@
 //! - [`model`]: the records in Bay's wire shapes (`SandboxResponse`, exec results, file
 //!   entries).
 //!
+//! - [`profile`]: profiles from YAML (capabilities, idle timeout, env) and Bay's defaults;
 //! - [`local::python`]: the local provider's persistent Python sessions (a driver speaking JSON
 //!   lines: variables persist, REPL-style values, full tracebacks, timeouts that kill).
 //!
@@ -23,6 +24,7 @@ pub mod idempotency;
 pub mod local;
 pub mod model;
 pub mod path;
+pub mod profile;
 pub mod time;
 pub mod ttl;
 

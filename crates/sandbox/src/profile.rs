@@ -1,0 +1,197 @@
+//! Sandbox profiles: what a sandbox can do and how it runs. Read from YAML; Bay's two default
+//! profiles when none is given.
+//!
+//! ```yaml
+//! profiles:
+//!   - id: python-default
+//!     capabilities: [filesystem, shell, python]
+//!     idle_timeout: 1800        # seconds without a call before the runtime stops
+//!     env: {BAY_TEST_ENV_VAR: test-value-12345}
+//!     description: Python with a shell and files
+//! ```
+
+use std::path::Path;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use wayline_core::document::{self, Format};
+
+use crate::error::{ErrorCode, SandboxError};
+
+/// A capability a profile can grant.
+pub const CAPABILITIES: [&str; 4] = ["filesystem", "shell", "python", "browser"];
+
+/// One profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Profile {
+    /// Its id (`python-default`).
+    pub id: String,
+    /// What sandboxes of it can do, in order.
+    pub capabilities: Vec<String>,
+    /// Seconds without a call before the runtime stops (files stay).
+    #[serde(default = "default_idle")]
+    pub idle_timeout: u64,
+    /// Environment for Python and shell.
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
+    /// What it is for.
+    #[serde(default)]
+    pub description: String,
+}
+
+fn default_idle() -> u64 {
+    1_800
+}
+
+/// A profiles file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfilesFile {
+    profiles: Vec<Profile>,
+}
+
+/// The profiles a provider offers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profiles {
+    profiles: Vec<Profile>,
+}
+
+impl Profiles {
+    /// Bay's defaults: `python-default` and `python-data`, both with files, shell and Python.
+    pub fn bay_defaults() -> Profiles {
+        let profile = |id: &str, description: &str| Profile {
+            id: id.to_owned(),
+            capabilities: ["filesystem", "shell", "python"]
+                .map(str::to_owned)
+                .to_vec(),
+            idle_timeout: default_idle(),
+            env: IndexMap::new(),
+            description: description.to_owned(),
+        };
+        Profiles {
+            profiles: vec![
+                profile("python-default", "Python with a shell and files"),
+                profile("python-data", "Python for data work"),
+            ],
+        }
+    }
+
+    /// Reads a profiles file. Errors name the file and line, or the profile and the problem.
+    pub fn load(path: &Path) -> Result<Profiles, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        Profiles::from_yaml(&text, &path.display().to_string())
+    }
+
+    /// Reads profiles from YAML text.
+    pub fn from_yaml(text: &str, origin: &str) -> Result<Profiles, String> {
+        let file: ProfilesFile =
+            document::parse(text, Format::Yaml, origin).map_err(|error| error.to_string())?;
+        let mut seen = Vec::new();
+        for profile in &file.profiles {
+            let at = format!("{origin}: profile `{}`", profile.id);
+            if profile.id.is_empty() {
+                return Err(format!("{origin}: a profile has an empty id"));
+            }
+            if seen.contains(&profile.id) {
+                return Err(format!("{at} is listed twice"));
+            }
+            seen.push(profile.id.clone());
+            for capability in &profile.capabilities {
+                if !CAPABILITIES.contains(&capability.as_str()) {
+                    return Err(format!(
+                        "{at}: unknown capability `{capability}` (use {})",
+                        CAPABILITIES.join(", ")
+                    ));
+                }
+            }
+            if profile.idle_timeout == 0 {
+                return Err(format!("{at}: idle_timeout must be at least 1 second"));
+            }
+        }
+        if file.profiles.is_empty() {
+            return Err(format!("{origin}: no profiles; list at least one"));
+        }
+        Ok(Profiles {
+            profiles: file.profiles,
+        })
+    }
+
+    /// The profile `id`, or Bay's `validation_error` ("Invalid profile: X").
+    pub fn get(&self, id: &str) -> Result<&Profile, SandboxError> {
+        self.profiles
+            .iter()
+            .find(|profile| profile.id == id)
+            .ok_or_else(|| {
+                SandboxError::new(ErrorCode::ValidationError, format!("Invalid profile: {id}"))
+            })
+    }
+
+    /// Every profile, in order.
+    pub fn all(&self) -> &[Profile] {
+        &self.profiles
+    }
+}
+
+impl Profile {
+    /// Checks that the profile grants `capability`: Bay's `capability_not_supported` (with
+    /// `details.capability` and `details.available`) otherwise.
+    pub fn require(&self, capability: &str) -> Result<(), SandboxError> {
+        if self
+            .capabilities
+            .iter()
+            .any(|granted| granted == capability)
+        {
+            return Ok(());
+        }
+        Err(SandboxError::new(
+            ErrorCode::CapabilityNotSupported,
+            format!("Profile `{}` does not support `{capability}`", self.id),
+        )
+        .detail("capability", capability)
+        .detail("available", self.capabilities.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_load_with_checks_and_bays_errors() {
+        let profiles = Profiles::from_yaml(
+            "profiles:\n  - id: python-only-test\n    capabilities: [python]\n  - id: short-idle-test\n    capabilities: [filesystem, shell, python]\n    idle_timeout: 2\n    env: {BAY_TEST_ENV_VAR: test-value-12345}\n",
+            "profiles.yaml",
+        )
+        .unwrap();
+        let python_only = profiles.get("python-only-test").unwrap();
+        assert_eq!(python_only.idle_timeout, 1_800);
+        let refused = python_only.require("shell").unwrap_err();
+        assert_eq!(refused.code, ErrorCode::CapabilityNotSupported);
+        assert_eq!(refused.details["available"], serde_json::json!(["python"]));
+        assert_eq!(
+            profiles.get("short-idle-test").unwrap().env["BAY_TEST_ENV_VAR"],
+            "test-value-12345"
+        );
+        let unknown = profiles.get("gpu").unwrap_err();
+        assert_eq!(
+            (unknown.code, unknown.message.as_str()),
+            (ErrorCode::ValidationError, "Invalid profile: gpu")
+        );
+
+        let bad = |yaml: &str| Profiles::from_yaml(yaml, "p.yaml").unwrap_err();
+        assert!(
+            bad("profiles:\n  - {id: a, capabilities: [gpu]}\n")
+                .contains("unknown capability `gpu`")
+        );
+        assert!(
+            bad("profiles:\n  - {id: a, capabilities: []}\n  - {id: a, capabilities: []}\n")
+                .contains("listed twice")
+        );
+        assert!(bad("profiles: []\n").contains("no profiles"));
+        assert!(bad("profiles:\n  - {id: a, capabilities: [], idle: 3}\n").contains("p.yaml:2"));
+        assert_eq!(Profiles::bay_defaults().all().len(), 2);
+    }
+}
