@@ -194,20 +194,26 @@ async fn run_step(job: &StepJob<'_>, progress: &mut Progress) -> Result<Value, F
         return Err(format!("input validation failed: {}", findings.errors.join("; ")).into());
     }
     let context = job.context();
-    let request = (job.step.kind != StepKind::Transform).then(|| {
+    // The tool a step calls, resolved once: a missing one fails the step before any policy
+    // is asked about it (a transform calls none).
+    let tool = match (job.step.kind, prepared.tool.as_deref()) {
+        (StepKind::Transform, _) => None,
+        (_, Some(tool)) => Some(tool),
+        (_, None) => {
+            return Err(format!("tool `{}` is not in the catalog", job.step.tool_id).into());
+        }
+    };
+    let request = tool.map(|tool| {
         StepRequest::new(
             &job.run.run_id,
             &job.run.workflow_id,
             &job.step.id,
             &job.step.tool_id,
-            prepared.tool.as_deref(),
+            Some(tool),
             &job.inputs,
         )
     });
     if let Some(request) = &request {
-        if job.step.kind != StepKind::Transform && prepared.tool.is_none() {
-            return Err(format!("tool `{}` is not in the catalog", job.step.tool_id).into());
-        }
         consult_policies(job, request, progress)?;
     }
     for hook in &job.run.engine.middleware {
@@ -215,20 +221,15 @@ async fn run_step(job: &StepJob<'_>, progress: &mut Progress) -> Result<Value, F
             .await
             .map_err(|reason| format!("blocked before it ran: {reason}"))?;
     }
-    let output = match (job.step.kind, prepared.tool.as_deref()) {
-        (StepKind::Transform, _) => step_outputs(job, None)?,
-        (_, Some(tool)) => {
+    let output = match (tool, &request) {
+        (Some(tool), Some(request)) => {
             let called = call(job, tool, progress).await;
-            if let Some(request) = &request {
-                for policy in &job.run.engine.policies {
-                    policy.finished(request, called.is_ok(), called.as_ref().ok());
-                }
+            for policy in &job.run.engine.policies {
+                policy.finished(request, called.is_ok(), called.as_ref().ok());
             }
             called?
         }
-        (_, None) => {
-            return Err(format!("tool `{}` is not in the catalog", job.step.tool_id).into());
-        }
+        _ => step_outputs(job, None)?,
     };
     let findings = validation::run(&prepared.validations, Target::Output, &output);
     progress.warnings.extend(findings.warnings);
