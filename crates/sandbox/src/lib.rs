@@ -19,14 +19,25 @@
 //! local provider (workspaces, shell, files, TTL, idle timeout, persisted state, profiles), the
 //! loopback server and the workflow `code` step.
 
+pub mod client;
+pub mod clock;
 pub mod error;
 pub mod idempotency;
 pub mod local;
 pub mod model;
 pub mod path;
 pub mod profile;
+pub mod provider;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod time;
 pub mod ttl;
 
+pub use client::{BayClient, BayConfig};
 pub use error::{ErrorCode, SandboxError};
+pub use local::{LocalConfig, LocalProvider};
 pub use model::{FileEntry, PythonResult, SandboxInfo, ShellResult, Status};
+pub use provider::{
+    CreateSandbox, HistoryEntry, HistoryPage, HistoryQuery, ListQuery, ProfileInfo, PythonExec,
+    Sandbox, SandboxPage, SandboxProvider, SandboxResult, ShellExec, Uploaded,
+};

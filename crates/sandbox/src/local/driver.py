@@ -5,14 +5,26 @@
 # `output` is what the code printed plus, as a REPL shows it, the value of a last expression;
 # `error` is the full traceback. The driver's own stdout is kept for replies: the code's prints
 # go to a buffer. Timeouts are the host's job: it kills this process.
+#
+# The requests and replies travel on private copies of file descriptors 0 and 1: the code's
+# child processes (`subprocess.run(["pip", ...])`) inherit 0, 1 and 2, so 0 reads nothing and
+# 1 and 2 write to a capture file whose text joins the output, as a terminal would show it.
 import ast
 import io
 import json
 import linecache
+import os
 import sys
+import tempfile
 import traceback
 
-_reply = sys.stdout
+_requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+_reply = os.fdopen(os.dup(1), "w", encoding="utf-8")
+_capture = tempfile.TemporaryFile()
+_devnull = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_devnull, 0)
+os.dup2(_capture.fileno(), 1)
+os.dup2(_capture.fileno(), 2)
 _namespace = {"__name__": "__main__", "__builtins__": __builtins__}
 _count = 0
 
@@ -51,7 +63,7 @@ def _run(code):
             error = "".join(traceback.format_exception(type(raised), raised, tb))
     finally:
         sys.stdout, sys.stderr = old_out, old_err
-    printed = buffer.getvalue()
+    printed = buffer.getvalue() + _captured()
     output = printed + (text + "\n" if text else "")
     return {
         "success": error is None,
@@ -62,8 +74,20 @@ def _run(code):
     }
 
 
+def _captured():
+    """What child processes wrote to descriptors 1 and 2 since the last call."""
+    sys.__stdout__.flush()
+    sys.__stderr__.flush()
+    _capture.seek(0)
+    raw = _capture.read()
+    # Descriptors 1 and 2 share this file's offset: rewinding it rewinds them.
+    _capture.seek(0)
+    _capture.truncate()
+    return raw.decode("utf-8", "replace")
+
+
 def main():
-    for line in sys.stdin:
+    for line in _requests:
         line = line.strip()
         if not line:
             continue

@@ -3,7 +3,6 @@
 //! is shown as a REPL shows it, errors carry the traceback, and a timeout kills the process
 //! (the session's variables are lost, as when Bay's kernel is restarted).
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -41,22 +40,20 @@ pub struct PythonSession {
 }
 
 impl PythonSession {
-    /// Starts `python` (e.g. `python3`) in `workspace` with `env` added to its environment.
-    pub async fn start(
-        python: &str,
-        workspace: &Path,
-        env: &[(String, String)],
-    ) -> Result<PythonSession, SandboxError> {
-        let mut command = Command::new(python);
+    /// The arguments that make `python3` run the driver.
+    pub fn driver_args() -> [&'static str; 3] {
+        ["-u", "-c", DRIVER]
+    }
+
+    /// Starts the driver with `command`: `python3` (or a launcher running it) with
+    /// [`driver_args`](Self::driver_args), its directory and environment set.
+    pub async fn start(mut command: Command) -> Result<PythonSession, SandboxError> {
         command
-            .args(["-u", "-c", DRIVER])
-            .current_dir(workspace)
-            .env("HOME", workspace)
-            .envs(env.iter().map(|(key, value)| (key, value)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true);
+        let python = command.as_std().get_program().to_string_lossy().into_owned();
         let mut child = command.spawn().map_err(|error| {
             SandboxError::new(
                 ErrorCode::ShipError,
@@ -142,6 +139,8 @@ impl PythonSession {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     /// The session, or `None` (after a one-line notice) on a machine without `python3`: the
@@ -155,11 +154,14 @@ mod tests {
             eprintln!("skipped: python3 not found (the local sandbox needs it)");
             return None;
         }
-        Some(
-            PythonSession::start("python3", dir, &[("WAYLINE_TEST".into(), "v-123".into())])
-                .await
-                .unwrap(),
-        )
+        let command = crate::local::isolation::Isolation::None.command(
+            "python3",
+            &PythonSession::driver_args(),
+            dir,
+            ".",
+            &[("WAYLINE_TEST".into(), "v-123".into())],
+        );
+        Some(PythonSession::start(command).await.unwrap())
     }
 
     #[tokio::test]

@@ -3,7 +3,6 @@
 //! empty, the exit code, and a timeout that kills the command (`exit_code: -1`, "Command timed
 //! out").
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -32,20 +31,11 @@ pub struct Ran {
 /// here must not fill the memory).
 const MAX_STREAM_BYTES: usize = 4 * 1024 * 1024;
 
-/// Runs `command` with `bash -lc` in `cwd` (inside the workspace `home`), with `env` added.
-pub async fn run(
-    command: &str,
-    cwd: &Path,
-    home: &Path,
-    env: &[(String, String)],
-    timeout: Duration,
-) -> Result<Ran, SandboxError> {
+/// Runs `command`: `bash -lc <command>` (or a launcher running it), its directory and
+/// environment set.
+pub async fn run(mut command: Command, timeout: Duration) -> Result<Ran, SandboxError> {
     let started = Instant::now();
-    let mut child = Command::new("bash")
-        .args(["-lc", command])
-        .current_dir(cwd)
-        .env("HOME", home)
-        .envs(env.iter().map(|(key, value)| (key, value)))
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -116,7 +106,24 @@ async fn keep_and_drain(
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::local::isolation::Isolation;
+
+    /// `bash -lc script` in `relative` inside `workspace`.
+    async fn run(
+        script: &str,
+        cwd: &Path,
+        home: &Path,
+        env: &[(String, String)],
+        timeout: Duration,
+    ) -> Result<Ran, SandboxError> {
+        let relative = cwd.strip_prefix(home).unwrap().to_str().unwrap();
+        let relative = if relative.is_empty() { "." } else { relative };
+        let command = Isolation::None.command("bash", &["-lc", script], home, relative, env);
+        super::run(command, timeout).await
+    }
 
     #[tokio::test]
     async fn commands_run_in_the_workspace_with_exit_codes_and_stderr() {

@@ -1,0 +1,881 @@
+//! [`LocalProvider`]: Bay's sandbox API over directories and processes of this machine.
+//!
+//! Layout of the data directory:
+//!
+//! ```text
+//! DATA_DIR/.lock                  held while a provider uses the directory
+//! DATA_DIR/state.json             sandboxes and idempotency keys
+//! DATA_DIR/cargos/ws-<hex>/       one workspace per sandbox (the code's cwd and $HOME)
+//! DATA_DIR/history/<id>.jsonl     executions
+//! ```
+//!
+//! A sandbox's runtime (its "session") starts on the first exec or file call and ends on
+//! `stop`, on the idle timeout, or when the provider is dropped; files stay until `delete`.
+//! Python runs in one persistent process per session; shell commands each run `bash -lc`.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{ErrorCode, SandboxError};
+use crate::idempotency::{IdempotencyStore, Lookup, fingerprint};
+use crate::local::files;
+use crate::local::isolation::{Isolation, IsolationMode};
+use crate::local::python::PythonSession;
+use crate::local::shell;
+use crate::local::state::{self, Persisted, Record};
+use crate::model::{FileEntry, PythonResult, SandboxInfo, ShellResult, Status};
+use crate::path::{self as paths, PathField};
+use crate::profile::Profiles;
+use crate::provider::{
+    CreateSandbox, HistoryEntry, HistoryPage, HistoryQuery, ListQuery, MAX_EXEC_TIMEOUT_SECS,
+    ProfileInfo, PythonExec, SandboxPage, SandboxProvider, SandboxResult, ShellExec, Uploaded,
+};
+use crate::ttl;
+
+/// How a local provider is set up.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LocalConfig {
+    /// Where workspaces, state and history live.
+    pub data_dir: PathBuf,
+    /// The profiles offered (Bay's two defaults unless set).
+    pub profiles: Profiles,
+    /// The Python interpreter (`python3`).
+    pub python: String,
+    /// Which isolation to use.
+    pub isolation: IsolationMode,
+    /// The largest file written, uploaded, read or downloaded, in bytes (100 MiB).
+    pub max_file_bytes: u64,
+    /// How long idempotency keys live (Bay's default: an hour).
+    pub idempotency_ttl: Duration,
+    /// The clock (tests move one by hand).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl LocalConfig {
+    /// Defaults, with the data in `data_dir`.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        LocalConfig {
+            data_dir: data_dir.into(),
+            profiles: Profiles::bay_defaults(),
+            python: "python3".to_owned(),
+            isolation: IsolationMode::Auto,
+            max_file_bytes: 100 * 1024 * 1024,
+            idempotency_ttl: Duration::from_secs(3_600),
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// Offers `profiles`.
+    pub fn profiles(mut self, profiles: Profiles) -> Self {
+        self.profiles = profiles;
+        self
+    }
+
+    /// Uses `isolation`.
+    pub fn isolation(mut self, isolation: IsolationMode) -> Self {
+        self.isolation = isolation;
+        self
+    }
+
+    /// Reads the time from `clock`.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Files may have at most `bytes`.
+    pub fn max_file_bytes(mut self, bytes: u64) -> Self {
+        self.max_file_bytes = bytes;
+        self
+    }
+
+    /// Uses this Python interpreter.
+    pub fn python(mut self, program: impl Into<String>) -> Self {
+        self.python = program.into();
+        self
+    }
+}
+
+/// A sandbox's running session: its id and its Python process, once started.
+#[derive(Debug, Default)]
+struct Runtime {
+    python: Option<PythonSession>,
+}
+
+type SharedRuntime = Arc<tokio::sync::Mutex<Runtime>>;
+
+#[derive(Debug)]
+struct State {
+    persisted: Persisted,
+    /// Sandboxes with a running session, and the session's id.
+    sessions: HashMap<String, String>,
+    runtimes: HashMap<String, SharedRuntime>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: LocalConfig,
+    isolation: Isolation,
+    state: Mutex<State>,
+    /// Held (locked) for the provider's life: one provider per data directory.
+    _lock: File,
+}
+
+/// The embedded sandbox provider. Cheap to clone (clones share the sandboxes).
+///
+/// **Not a security boundary**: code runs as the user running wayline (inside `bubblewrap`
+/// when it is installed, which still shares the network and the kernel). Run only code you
+/// would run yourself; for untrusted code use Bay through [`BayClient`](crate::BayClient).
+#[derive(Debug, Clone)]
+pub struct LocalProvider {
+    inner: Arc<Inner>,
+}
+
+/// What a capability call works with once its checks passed.
+struct Ready {
+    workspace: PathBuf,
+    session_id: String,
+    env: Vec<(String, String)>,
+}
+
+fn not_found(id: &str) -> SandboxError {
+    SandboxError::new(ErrorCode::NotFound, format!("Sandbox not found: {id}"))
+        .detail("sandbox_id", id)
+}
+
+fn random_hex() -> String {
+    format!("{:012x}", fastrand::u64(..) & 0xffff_ffff_ffff)
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+fn check_timeout(seconds: u64) -> SandboxResult<Duration> {
+    if (1..=MAX_EXEC_TIMEOUT_SECS).contains(&seconds) {
+        Ok(Duration::from_secs(seconds))
+    } else {
+        Err(SandboxError::new(
+            ErrorCode::ValidationError,
+            format!("timeout must be 1 to {MAX_EXEC_TIMEOUT_SECS} seconds, not {seconds}"),
+        )
+        .detail("field", "timeout"))
+    }
+}
+
+/// `text` quoted for bash.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+impl LocalProvider {
+    /// Opens (or starts) the data directory: the sandboxes a previous provider left there are
+    /// known again, without sessions. Fails when another provider uses the directory, or
+    /// when the isolation asked for is not available.
+    pub fn open(config: LocalConfig) -> SandboxResult<LocalProvider> {
+        let internal = |message: String| SandboxError::new(ErrorCode::InternalError, message);
+        let dir = &config.data_dir;
+        for sub in ["cargos", "history"] {
+            std::fs::create_dir_all(dir.join(sub))
+                .map_err(|error| internal(format!("cannot create {}: {error}", dir.display())))?;
+        }
+        let lock = File::create(dir.join(".lock"))
+            .map_err(|error| internal(format!("cannot create {}/.lock: {error}", dir.display())))?;
+        lock.try_lock().map_err(|_| {
+            internal(format!(
+                "{} is in use by another wayline sandbox provider; stop it or use another --data-dir",
+                dir.display()
+            ))
+        })?;
+        let isolation = Isolation::choose(config.isolation).map_err(internal)?;
+        let mut persisted = state::load(dir)?
+            .unwrap_or_else(|| Persisted::new(IdempotencyStore::new(config.idempotency_ttl)));
+        // No session survives a restart; neither does an idle deadline.
+        for record in persisted.sandboxes.values_mut() {
+            record.idle_expires_at = None;
+        }
+        tracing::info!(isolation = isolation.describe(), data_dir = %dir.display(), "local sandbox provider");
+        Ok(LocalProvider {
+            inner: Arc::new(Inner {
+                config,
+                isolation,
+                state: Mutex::new(State {
+                    persisted,
+                    sessions: HashMap::new(),
+                    runtimes: HashMap::new(),
+                }),
+                _lock: lock,
+            }),
+        })
+    }
+
+    /// The isolation in use.
+    pub fn isolation(&self) -> &Isolation {
+        &self.inner.isolation
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.config.data_dir
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.inner.config.clock.now()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn save(&self, state: &State) -> SandboxResult<()> {
+        state::save(&self.inner.config.data_dir, &state.persisted)
+    }
+
+    fn workspace(&self, cargo_id: &str) -> PathBuf {
+        self.inner.config.data_dir.join("cargos").join(cargo_id)
+    }
+
+    fn info(&self, record: &Record, session: bool, now: DateTime<Utc>) -> SandboxInfo {
+        let status = if record.expires_at.is_some_and(|at| now > at) {
+            Status::Expired
+        } else if session {
+            Status::Ready
+        } else {
+            Status::Idle
+        };
+        let containers = session.then(|| {
+            vec![serde_json::json!({
+                "name": "local",
+                "runtime_type": "local",
+                "status": "running",
+                "version": null,
+                "capabilities": record.capabilities,
+                "healthy": true,
+            })]
+        });
+        SandboxInfo {
+            id: record.id.clone(),
+            status,
+            profile: record.profile.clone(),
+            cargo_id: Some(record.cargo_id.clone()),
+            capabilities: record.capabilities.clone(),
+            created_at: record.created_at,
+            expires_at: record.expires_at,
+            idle_expires_at: record.idle_expires_at,
+            containers,
+        }
+    }
+
+    /// Stops the sessions whose idle deadline passed (Bay's idle GC): their files stay.
+    /// Called before every operation; a server may also call it on a timer.
+    pub async fn collect_idle(&self) {
+        let now = self.now();
+        let idle: Vec<String> = {
+            let state = self.state();
+            state
+                .sessions
+                .keys()
+                .filter(|id| {
+                    state
+                        .persisted
+                        .sandboxes
+                        .get(*id)
+                        .and_then(|record| record.idle_expires_at)
+                        .is_some_and(|deadline| now >= deadline)
+                })
+                .cloned()
+                .collect()
+        };
+        for id in idle {
+            tracing::debug!(sandbox = %id, "idle timeout: stopping the session");
+            let _ = self.end_session(&id).await;
+        }
+    }
+
+    /// Ends a sandbox's session (waiting for an execution in progress), keeping its files.
+    async fn end_session(&self, id: &str) -> SandboxResult<()> {
+        let runtime = {
+            let mut state = self.state();
+            state.sessions.remove(id);
+            if let Some(record) = state.persisted.sandboxes.get_mut(id) {
+                record.idle_expires_at = None;
+            }
+            self.save(&state)?;
+            state.runtimes.remove(id)
+        };
+        if let Some(runtime) = runtime {
+            let mut runtime = runtime.lock().await;
+            if let Some(python) = runtime.python.take() {
+                python.stop().await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Bay's checks for a capability call, in its order: the sandbox exists, its profile has
+    /// `capability`; then `check` (the paths); then the session is started if needed (not on
+    /// an expired sandbox) and the idle deadline moved.
+    async fn begin(
+        &self,
+        id: &str,
+        capability: &str,
+        check: impl FnOnce() -> SandboxResult<()>,
+    ) -> SandboxResult<Ready> {
+        self.collect_idle().await;
+        let now = self.now();
+        let mut state = self.state();
+        let record = state
+            .persisted
+            .sandboxes
+            .get(id)
+            .ok_or_else(|| not_found(id))?;
+        if !record.capabilities.iter().any(|held| held == capability) {
+            return Err(SandboxError::new(
+                ErrorCode::CapabilityNotSupported,
+                format!("Profile `{}` does not support `{capability}`", record.profile),
+            )
+            .detail("capability", capability)
+            .detail("available", record.capabilities.clone()));
+        }
+        check()?;
+        if let Some(expires_at) = record.expires_at.filter(|at| now > *at) {
+            return Err(SandboxError::new(
+                ErrorCode::SandboxExpired,
+                "Sandbox has expired; create a new one",
+            )
+            .detail("sandbox_id", id)
+            .detail("expires_at", crate::time::format(expires_at)));
+        }
+        let profile = self.inner.config.profiles.get(&record.profile).ok();
+        let idle = profile.map_or(1_800, |profile| profile.idle_timeout);
+        let env = profile
+            .map(|profile| {
+                profile
+                    .env
+                    .iter()
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let workspace = self.workspace(&record.cargo_id);
+        let deadline = chrono::Duration::try_seconds(i64::try_from(idle).unwrap_or(i64::MAX))
+            .and_then(|length| now.checked_add_signed(length));
+        if let Some(record) = state.persisted.sandboxes.get_mut(id) {
+            record.idle_expires_at = deadline;
+        }
+        let session_id = match state.sessions.get(id) {
+            Some(session) => session.clone(),
+            None => {
+                let session = format!("sess-{}", random_hex());
+                state.sessions.insert(id.to_owned(), session.clone());
+                self.save(&state)?;
+                session
+            }
+        };
+        Ok(Ready {
+            workspace,
+            session_id,
+            env,
+        })
+    }
+
+    fn runtime(&self, id: &str) -> SharedRuntime {
+        self.state()
+            .runtimes
+            .entry(id.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    fn record_history(&self, id: &str, entry: &HistoryEntry) {
+        if let Err(error) = state::append_history(&self.inner.config.data_dir, id, entry) {
+            tracing::warn!(sandbox = %id, %error, "an execution was not recorded in the history");
+        }
+    }
+
+    fn resolve(&self, ready: &Ready, normalized: &str, field: PathField) -> SandboxResult<PathBuf> {
+        paths::resolve(&ready.workspace, normalized, field)
+    }
+
+    /// The workspace path `normalized` as Bay shows it in listings (`/workspace/src`),
+    /// whatever the isolation.
+    fn shown(normalized: &str) -> PathBuf {
+        let root = PathBuf::from(crate::local::isolation::SANDBOX_ROOT);
+        if normalized == "." {
+            root
+        } else {
+            root.join(normalized)
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl SandboxProvider for LocalProvider {
+    async fn create(&self, request: &CreateSandbox) -> SandboxResult<SandboxInfo> {
+        self.collect_idle().await;
+        let now = self.now();
+        let print = fingerprint("/v1/sandboxes", &request.canonical_body());
+        let mut state = self.state();
+        if let Some(key) = &request.idempotency_key {
+            state.persisted.idempotency.purge(now);
+            if let Lookup::Replay { body, .. } =
+                state
+                    .persisted
+                    .idempotency
+                    .lookup("default", key, &print, now)?
+            {
+                return serde_json::from_value(body).map_err(|error| {
+                    SandboxError::new(ErrorCode::InternalError, format!("stored reply: {error}"))
+                });
+            }
+        }
+        let profile = self.inner.config.profiles.get(&request.profile)?;
+        if let Some(cargo) = &request.cargo_id {
+            return Err(SandboxError::new(
+                ErrorCode::NotFound,
+                format!("Cargo not found: {cargo} (the local provider has no external cargos)"),
+            )
+            .detail("cargo_id", cargo.as_str()));
+        }
+        let hex = random_hex();
+        let record = Record {
+            id: format!("sandbox-{hex}"),
+            profile: profile.id.clone(),
+            cargo_id: format!("ws-{hex}"),
+            capabilities: profile.capabilities.clone(),
+            created_at: now,
+            expires_at: ttl::expiry_at_create(now, request.ttl),
+            idle_expires_at: None,
+        };
+        let workspace = self.workspace(&record.cargo_id);
+        std::fs::create_dir_all(&workspace).map_err(|error| {
+            SandboxError::new(
+                ErrorCode::InternalError,
+                format!("cannot create the workspace {}: {error}", workspace.display()),
+            )
+        })?;
+        let info = self.info(&record, false, now);
+        state
+            .persisted
+            .sandboxes
+            .insert(record.id.clone(), record);
+        if let Some(key) = &request.idempotency_key {
+            let body = serde_json::to_value(&info).unwrap_or(Value::Null);
+            state
+                .persisted
+                .idempotency
+                .store("default", key, &print, 201, body, now);
+        }
+        self.save(&state)?;
+        Ok(info)
+    }
+
+    async fn get(&self, id: &str) -> SandboxResult<SandboxInfo> {
+        self.collect_idle().await;
+        let now = self.now();
+        let state = self.state();
+        let record = state
+            .persisted
+            .sandboxes
+            .get(id)
+            .ok_or_else(|| not_found(id))?;
+        Ok(self.info(record, state.sessions.contains_key(id), now))
+    }
+
+    async fn list(&self, query: &ListQuery) -> SandboxResult<SandboxPage> {
+        self.collect_idle().await;
+        let now = self.now();
+        let limit = query.limit.unwrap_or(50);
+        if !(1..=200).contains(&limit) {
+            return Err(SandboxError::new(
+                ErrorCode::ValidationError,
+                format!("limit must be 1 to 200, not {limit}"),
+            ));
+        }
+        let limit = usize::try_from(limit).unwrap_or(200);
+        let state = self.state();
+        let mut items: Vec<SandboxInfo> = state
+            .persisted
+            .sandboxes
+            .values()
+            .filter(|record| query.cursor.as_deref().is_none_or(|after| *record.id > *after))
+            .map(|record| self.info(record, state.sessions.contains_key(&record.id), now))
+            .filter(|info| query.status.is_none_or(|status| info.status == status))
+            .take(limit + 1)
+            .collect();
+        let next_cursor = if items.len() > limit {
+            items.truncate(limit);
+            items.last().map(|info| info.id.clone())
+        } else {
+            None
+        };
+        Ok(SandboxPage { items, next_cursor })
+    }
+
+    async fn stop(&self, id: &str) -> SandboxResult<()> {
+        if !self.state().persisted.sandboxes.contains_key(id) {
+            return Err(not_found(id));
+        }
+        self.end_session(id).await
+    }
+
+    async fn delete(&self, id: &str) -> SandboxResult<()> {
+        let known = {
+            let state = self.state();
+            if state.persisted.deleted.iter().any(|gone| gone == id) {
+                return Ok(());
+            }
+            state.persisted.sandboxes.contains_key(id)
+        };
+        if !known {
+            return Err(not_found(id));
+        }
+        self.end_session(id).await?;
+        let cargo = {
+            let mut state = self.state();
+            let record = state.persisted.sandboxes.remove(id);
+            state.persisted.deleted.push(id.to_owned());
+            self.save(&state)?;
+            record.map(|record| record.cargo_id)
+        };
+        if let Some(cargo) = cargo {
+            let workspace = self.workspace(&cargo);
+            if let Err(error) = tokio::fs::remove_dir_all(&workspace).await {
+                tracing::warn!(workspace = %workspace.display(), %error, "a deleted sandbox's workspace was not removed");
+            }
+        }
+        state::remove_history(&self.inner.config.data_dir, id);
+        Ok(())
+    }
+
+    async fn extend_ttl(
+        &self,
+        id: &str,
+        extend_by: i64,
+        idempotency_key: Option<&str>,
+    ) -> SandboxResult<SandboxInfo> {
+        let now = self.now();
+        let path = format!("/v1/sandboxes/{id}/extend_ttl");
+        let print = fingerprint(&path, &serde_json::json!({ "extend_by": extend_by }));
+        let mut state = self.state();
+        if let Some(key) = idempotency_key {
+            state.persisted.idempotency.purge(now);
+            if let Lookup::Replay { body, .. } =
+                state
+                    .persisted
+                    .idempotency
+                    .lookup("default", key, &print, now)?
+            {
+                return serde_json::from_value(body).map_err(|error| {
+                    SandboxError::new(ErrorCode::InternalError, format!("stored reply: {error}"))
+                });
+            }
+        }
+        if extend_by <= 0 {
+            return Err(ttl::extend(id, None, now, extend_by).unwrap_err());
+        }
+        let record = state
+            .persisted
+            .sandboxes
+            .get_mut(id)
+            .ok_or_else(|| not_found(id))?;
+        record.expires_at = Some(ttl::extend(id, record.expires_at, now, extend_by)?);
+        let record = record.clone();
+        // Bay computes this answer without the session (it shows `idle` while running).
+        let info = self.info(&record, false, now);
+        if let Some(key) = idempotency_key {
+            let body = serde_json::to_value(&info).unwrap_or(Value::Null);
+            state
+                .persisted
+                .idempotency
+                .store("default", key, &print, 200, body, now);
+        }
+        self.save(&state)?;
+        Ok(info)
+    }
+
+    async fn keepalive(&self, id: &str) -> SandboxResult<()> {
+        let now = self.now();
+        let idle = {
+            let state = self.state();
+            let record = state
+                .persisted
+                .sandboxes
+                .get(id)
+                .ok_or_else(|| not_found(id))?;
+            self.inner
+                .config
+                .profiles
+                .get(&record.profile)
+                .map_or(1_800, |profile| profile.idle_timeout)
+        };
+        let mut state = self.state();
+        if let Some(record) = state.persisted.sandboxes.get_mut(id) {
+            record.idle_expires_at =
+                chrono::Duration::try_seconds(i64::try_from(idle).unwrap_or(i64::MAX))
+                    .and_then(|length| now.checked_add_signed(length));
+        }
+        self.save(&state)
+    }
+
+    async fn python_exec(&self, id: &str, request: &PythonExec) -> SandboxResult<PythonResult> {
+        let ready = self.begin(id, "python", || Ok(())).await?;
+        let timeout = check_timeout(request.timeout)?;
+        let started = Instant::now();
+        let runtime = self.runtime(id);
+        let mut runtime = runtime.lock().await;
+        if !runtime.python.as_mut().is_some_and(PythonSession::alive) {
+            let command = self.inner.isolation.command(
+                &self.inner.config.python,
+                &PythonSession::driver_args(),
+                &ready.workspace,
+                ".",
+                &ready.env,
+            );
+            runtime.python = Some(PythonSession::start(command).await?);
+        }
+        let Some(python) = runtime.python.as_mut() else {
+            return Err(SandboxError::new(
+                ErrorCode::InternalError,
+                "the Python session did not start",
+            ));
+        };
+        let executed = python.exec(&request.code, timeout).await;
+        let execution_id = format!("exec-{}", random_hex());
+        let (success, output, error, data) = match executed {
+            Ok(done) => (
+                done.success,
+                done.output,
+                done.error,
+                Some(serde_json::json!({
+                    "execution_count": done.execution_count,
+                    "output": {"text": done.text, "images": []},
+                })),
+            ),
+            Err(error) if error.code == ErrorCode::Timeout => {
+                // The process was killed: the next call starts a new one.
+                runtime.python = None;
+                (false, String::new(), Some(error.message), None)
+            }
+            Err(error) => {
+                runtime.python = None;
+                return Err(error);
+            }
+        };
+        drop(runtime);
+        let result = PythonResult {
+            success,
+            output,
+            error,
+            data,
+            execution_id,
+            execution_time_ms: elapsed_ms(started),
+            code: request.include_code.then(|| request.code.clone()),
+        };
+        self.record_history(
+            id,
+            &HistoryEntry {
+                id: result.execution_id.clone(),
+                session_id: Some(ready.session_id),
+                exec_type: "python".to_owned(),
+                code: request.code.clone(),
+                success: result.success,
+                execution_time_ms: result.execution_time_ms,
+                output: Some(result.output.clone()),
+                error: result.error.clone(),
+                description: request.description.clone(),
+                tags: request.tags.clone(),
+                notes: None,
+                created_at: self.now(),
+            },
+        );
+        Ok(result)
+    }
+
+    async fn shell_exec(&self, id: &str, request: &ShellExec) -> SandboxResult<ShellResult> {
+        let mut cwd = ".".to_owned();
+        let ready = self
+            .begin(id, "shell", || {
+                if let Some(given) = &request.cwd {
+                    cwd = paths::normalize(given, PathField::Cwd)?;
+                }
+                Ok(())
+            })
+            .await?;
+        self.resolve(&ready, &cwd, PathField::Cwd)?;
+        let timeout = check_timeout(request.timeout)?;
+        // As Ship: `cd <cwd> && <command>`, so a missing directory is the command's failure.
+        let script = if cwd == "." {
+            request.command.clone()
+        } else {
+            format!("cd {} && {}", quote(&cwd), request.command)
+        };
+        let command = self.inner.isolation.command(
+            "bash",
+            &["-lc", &script],
+            &ready.workspace,
+            ".",
+            &ready.env,
+        );
+        let ran = shell::run(command, timeout).await?;
+        let result = ShellResult {
+            success: ran.success,
+            output: ran.output,
+            error: ran.error,
+            exit_code: Some(ran.exit_code),
+            execution_id: format!("exec-{}", random_hex()),
+            execution_time_ms: u64::try_from(ran.elapsed.as_millis()).unwrap_or(u64::MAX),
+            command: request.include_code.then(|| request.command.clone()),
+        };
+        self.record_history(
+            id,
+            &HistoryEntry {
+                id: result.execution_id.clone(),
+                session_id: Some(ready.session_id),
+                exec_type: "shell".to_owned(),
+                code: request.command.clone(),
+                success: result.success,
+                execution_time_ms: result.execution_time_ms,
+                output: Some(result.output.clone()),
+                error: result.error.clone(),
+                description: request.description.clone(),
+                tags: request.tags.clone(),
+                notes: None,
+                created_at: self.now(),
+            },
+        );
+        Ok(result)
+    }
+
+    async fn read_file(&self, id: &str, path: &str) -> SandboxResult<String> {
+        let (ready, normalized) = self.file_call(id, path).await?;
+        let full = self.resolve(&ready, &normalized, PathField::Path)?;
+        files::read_text(&full, &normalized, self.inner.config.max_file_bytes).await
+    }
+
+    async fn write_file(&self, id: &str, path: &str, content: &str) -> SandboxResult<()> {
+        let (ready, normalized) = self.file_call(id, path).await?;
+        files::check_size(
+            &normalized,
+            content.len() as u64,
+            self.inner.config.max_file_bytes,
+        )?;
+        let full = self.resolve(&ready, &normalized, PathField::Path)?;
+        files::write(&full, &normalized, content.as_bytes()).await
+    }
+
+    async fn delete_file(&self, id: &str, path: &str) -> SandboxResult<()> {
+        let (ready, normalized) = self.file_call(id, path).await?;
+        let full = self.resolve(&ready, &normalized, PathField::Path)?;
+        files::delete(&full, &normalized).await
+    }
+
+    async fn list_files(&self, id: &str, path: &str) -> SandboxResult<Vec<FileEntry>> {
+        let (ready, normalized) = self.file_call(id, path).await?;
+        let full = self.resolve(&ready, &normalized, PathField::Path)?;
+        files::list(&full, &normalized, &Self::shown(&normalized)).await
+    }
+
+    async fn upload(&self, id: &str, path: &str, bytes: Vec<u8>) -> SandboxResult<Uploaded> {
+        let (ready, normalized) = self.file_call(id, path).await?;
+        let size = bytes.len() as u64;
+        files::check_size(&normalized, size, self.inner.config.max_file_bytes)?;
+        let full = self.resolve(&ready, &normalized, PathField::Path)?;
+        files::write(&full, &normalized, &bytes).await?;
+        Ok(Uploaded {
+            status: "ok".to_owned(),
+            path: normalized,
+            size,
+        })
+    }
+
+    async fn download(&self, id: &str, path: &str) -> SandboxResult<Vec<u8>> {
+        let (ready, normalized) = self.file_call(id, path).await?;
+        let full = self.resolve(&ready, &normalized, PathField::Path)?;
+        files::read_bytes(&full, &normalized, self.inner.config.max_file_bytes).await
+    }
+
+    async fn history(&self, id: &str, query: &HistoryQuery) -> SandboxResult<HistoryPage> {
+        if !self.state().persisted.sandboxes.contains_key(id) {
+            return Err(not_found(id));
+        }
+        let limit = query.limit.unwrap_or(100).min(500) as usize;
+        let mut entries = state::read_history(&self.inner.config.data_dir, id)?;
+        entries.retain(|entry| {
+            query
+                .exec_type
+                .as_deref()
+                .is_none_or(|kind| entry.exec_type == kind)
+                && (!query.success_only || entry.success)
+        });
+        entries.reverse();
+        let total = entries.len() as u64;
+        let entries = entries
+            .into_iter()
+            .skip(query.offset as usize)
+            .take(limit)
+            .collect();
+        Ok(HistoryPage { entries, total })
+    }
+
+    async fn execution(&self, id: &str, execution_id: &str) -> SandboxResult<HistoryEntry> {
+        if !self.state().persisted.sandboxes.contains_key(id) {
+            return Err(not_found(id));
+        }
+        state::read_history(&self.inner.config.data_dir, id)?
+            .into_iter()
+            .find(|entry| entry.id == execution_id)
+            .ok_or_else(|| {
+                SandboxError::new(
+                    ErrorCode::NotFound,
+                    format!("Execution not found: {execution_id}"),
+                )
+            })
+    }
+
+    async fn profiles(&self) -> SandboxResult<Vec<ProfileInfo>> {
+        Ok(self
+            .inner
+            .config
+            .profiles
+            .all()
+            .iter()
+            .map(|profile| ProfileInfo {
+                id: profile.id.clone(),
+                capabilities: profile.capabilities.clone(),
+                idle_timeout: profile.idle_timeout,
+                description: (!profile.description.is_empty())
+                    .then(|| profile.description.clone()),
+                extra: serde_json::Map::from_iter([(
+                    "image".to_owned(),
+                    Value::from("local"),
+                )]),
+            })
+            .collect())
+    }
+}
+
+impl LocalProvider {
+    /// The checks of a filesystem call, and its normalized path.
+    async fn file_call(&self, id: &str, path: &str) -> SandboxResult<(Ready, String)> {
+        let mut normalized = String::new();
+        let ready = self
+            .begin(id, "filesystem", || {
+                normalized = paths::normalize(path, PathField::Path)?;
+                Ok(())
+            })
+            .await?;
+        Ok((ready, normalized))
+    }
+}

@@ -1,0 +1,137 @@
+//! What the local provider keeps on disk: its sandboxes and idempotency keys in
+//! `state.json` (written whole, to a temporary file renamed over the old one, so a crash leaves
+//! the old state or the new, never half of one), and each sandbox's executions in
+//! `history/<id>.jsonl` (one line per execution, appended).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ErrorCode, SandboxError};
+use crate::idempotency::IdempotencyStore;
+use crate::provider::HistoryEntry;
+
+/// The state file's format; a newer one is refused rather than misread.
+const FORMAT: u32 = 1;
+
+/// One sandbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Record {
+    pub(crate) id: String,
+    pub(crate) profile: String,
+    pub(crate) cargo_id: String,
+    pub(crate) capabilities: Vec<String>,
+    #[serde(with = "crate::time::required")]
+    pub(crate) created_at: DateTime<Utc>,
+    #[serde(with = "crate::time::optional")]
+    pub(crate) expires_at: Option<DateTime<Utc>>,
+    #[serde(with = "crate::time::optional")]
+    pub(crate) idle_expires_at: Option<DateTime<Utc>>,
+}
+
+/// Everything in `state.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Persisted {
+    format: u32,
+    pub(crate) sandboxes: BTreeMap<String, Record>,
+    /// Ids deleted, so deleting again answers 204 as Bay does (not 404).
+    #[serde(default)]
+    pub(crate) deleted: Vec<String>,
+    pub(crate) idempotency: IdempotencyStore,
+}
+
+impl Persisted {
+    pub(crate) fn new(idempotency: IdempotencyStore) -> Self {
+        Persisted {
+            format: FORMAT,
+            sandboxes: BTreeMap::new(),
+            deleted: Vec::new(),
+            idempotency,
+        }
+    }
+}
+
+fn internal(message: String) -> SandboxError {
+    SandboxError::new(ErrorCode::InternalError, message)
+}
+
+/// The state in `dir`, or `None` when there is none yet.
+pub(crate) fn load(dir: &Path) -> Result<Option<Persisted>, SandboxError> {
+    let path = dir.join("state.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(internal(format!("cannot read {}: {error}", path.display()))),
+    };
+    let persisted: Persisted = serde_json::from_str(&text).map_err(|error| {
+        internal(format!(
+            "{}: line {}: not a wayline sandbox state file ({error}); move it away to start afresh",
+            path.display(),
+            error.line()
+        ))
+    })?;
+    if persisted.format > FORMAT {
+        return Err(internal(format!(
+            "{} was written by a newer wayline (format {}, this one reads {FORMAT})",
+            path.display(),
+            persisted.format
+        )));
+    }
+    Ok(Some(persisted))
+}
+
+/// Writes the state to `dir` (temporary file, then rename).
+pub(crate) fn save(dir: &Path, persisted: &Persisted) -> Result<(), SandboxError> {
+    let path = dir.join("state.json");
+    let temporary = dir.join("state.json.tmp");
+    let text = serde_json::to_vec_pretty(persisted)
+        .map_err(|error| internal(format!("cannot encode the sandbox state: {error}")))?;
+    std::fs::write(&temporary, text)
+        .and_then(|()| std::fs::rename(&temporary, &path))
+        .map_err(|error| internal(format!("cannot write {}: {error}", path.display())))
+}
+
+fn history_path(dir: &Path, id: &str) -> PathBuf {
+    dir.join("history").join(format!("{id}.jsonl"))
+}
+
+/// Appends an execution to a sandbox's history.
+pub(crate) fn append_history(
+    dir: &Path,
+    sandbox: &str,
+    entry: &HistoryEntry,
+) -> Result<(), SandboxError> {
+    let path = history_path(dir, sandbox);
+    let mut line = serde_json::to_vec(entry)
+        .map_err(|error| internal(format!("cannot encode a history entry: {error}")))?;
+    line.push(b'\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut file| file.write_all(&line))
+        .map_err(|error| internal(format!("cannot write {}: {error}", path.display())))
+}
+
+/// A sandbox's executions, oldest first. A line that cannot be read (a crash cut it short) is
+/// skipped.
+pub(crate) fn read_history(dir: &Path, sandbox: &str) -> Result<Vec<HistoryEntry>, SandboxError> {
+    let path = history_path(dir, sandbox);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(internal(format!("cannot read {}: {error}", path.display()))),
+    };
+    Ok(text
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect())
+}
+
+/// Removes a sandbox's history.
+pub(crate) fn remove_history(dir: &Path, sandbox: &str) {
+    let _ = std::fs::remove_file(history_path(dir, sandbox));
+}

@@ -1,0 +1,677 @@
+//! A Bay-compatible HTTP server over any [`SandboxProvider`] (usually the
+//! [`LocalProvider`](crate::LocalProvider)), so the [`BayClient`](crate::BayClient) — and any
+//! Bay client — can be used and tested over real HTTP on loopback. `wayline sandbox serve`
+//! runs it.
+//!
+//! What it speaks is Bay 0.3.1's API as `../shared/reference/bay-api.md` describes it: the
+//! routes under `/v1`, `GET /health`, Bearer auth (when a token is set; anonymous otherwise),
+//! `X-Request-Id` echoed, Bay's error envelope, FastAPI's `422 {"detail": [...]}` for a body or
+//! query that does not parse, `201` on create and `204` on delete. Every caller is the owner
+//! `default` (`X-Owner` is ignored).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::error::{ErrorCode, SandboxError};
+use crate::model::Status;
+use crate::provider::{
+    CreateSandbox, HistoryQuery, ListQuery, MAX_EXEC_TIMEOUT_SECS, PythonExec, SandboxProvider,
+    ShellExec,
+};
+
+/// The version `/health` reports: Bay's, whose API this server speaks.
+pub const BAY_VERSION: &str = "0.3.1";
+
+/// How the server is set up.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// The Bearer token required on `/v1` routes (but `/v1/profiles`); `None` lets anyone in.
+    pub token: Option<String>,
+    /// The largest request body, in bytes (uploads included): 128 MiB.
+    pub max_body_bytes: usize,
+    /// Said by `/health` as `isolation` (Bay has no such field; clients ignore it).
+    pub isolation: Option<String>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            token: None,
+            max_body_bytes: 128 * 1024 * 1024,
+            isolation: None,
+        }
+    }
+}
+
+impl ServeOptions {
+    /// Requires `token`.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Reports `isolation` on `/health`.
+    pub fn isolation(mut self, isolation: impl Into<String>) -> Self {
+        self.isolation = Some(isolation.into());
+        self
+    }
+}
+
+struct Api {
+    provider: Arc<dyn SandboxProvider>,
+    options: ServeOptions,
+}
+
+type Shared = Arc<Api>;
+
+/// Why a request failed: a Bay error, or FastAPI's validation answer.
+enum Failure {
+    Bay(SandboxError),
+    Unprocessable(Vec<Value>),
+}
+
+impl From<SandboxError> for Failure {
+    fn from(error: SandboxError) -> Self {
+        Failure::Bay(error)
+    }
+}
+
+impl Failure {
+    fn into_response(self, request_id: &str) -> Response {
+        match self {
+            Failure::Bay(error) => {
+                let status =
+                    StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                (status, axum::Json(error.envelope(Some(request_id)))).into_response()
+            }
+            Failure::Unprocessable(detail) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                axum::Json(json!({ "detail": detail })),
+            )
+                .into_response(),
+        }
+    }
+}
+
+type Reply = Result<Response, Failure>;
+
+fn ok(status: StatusCode, value: impl serde::Serialize) -> Reply {
+    Ok((status, axum::Json(value)).into_response())
+}
+
+fn missing(location: &str, name: &str) -> Failure {
+    Failure::Unprocessable(vec![json!({
+        "type": "missing", "loc": [location, name], "msg": "Field required", "input": null
+    })])
+}
+
+/// A JSON body as FastAPI would parse it (422 with the field otherwise).
+fn body<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, Failure> {
+    serde_json::from_slice(bytes).map_err(|error| {
+        let message = error.to_string();
+        let field = message
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next());
+        match field {
+            Some(field) => missing("body", field),
+            None => Failure::Unprocessable(vec![json!({
+                "type": if error.is_syntax() || error.is_eof() { "json_invalid" } else { "value_error" },
+                "loc": ["body"],
+                "msg": message,
+                "input": null,
+            })]),
+        }
+    })
+}
+
+/// FastAPI's answer to an exec `timeout` out of 1..=300.
+fn check_timeout(timeout: u64) -> Result<(), Failure> {
+    let (kind, message, context) = if timeout < 1 {
+        (
+            "greater_than_equal",
+            "Input should be greater than or equal to 1",
+            json!({"ge": 1}),
+        )
+    } else if timeout > MAX_EXEC_TIMEOUT_SECS {
+        (
+            "less_than_equal",
+            "Input should be less than or equal to 300",
+            json!({"le": MAX_EXEC_TIMEOUT_SECS}),
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Failure::Unprocessable(vec![json!({
+        "type": kind, "loc": ["body", "timeout"], "msg": message, "input": timeout, "ctx": context
+    })]))
+}
+
+fn int_query<T: std::str::FromStr>(
+    query: &HashMap<String, String>,
+    name: &str,
+) -> Result<Option<T>, Failure> {
+    query
+        .get(name)
+        .map(|text| {
+            text.parse().map_err(|_| {
+                Failure::Unprocessable(vec![json!({
+                    "type": "int_parsing", "loc": ["query", name],
+                    "msg": "Input should be a valid integer, unable to parse string as an integer",
+                    "input": text,
+                })])
+            })
+        })
+        .transpose()
+}
+
+fn path_query(query: &HashMap<String, String>) -> Result<&str, Failure> {
+    query
+        .get("path")
+        .map(String::as_str)
+        .ok_or_else(|| missing("query", "path"))
+}
+
+/// Runs `work` with Bay's request id and auth around it.
+async fn handle(
+    api: &Api,
+    headers: &HeaderMap,
+    needs_auth: bool,
+    work: impl Future<Output = Reply>,
+) -> Response {
+    let request_id = headers
+        .get("x-request-id")
+        .and_then(|value| value.to_str().ok())
+        .filter(|value| !value.is_empty() && value.len() <= 128)
+        .map_or_else(
+            || format!("req-{:016x}", fastrand::u64(..)),
+            ToOwned::to_owned,
+        );
+    let result = match authorize(api, headers, needs_auth) {
+        Ok(()) => work.await,
+        Err(error) => Err(Failure::Bay(error)),
+    };
+    let mut response = result.unwrap_or_else(|failure| failure.into_response(&request_id));
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    response
+}
+
+fn authorize(api: &Api, headers: &HeaderMap, needs_auth: bool) -> Result<(), SandboxError> {
+    let Some(token) = api.options.token.as_deref().filter(|_| needs_auth) else {
+        return Ok(());
+    };
+    match headers
+        .get(header::AUTHORIZATION)
+        .map(|value| value.to_str().unwrap_or_default())
+    {
+        None => Err(SandboxError::new(
+            ErrorCode::Unauthorized,
+            "Authentication required",
+        )),
+        Some(given) if given.strip_prefix("Bearer ") == Some(token) => Ok(()),
+        Some(_) => Err(SandboxError::new(ErrorCode::Unauthorized, "Invalid API key")),
+    }
+}
+
+/// The routes, over `provider`.
+pub fn router(provider: Arc<dyn SandboxProvider>, options: ServeOptions) -> Router {
+    let limit = options.max_body_bytes;
+    let api: Shared = Arc::new(Api { provider, options });
+    Router::new()
+        .route("/health", get(health))
+        .route("/v1/profiles", get(profiles))
+        .route("/v1/sandboxes", post(create).get(list))
+        .route("/v1/sandboxes/{id}", get(get_one).delete(delete_one))
+        .route("/v1/sandboxes/{id}/extend_ttl", post(extend_ttl))
+        .route("/v1/sandboxes/{id}/keepalive", post(keepalive))
+        .route("/v1/sandboxes/{id}/stop", post(stop))
+        .route("/v1/sandboxes/{id}/python/exec", post(python_exec))
+        .route("/v1/sandboxes/{id}/shell/exec", post(shell_exec))
+        .route(
+            "/v1/sandboxes/{id}/filesystem/files",
+            get(read_file).put(write_file).delete(delete_file),
+        )
+        .route("/v1/sandboxes/{id}/filesystem/directories", get(list_files))
+        .route("/v1/sandboxes/{id}/filesystem/upload", post(upload))
+        .route("/v1/sandboxes/{id}/filesystem/download", get(download))
+        .route("/v1/sandboxes/{id}/history", get(history))
+        .route("/v1/sandboxes/{id}/history/last", get(history_last))
+        .route("/v1/sandboxes/{id}/history/{execution}", get(execution))
+        .fallback(not_found_route)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(api)
+}
+
+async fn not_found_route(State(api): State<Shared>, headers: HeaderMap) -> Response {
+    handle(&api, &headers, false, async {
+        Err(SandboxError::new(ErrorCode::NotFound, "No such route").into())
+    })
+    .await
+}
+
+async fn health(State(api): State<Shared>) -> Response {
+    let mut body = json!({"status": "ok", "version": BAY_VERSION});
+    if let Some(isolation) = &api.options.isolation {
+        body["isolation"] = isolation.clone().into();
+    }
+    axum::Json(body).into_response()
+}
+
+async fn profiles(State(api): State<Shared>, headers: HeaderMap) -> Response {
+    handle(&api, &headers, false, async {
+        ok(
+            StatusCode::OK,
+            json!({"items": api.provider.profiles().await?}),
+        )
+    })
+    .await
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("idempotency-key")
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+}
+
+async fn create(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
+    handle(&api, &headers, true, async {
+        let mut request: CreateSandbox = if bytes.is_empty() {
+            CreateSandbox::default()
+        } else {
+            body(&bytes)?
+        };
+        request.idempotency_key = idempotency_key(&headers);
+        ok(StatusCode::CREATED, api.provider.create(&request).await?)
+    })
+    .await
+}
+
+async fn list(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let mut list = ListQuery::new();
+        list.limit = int_query(&query, "limit")?;
+        list.cursor = query.get("cursor").filter(|c| !c.is_empty()).cloned();
+        // Bay ignores an unknown status.
+        list.status = query
+            .get("status")
+            .and_then(|status| serde_json::from_value::<Status>(json!(status)).ok());
+        ok(StatusCode::OK, api.provider.list(&list).await?)
+    })
+    .await
+}
+
+async fn get_one(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        ok(StatusCode::OK, api.provider.get(&id).await?)
+    })
+    .await
+}
+
+async fn delete_one(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        api.provider.delete(&id).await?;
+        Ok(StatusCode::NO_CONTENT.into_response())
+    })
+    .await
+}
+
+#[derive(serde::Deserialize)]
+struct ExtendBody {
+    extend_by: i64,
+}
+
+async fn extend_ttl(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let request: ExtendBody = body(&bytes)?;
+        let key = idempotency_key(&headers);
+        ok(
+            StatusCode::OK,
+            api.provider
+                .extend_ttl(&id, request.extend_by, key.as_deref())
+                .await?,
+        )
+    })
+    .await
+}
+
+async fn keepalive(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        api.provider.keepalive(&id).await?;
+        ok(StatusCode::OK, json!({"status": "ok"}))
+    })
+    .await
+}
+
+async fn stop(State(api): State<Shared>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    handle(&api, &headers, true, async {
+        api.provider.stop(&id).await?;
+        ok(StatusCode::OK, json!({"status": "stopped"}))
+    })
+    .await
+}
+
+async fn python_exec(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let request: PythonExec = body(&bytes)?;
+        check_timeout(request.timeout)?;
+        ok(StatusCode::OK, api.provider.python_exec(&id, &request).await?)
+    })
+    .await
+}
+
+async fn shell_exec(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let request: ShellExec = body(&bytes)?;
+        check_timeout(request.timeout)?;
+        ok(StatusCode::OK, api.provider.shell_exec(&id, &request).await?)
+    })
+    .await
+}
+
+async fn read_file(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let content = api.provider.read_file(&id, path_query(&query)?).await?;
+        ok(StatusCode::OK, json!({ "content": content }))
+    })
+    .await
+}
+
+#[derive(serde::Deserialize)]
+struct WriteBody {
+    path: String,
+    content: String,
+}
+
+async fn write_file(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let request: WriteBody = body(&bytes)?;
+        api.provider
+            .write_file(&id, &request.path, &request.content)
+            .await?;
+        ok(StatusCode::OK, json!({"status": "ok"}))
+    })
+    .await
+}
+
+async fn delete_file(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        api.provider.delete_file(&id, path_query(&query)?).await?;
+        ok(StatusCode::OK, json!({"status": "ok"}))
+    })
+    .await
+}
+
+async fn list_files(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let path = query.get("path").map_or(".", String::as_str);
+        let entries = api.provider.list_files(&id, path).await?;
+        ok(StatusCode::OK, json!({ "entries": entries }))
+    })
+    .await
+}
+
+async fn upload(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    mut form: Multipart,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let mut file = None;
+        let mut path = None;
+        let unreadable = |error: axum::extract::multipart::MultipartError| {
+            Failure::Unprocessable(vec![json!({
+                "type": "value_error", "loc": ["body"], "msg": error.body_text(), "input": null
+            })])
+        };
+        while let Some(field) = form.next_field().await.map_err(unreadable)? {
+            match field.name() {
+                Some("file") => file = Some(field.bytes().await.map_err(unreadable)?),
+                Some("path") => path = Some(field.text().await.map_err(unreadable)?),
+                _ => {}
+            }
+        }
+        let file = file.ok_or_else(|| missing("body", "file"))?;
+        let path = path.ok_or_else(|| missing("body", "path"))?;
+        ok(
+            StatusCode::OK,
+            api.provider.upload(&id, &path, file.to_vec()).await?,
+        )
+    })
+    .await
+}
+
+async fn download(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let path = path_query(&query)?;
+        let bytes = api.provider.download(&id, path).await?;
+        let name = path.rsplit('/').next().unwrap_or(path).replace('"', "");
+        Ok((
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+                (
+                    header::CONTENT_DISPOSITION,
+                    format!("attachment; filename=\"{name}\""),
+                ),
+            ],
+            bytes,
+        )
+            .into_response())
+    })
+    .await
+}
+
+fn history_query(query: &HashMap<String, String>) -> Result<HistoryQuery, Failure> {
+    let mut history = HistoryQuery {
+        exec_type: query.get("exec_type").cloned(),
+        success_only: query
+            .get("success_only")
+            .is_some_and(|value| matches!(value.as_str(), "true" | "1" | "yes" | "on")),
+        limit: int_query(query, "limit")?,
+        offset: 0,
+    };
+    history.offset = int_query(query, "offset")?.unwrap_or(0);
+    Ok(history)
+}
+
+async fn history(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let query = history_query(&query)?;
+        ok(StatusCode::OK, api.provider.history(&id, &query).await?)
+    })
+    .await
+}
+
+async fn history_last(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let mut query = history_query(&query)?;
+        query.limit = Some(1);
+        query.offset = 0;
+        let page = api.provider.history(&id, &query).await?;
+        let last = page.entries.into_iter().next().ok_or_else(|| {
+            SandboxError::new(ErrorCode::NotFound, "No execution history found")
+        })?;
+        ok(StatusCode::OK, last)
+    })
+    .await
+}
+
+async fn execution(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path((id, execution)): Path<(String, String)>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        ok(
+            StatusCode::OK,
+            api.provider.execution(&id, &execution).await?,
+        )
+    })
+    .await
+}
+
+/// A server running in this process (on a background task) until shut down or dropped.
+#[derive(Debug)]
+pub struct BayServer {
+    address: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl BayServer {
+    /// Serves `provider` on `listener` (bind `127.0.0.1:0` for a free loopback port).
+    pub fn start(
+        listener: TcpListener,
+        provider: Arc<dyn SandboxProvider>,
+        options: ServeOptions,
+    ) -> std::io::Result<BayServer> {
+        let address = listener.local_addr()?;
+        let (shutdown, stopped) = oneshot::channel::<()>();
+        let app = router(provider, options);
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        Ok(BayServer {
+            address,
+            shutdown: Some(shutdown),
+            task: Some(task),
+        })
+    }
+
+    /// Binds `127.0.0.1:0` and serves `provider` there.
+    pub async fn loopback(
+        provider: Arc<dyn SandboxProvider>,
+        options: ServeOptions,
+    ) -> std::io::Result<BayServer> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        BayServer::start(listener, provider, options)
+    }
+
+    /// Where it listens.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Its base URL (`http://127.0.0.1:PORT`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Stops accepting, lets requests in progress finish, and waits for the server to end.
+    pub async fn shutdown(mut self) -> std::io::Result<()> {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        match self.task.take() {
+            Some(task) => task.await.unwrap_or_else(|error| {
+                Err(std::io::Error::other(format!("the server task failed: {error}")))
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs until the server ends (it ends on its own only on an error).
+    pub async fn wait(mut self) -> std::io::Result<()> {
+        match self.task.take() {
+            Some(task) => task.await.unwrap_or_else(|error| {
+                Err(std::io::Error::other(format!("the server task failed: {error}")))
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for BayServer {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
