@@ -216,7 +216,10 @@ pub(crate) fn error_from_response(response: &HttpResponse) -> SandboxError {
                                 .join(".")
                         })
                         .unwrap_or_default();
-                    let message = problem.get("msg").and_then(Value::as_str).unwrap_or("invalid");
+                    let message = problem
+                        .get("msg")
+                        .and_then(Value::as_str)
+                        .unwrap_or("invalid");
                     format!("{at}: {message}")
                 })
                 .collect();
@@ -230,7 +233,14 @@ pub(crate) fn error_from_response(response: &HttpResponse) -> SandboxError {
             let (short, _) = snippet(text.trim(), 200);
             SandboxError::new(
                 ErrorCode::from_status(status),
-                format!("HTTP {status}: {}", if short.is_empty() { "(empty body)" } else { &short }),
+                format!(
+                    "HTTP {status}: {}",
+                    if short.is_empty() {
+                        "(empty body)"
+                    } else {
+                        &short
+                    }
+                ),
             )
             .detail("status", status)
             .detail("raw_response_snippet", kept)
@@ -281,9 +291,10 @@ impl BayClient {
         request.timeout = Some(timeout);
         request.headers = headers;
         if let Some(token) = &self.config.token {
-            request
-                .headers
-                .push(Header::sensitive("Authorization", format!("Bearer {token}")));
+            request.headers.push(Header::sensitive(
+                "Authorization",
+                format!("Bearer {token}"),
+            ));
         }
         match body {
             Some(Body::Json(value)) => {
@@ -404,13 +415,17 @@ struct Items<T> {
 }
 
 fn multipart(path: &str, bytes: &[u8]) -> Body {
-    let boundary = format!("wayline-{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+    let boundary = format!(
+        "wayline-{:016x}{:016x}",
+        fastrand::u64(..),
+        fastrand::u64(..)
+    );
     let name: String = path
         .rsplit('/')
         .next()
         .unwrap_or("file")
         .chars()
-        .filter(|c| !matches!(c, '"' | '\r' | '\n' | '\\'))
+        .filter(|c| !c.is_control() && !matches!(c, '"' | '\\'))
         .collect();
     let mut body = Vec::with_capacity(bytes.len() + 512);
     body.extend_from_slice(
@@ -513,7 +528,13 @@ impl SandboxProvider for BayClient {
 
     async fn keepalive(&self, id: &str) -> SandboxResult<()> {
         let _: Acknowledged = self
-            .json("POST", &Self::sandbox_path(id, "/keepalive"), None, None, None)
+            .json(
+                "POST",
+                &Self::sandbox_path(id, "/keepalive"),
+                None,
+                None,
+                None,
+            )
             .await?;
         Ok(())
     }
@@ -594,10 +615,7 @@ impl SandboxProvider for BayClient {
         let response = self
             .send(
                 "GET",
-                &Self::sandbox_path(
-                    id,
-                    &format!("/filesystem/download?path={}", encode(path)),
-                ),
+                &Self::sandbox_path(id, &format!("/filesystem/download?path={}", encode(path))),
                 None,
                 Vec::new(),
                 self.config.timeout,

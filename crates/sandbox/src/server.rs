@@ -95,8 +95,8 @@ impl Failure {
     fn into_response(self, request_id: &str) -> Response {
         match self {
             Failure::Bay(error) => {
-                let status =
-                    StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                let status = StatusCode::from_u16(error.status())
+                    .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 (status, axum::Json(error.envelope(Some(request_id)))).into_response()
             }
             Failure::Unprocessable(detail) => (
@@ -225,7 +225,10 @@ fn authorize(api: &Api, headers: &HeaderMap, needs_auth: bool) -> Result<(), San
             "Authentication required",
         )),
         Some(given) if given.strip_prefix("Bearer ") == Some(token) => Ok(()),
-        Some(_) => Err(SandboxError::new(ErrorCode::Unauthorized, "Invalid API key")),
+        Some(_) => Err(SandboxError::new(
+            ErrorCode::Unauthorized,
+            "Invalid API key",
+        )),
     }
 }
 
@@ -396,7 +399,10 @@ async fn python_exec(
     handle(&api, &headers, true, async {
         let request: PythonExec = body(&bytes)?;
         check_timeout(request.timeout)?;
-        ok(StatusCode::OK, api.provider.python_exec(&id, &request).await?)
+        ok(
+            StatusCode::OK,
+            api.provider.python_exec(&id, &request).await?,
+        )
     })
     .await
 }
@@ -410,7 +416,10 @@ async fn shell_exec(
     handle(&api, &headers, true, async {
         let request: ShellExec = body(&bytes)?;
         check_timeout(request.timeout)?;
-        ok(StatusCode::OK, api.provider.shell_exec(&id, &request).await?)
+        ok(
+            StatusCode::OK,
+            api.provider.shell_exec(&id, &request).await?,
+        )
     })
     .await
 }
@@ -571,9 +580,10 @@ async fn history_last(
         query.limit = Some(1);
         query.offset = 0;
         let page = api.provider.history(&id, &query).await?;
-        let last = page.entries.into_iter().next().ok_or_else(|| {
-            SandboxError::new(ErrorCode::NotFound, "No execution history found")
-        })?;
+        let last =
+            page.entries.into_iter().next().ok_or_else(|| {
+                SandboxError::new(ErrorCode::NotFound, "No execution history found")
+            })?;
         ok(StatusCode::OK, last)
     })
     .await
@@ -651,7 +661,9 @@ impl BayServer {
         }
         match self.task.take() {
             Some(task) => task.await.unwrap_or_else(|error| {
-                Err(std::io::Error::other(format!("the server task failed: {error}")))
+                Err(std::io::Error::other(format!(
+                    "the server task failed: {error}"
+                )))
             }),
             None => Ok(()),
         }
@@ -661,7 +673,9 @@ impl BayServer {
     pub async fn wait(mut self) -> std::io::Result<()> {
         match self.task.take() {
             Some(task) => task.await.unwrap_or_else(|error| {
-                Err(std::io::Error::other(format!("the server task failed: {error}")))
+                Err(std::io::Error::other(format!(
+                    "the server task failed: {error}"
+                )))
             }),
             None => Ok(()),
         }

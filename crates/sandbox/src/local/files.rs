@@ -71,10 +71,11 @@ pub(crate) async fn read_bytes(
     let metadata = match tokio::fs::metadata(full).await {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Err(
-                SandboxError::new(ErrorCode::FileNotFound, format!("File not found: {path}"))
-                    .detail("path", path),
-            );
+            return Err(SandboxError::new(
+                ErrorCode::FileNotFound,
+                format!("File not found: {path}"),
+            )
+            .detail("path", path));
         }
         Err(error) => return Err(io_error("read", path, &error)),
     };

@@ -60,7 +60,15 @@ impl Isolation {
     fn bubblewrap() -> Option<Isolation> {
         let program = find_on_path("bwrap")?;
         let works = std::process::Command::new(&program)
-            .args(["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-pid", "true"])
+            .args([
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--unshare-pid",
+                "true",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -165,6 +173,9 @@ mod tests {
         assert_eq!(std.get_program(), "/usr/bin/bwrap");
         let plain = Isolation::None.command("bash", &["-lc", "pwd"], Path::new("/w"), ".", &[]);
         assert_eq!(plain.as_std().get_current_dir(), Some(Path::new("/w")));
-        assert_eq!(isolation.root_seen(Path::new("/w")), Path::new("/workspace"));
+        assert_eq!(
+            isolation.root_seen(Path::new("/w")),
+            Path::new("/workspace")
+        );
     }
 }

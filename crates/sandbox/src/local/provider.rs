@@ -292,7 +292,7 @@ impl LocalProvider {
                         .sandboxes
                         .get(*id)
                         .and_then(|record| record.idle_expires_at)
-                        .is_some_and(|deadline| now >= deadline)
+                        .is_some_and(|deadline| now > deadline)
                 })
                 .cloned()
                 .collect()
@@ -343,7 +343,10 @@ impl LocalProvider {
         if !record.capabilities.iter().any(|held| held == capability) {
             return Err(SandboxError::new(
                 ErrorCode::CapabilityNotSupported,
-                format!("Profile `{}` does not support `{capability}`", record.profile),
+                format!(
+                    "Profile `{}` does not support `{capability}`",
+                    record.profile
+                ),
             )
             .detail("capability", capability)
             .detail("available", record.capabilities.clone()));
@@ -429,11 +432,10 @@ impl SandboxProvider for LocalProvider {
         let mut state = self.state();
         if let Some(key) = &request.idempotency_key {
             state.persisted.idempotency.purge(now);
-            if let Lookup::Replay { body, .. } =
-                state
-                    .persisted
-                    .idempotency
-                    .lookup("default", key, &print, now)?
+            if let Lookup::Replay { body, .. } = state
+                .persisted
+                .idempotency
+                .lookup("default", key, &print, now)?
             {
                 return serde_json::from_value(body).map_err(|error| {
                     SandboxError::new(ErrorCode::InternalError, format!("stored reply: {error}"))
@@ -462,14 +464,14 @@ impl SandboxProvider for LocalProvider {
         std::fs::create_dir_all(&workspace).map_err(|error| {
             SandboxError::new(
                 ErrorCode::InternalError,
-                format!("cannot create the workspace {}: {error}", workspace.display()),
+                format!(
+                    "cannot create the workspace {}: {error}",
+                    workspace.display()
+                ),
             )
         })?;
         let info = self.info(&record, false, now);
-        state
-            .persisted
-            .sandboxes
-            .insert(record.id.clone(), record);
+        state.persisted.sandboxes.insert(record.id.clone(), record);
         if let Some(key) = &request.idempotency_key {
             let body = serde_json::to_value(&info).unwrap_or(Value::Null);
             state
@@ -509,7 +511,12 @@ impl SandboxProvider for LocalProvider {
             .persisted
             .sandboxes
             .values()
-            .filter(|record| query.cursor.as_deref().is_none_or(|after| *record.id > *after))
+            .filter(|record| {
+                query
+                    .cursor
+                    .as_deref()
+                    .is_none_or(|after| *record.id > *after)
+            })
             .map(|record| self.info(record, state.sessions.contains_key(&record.id), now))
             .filter(|info| query.status.is_none_or(|status| info.status == status))
             .take(limit + 1)
@@ -571,11 +578,10 @@ impl SandboxProvider for LocalProvider {
         let mut state = self.state();
         if let Some(key) = idempotency_key {
             state.persisted.idempotency.purge(now);
-            if let Lookup::Replay { body, .. } =
-                state
-                    .persisted
-                    .idempotency
-                    .lookup("default", key, &print, now)?
+            if let Lookup::Replay { body, .. } = state
+                .persisted
+                .idempotency
+                .lookup("default", key, &print, now)?
             {
                 return serde_json::from_value(body).map_err(|error| {
                     SandboxError::new(ErrorCode::InternalError, format!("stored reply: {error}"))
@@ -855,12 +861,8 @@ impl SandboxProvider for LocalProvider {
                 id: profile.id.clone(),
                 capabilities: profile.capabilities.clone(),
                 idle_timeout: profile.idle_timeout,
-                description: (!profile.description.is_empty())
-                    .then(|| profile.description.clone()),
-                extra: serde_json::Map::from_iter([(
-                    "image".to_owned(),
-                    Value::from("local"),
-                )]),
+                description: (!profile.description.is_empty()).then(|| profile.description.clone()),
+                extra: serde_json::Map::from_iter([("image".to_owned(), Value::from("local"))]),
             })
             .collect())
     }

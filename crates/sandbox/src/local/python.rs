@@ -53,7 +53,11 @@ impl PythonSession {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true);
-        let python = command.as_std().get_program().to_string_lossy().into_owned();
+        let python = command
+            .as_std()
+            .get_program()
+            .to_string_lossy()
+            .into_owned();
         let mut child = command.spawn().map_err(|error| {
             SandboxError::new(
                 ErrorCode::ShipError,

@@ -1,0 +1,113 @@
+//! Building the two targets every scenario runs against.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use tempfile::TempDir;
+use wayline_executor::ReqwestTransport;
+use wayline_sandbox::clock::ManualClock;
+use wayline_sandbox::local::IsolationMode;
+use wayline_sandbox::profile::Profiles;
+use wayline_sandbox::server::{BayServer, ServeOptions};
+use wayline_sandbox::{BayClient, BayConfig, LocalConfig, LocalProvider, SandboxProvider};
+
+/// The API token the loopback server requires.
+pub(crate) const TOKEN: &str = "sk-test-0123456789";
+
+/// Profiles for the tests: Bay's e2e set, small.
+pub(crate) const PROFILES: &str = "
+profiles:
+  - id: python-default
+    capabilities: [filesystem, shell, python]
+    env: {BAY_TEST_ENV_VAR: test-value-12345}
+  - id: python-only-test
+    capabilities: [python]
+  - id: short-idle-test
+    capabilities: [filesystem, shell, python]
+    idle_timeout: 2
+";
+
+/// Where a scenario runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// The local provider, called directly.
+    Local,
+    /// `BayClient` → HTTP → the loopback server → the local provider.
+    Http,
+}
+
+/// A provider under test and what keeps it alive.
+pub(crate) struct Target {
+    pub(crate) provider: Arc<dyn SandboxProvider>,
+    pub(crate) clock: ManualClock,
+    pub(crate) server: Option<BayServer>,
+    pub(crate) dir: TempDir,
+}
+
+pub(crate) fn start_time() -> DateTime<Utc> {
+    "2026-11-23T10:00:00Z".parse().unwrap()
+}
+
+/// True when `python3` runs here; otherwise says the test is skipped (the README's test
+/// command passes with only the Rust toolchain; `.ci/run` installs Python).
+pub(crate) fn python_available() -> bool {
+    let found = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !found {
+        eprintln!("skipped: python3 not found (the local sandbox needs it)");
+    }
+    found
+}
+
+pub(crate) fn local_provider(dir: &std::path::Path, clock: &ManualClock) -> LocalProvider {
+    LocalProvider::open(
+        LocalConfig::new(dir)
+            .profiles(Profiles::from_yaml(PROFILES, "test profiles").unwrap())
+            .isolation(IsolationMode::None)
+            .clock(Arc::new(clock.clone())),
+    )
+    .unwrap()
+}
+
+pub(crate) async fn target(via: Via) -> Target {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(start_time());
+    let local = local_provider(dir.path(), &clock);
+    match via {
+        Via::Local => Target {
+            provider: Arc::new(local.clone()),
+            clock,
+            server: None,
+            dir,
+        },
+        Via::Http => {
+            let server = BayServer::loopback(
+                Arc::new(local.clone()),
+                ServeOptions::default().token(TOKEN),
+            )
+            .await
+            .unwrap();
+            let client = client_for(&server.url());
+            Target {
+                provider: Arc::new(client),
+                clock,
+                server: Some(server),
+                dir,
+            }
+        }
+    }
+}
+
+pub(crate) fn client_for(url: &str) -> BayClient {
+    let transport = ReqwestTransport::new().unwrap();
+    BayClient::new(
+        BayConfig::new(url).token(TOKEN).retries(
+            3,
+            std::time::Duration::from_millis(1),
+            std::time::Duration::from_millis(5),
+        ),
+        Arc::new(transport),
+    )
+}

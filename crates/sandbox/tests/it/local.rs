@@ -1,0 +1,258 @@
+//! The local provider's own behaviour: state that survives a restart, one provider per data
+//! directory, the idle timeout, timeouts that kill, size limits, listing pages, the isolation
+//! it reports.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+use wayline_sandbox::clock::ManualClock;
+use wayline_sandbox::local::{Isolation, IsolationMode};
+use wayline_sandbox::{
+    CreateSandbox, ErrorCode, ListQuery, LocalConfig, LocalProvider, PythonExec, SandboxProvider,
+    ShellExec, Status,
+};
+
+use crate::common::{local_provider, python_available, start_time};
+
+#[tokio::test]
+async fn sandboxes_and_files_survive_a_restart_and_the_directory_is_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(start_time());
+    let first = local_provider(dir.path(), &clock);
+    let info = first
+        .create(
+            &CreateSandbox::default()
+                .ttl(3_600)
+                .idempotency_key("made-once"),
+        )
+        .await
+        .unwrap();
+    first
+        .write_file(&info.id, "notes/a.txt", "kept")
+        .await
+        .unwrap();
+    // A second provider on the same directory is refused while the first lives.
+    let busy = LocalProvider::open(LocalConfig::new(dir.path())).unwrap_err();
+    assert!(busy.message.contains("in use"), "{busy}");
+    drop(first);
+    let second = local_provider(dir.path(), &clock);
+    let again = second.get(&info.id).await.unwrap();
+    assert_eq!(again.status, Status::Idle, "no session survives a restart");
+    assert_eq!(again.expires_at, info.expires_at);
+    assert_eq!(
+        second.read_file(&info.id, "notes/a.txt").await.unwrap(),
+        "kept"
+    );
+    // Idempotency keys survive too.
+    let replay = second
+        .create(
+            &CreateSandbox::default()
+                .ttl(3_600)
+                .idempotency_key("made-once"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(replay.id, info.id);
+    // A damaged state file is reported, not overwritten.
+    drop(second);
+    std::fs::write(dir.path().join("state.json"), "{ not json").unwrap();
+    let damaged = LocalProvider::open(LocalConfig::new(dir.path())).unwrap_err();
+    assert!(damaged.message.contains("state.json: line 1"), "{damaged}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("state.json")).unwrap(),
+        "{ not json"
+    );
+}
+
+#[tokio::test]
+async fn the_idle_timeout_ends_the_session_and_keeps_the_files() {
+    if !python_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(start_time());
+    let provider = local_provider(dir.path(), &clock);
+    let id = provider
+        .create(&CreateSandbox::new("short-idle-test"))
+        .await
+        .unwrap()
+        .id;
+    let set = provider
+        .python_exec(
+            &id,
+            &PythonExec::new("x = 7\nopen('kept.txt', 'w').write('yes')"),
+        )
+        .await
+        .unwrap();
+    assert!(set.success, "{set:?}");
+    let ready = provider.get(&id).await.unwrap();
+    assert_eq!(ready.status, Status::Ready);
+    assert_eq!(
+        ready.idle_expires_at,
+        Some(start_time() + Duration::seconds(2))
+    );
+    // Keepalive moves the deadline without starting anything.
+    clock.advance(Duration::seconds(1));
+    provider.keepalive(&id).await.unwrap();
+    clock.advance(Duration::seconds(2));
+    assert_eq!(provider.get(&id).await.unwrap().status, Status::Ready);
+    clock.advance(Duration::seconds(1));
+    let idle = provider.get(&id).await.unwrap();
+    assert_eq!((idle.status, idle.idle_expires_at), (Status::Idle, None));
+    let lost = provider
+        .python_exec(&id, &PythonExec::new("x"))
+        .await
+        .unwrap();
+    assert!(lost.error.unwrap().contains("NameError"));
+    assert_eq!(provider.read_file(&id, "kept.txt").await.unwrap(), "yes");
+    // Stop is idempotent.
+    provider.stop(&id).await.unwrap();
+    provider.stop(&id).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_timed_out_execution_says_so_and_the_next_one_starts_afresh() {
+    if !python_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let provider = local_provider(dir.path(), &ManualClock::new(start_time()));
+    let id = provider.create(&Default::default()).await.unwrap().id;
+    provider
+        .python_exec(&id, &PythonExec::new("y = 1"))
+        .await
+        .unwrap();
+    let slow = provider
+        .python_exec(
+            &id,
+            &PythonExec::new("import time\ntime.sleep(30)").timeout(1),
+        )
+        .await
+        .unwrap();
+    assert!(!slow.success);
+    assert_eq!(
+        slow.error.as_deref(),
+        Some("Code execution timed out after 1 seconds")
+    );
+    let after = provider
+        .python_exec(&id, &PythonExec::new("'y' in globals()"))
+        .await
+        .unwrap();
+    assert_eq!(
+        after.output, "False",
+        "the killed session's variables are gone"
+    );
+    let shell = provider
+        .shell_exec(&id, &ShellExec::new("sleep 30").timeout(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        (shell.success, shell.exit_code, shell.error.as_deref()),
+        (false, Some(-1), Some("Command timed out"))
+    );
+    // Subprocess output joins the output; the driver's pipes stay clean.
+    let child = provider
+        .python_exec(
+            &id,
+            &PythonExec::new(
+                "import subprocess\nsubprocess.run(['echo', 'from a child'])\nprint('after')",
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(child.success, "{child:?}");
+    assert!(child.output.contains("from a child"), "{}", child.output);
+    assert!(child.output.contains("after"), "{}", child.output);
+    // The profile's env reaches the shell, which starts in the workspace.
+    let env = provider
+        .shell_exec(
+            &id,
+            &ShellExec::new("echo $BAY_TEST_ENV_VAR; mkdir -p sub; cd sub && pwd"),
+        )
+        .await
+        .unwrap();
+    assert!(env.output.starts_with("test-value-12345\n"), "{env:?}");
+    let sub = provider
+        .shell_exec(&id, &ShellExec::new("pwd").cwd("sub"))
+        .await
+        .unwrap();
+    assert!(sub.output.ends_with("/sub"), "{sub:?}");
+    let missing = provider
+        .shell_exec(&id, &ShellExec::new("pwd").cwd("no-such-dir"))
+        .await
+        .unwrap();
+    assert_eq!(
+        missing.exit_code,
+        Some(1),
+        "as Ship: `cd` fails the command"
+    );
+}
+
+#[tokio::test]
+async fn size_limits_pages_and_the_isolation_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = LocalProvider::open(
+        LocalConfig::new(dir.path())
+            .isolation(IsolationMode::None)
+            .max_file_bytes(10)
+            .clock(Arc::new(ManualClock::new(start_time()))),
+    )
+    .unwrap();
+    assert_eq!(provider.isolation(), &Isolation::None);
+    assert!(
+        provider
+            .isolation()
+            .describe()
+            .contains("not a security boundary")
+    );
+    let id = provider.create(&Default::default()).await.unwrap().id;
+    let big = provider
+        .write_file(&id, "big.txt", "01234567890")
+        .await
+        .unwrap_err();
+    assert_eq!(big.code, ErrorCode::ValidationError);
+    assert_eq!(big.details["limit"], 10);
+    assert!(
+        provider.list_files(&id, ".").await.unwrap().is_empty(),
+        "nothing half-written"
+    );
+    provider.upload(&id, "ok.bin", vec![1; 10]).await.unwrap();
+    for _ in 0..4 {
+        provider.create(&Default::default()).await.unwrap();
+    }
+    let first = provider.list(&ListQuery::new().limit(2)).await.unwrap();
+    assert_eq!(first.items.len(), 2);
+    let cursor = first.next_cursor.clone().unwrap();
+    let second = provider
+        .list(&ListQuery::new().limit(2).cursor(cursor))
+        .await
+        .unwrap();
+    let third = provider
+        .list(
+            &ListQuery::new()
+                .limit(2)
+                .cursor(second.next_cursor.unwrap()),
+        )
+        .await
+        .unwrap();
+    assert_eq!((third.items.len(), third.next_cursor), (1, None));
+    let mut ids: Vec<_> = first
+        .items
+        .iter()
+        .chain(&second.items)
+        .chain(&third.items)
+        .map(|info| info.id.clone())
+        .collect();
+    let listed = ids.clone();
+    ids.sort();
+    assert_eq!(ids, listed, "by id");
+    ids.dedup();
+    assert_eq!(ids.len(), 5);
+    let bubblewrap = LocalProvider::open(
+        LocalConfig::new(dir.path().join("other")).isolation(IsolationMode::Bubblewrap),
+    );
+    match bubblewrap {
+        Ok(provider) => assert!(matches!(provider.isolation(), Isolation::Bubblewrap { .. })),
+        Err(error) => assert!(error.message.contains("bubblewrap"), "{error}"),
+    }
+}

@@ -1,0 +1,30 @@
+//! The sandbox crate's integration tests: the seed's six scenarios against the local provider
+//! and through `BayClient` over the loopback server, Bay's error codes, the client against
+//! `mockito`, the server's HTTP details, and the local provider's own behaviour.
+
+/// Runs a check against both targets, as two tests: `local` (the provider called directly)
+/// and `over_http` (`BayClient` → the loopback server → the provider).
+macro_rules! both {
+    ($check:ident) => {
+        mod $check {
+            use crate::common::Via;
+
+            #[tokio::test]
+            async fn local() {
+                super::$check(Via::Local).await;
+            }
+
+            #[tokio::test]
+            async fn over_http() {
+                super::$check(Via::Http).await;
+            }
+        }
+    };
+}
+
+mod client;
+mod common;
+mod errors;
+mod local;
+mod scenarios;
+mod server;

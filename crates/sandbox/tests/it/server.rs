@@ -1,0 +1,238 @@
+//! The loopback server's HTTP, seen raw (not through `BayClient`): Bay's status codes, auth,
+//! request ids, FastAPI's 422 shape, the upload form and the download headers.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use wayline_core::transport::{Header, HttpRequest, HttpResponse, Transport};
+use wayline_executor::ReqwestTransport;
+
+use crate::common::{TOKEN, Via, python_available, target};
+
+struct Raw {
+    base: String,
+    transport: ReqwestTransport,
+}
+
+impl Raw {
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        token: Option<&str>,
+    ) -> HttpResponse {
+        let mut request = HttpRequest::new(method, format!("{}{path}", self.base));
+        if let Some(token) = token {
+            request.headers.push(Header::sensitive(
+                "Authorization",
+                format!("Bearer {token}"),
+            ));
+        }
+        if let Some(body) = body {
+            request
+                .headers
+                .push(Header::new("Content-Type", "application/json"));
+            request.body = Some(body.to_string().into_bytes());
+        }
+        request
+            .headers
+            .push(Header::new("X-Request-Id", "req-test-1"));
+        self.transport.send(request).await.unwrap()
+    }
+}
+
+fn json_of(response: &HttpResponse) -> Value {
+    serde_json::from_slice(&response.body).unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn bays_statuses_auth_request_ids_and_422() {
+    let target = target(Via::Http).await;
+    let raw = Raw {
+        base: target.server.as_ref().unwrap().url(),
+        transport: ReqwestTransport::new().unwrap(),
+    };
+    let health = raw.send("GET", "/health", None, None).await;
+    assert_eq!(
+        (health.status, json_of(&health)),
+        (200, json!({"status": "ok", "version": "0.3.1"}))
+    );
+    // Profiles need no auth; sandboxes do.
+    let profiles = raw.send("GET", "/v1/profiles", None, None).await;
+    assert_eq!(profiles.status, 200);
+    assert_eq!(json_of(&profiles)["items"][0]["id"], "python-default");
+    let anonymous = raw.send("GET", "/v1/sandboxes", None, None).await;
+    assert_eq!(anonymous.status, 401);
+    assert_eq!(
+        json_of(&anonymous),
+        json!({"error": {"code": "unauthorized", "message": "Authentication required", "request_id": "req-test-1"}})
+    );
+    assert_eq!(anonymous.header("x-request-id"), Some("req-test-1"));
+    let wrong = raw.send("GET", "/v1/sandboxes", None, Some("nope")).await;
+    assert_eq!(json_of(&wrong)["error"]["message"], "Invalid API key");
+    // Create is 201, delete 204 with no body, then 404; deleting again is still 204.
+    let created = raw
+        .send(
+            "POST",
+            "/v1/sandboxes",
+            Some(json!({"ttl": 60})),
+            Some(TOKEN),
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let id = json_of(&created)["id"].as_str().unwrap().to_owned();
+    let created_at = json_of(&created)["created_at"].as_str().unwrap().to_owned();
+    assert_eq!(created_at, "2026-11-23T10:00:00.000000", "naive, as Bay");
+    // FastAPI's 422: a missing field, a timeout out of range, a missing query parameter.
+    let no_code = raw
+        .send(
+            "POST",
+            &format!("/v1/sandboxes/{id}/python/exec"),
+            Some(json!({"timeout": 5})),
+            Some(TOKEN),
+        )
+        .await;
+    assert_eq!(no_code.status, 422);
+    assert_eq!(
+        json_of(&no_code),
+        json!({"detail": [{"type": "missing", "loc": ["body", "code"], "msg": "Field required", "input": null}]})
+    );
+    let too_long = raw
+        .send(
+            "POST",
+            &format!("/v1/sandboxes/{id}/shell/exec"),
+            Some(json!({"command": "ls", "timeout": 301})),
+            Some(TOKEN),
+        )
+        .await;
+    assert_eq!(too_long.status, 422);
+    assert_eq!(json_of(&too_long)["detail"][0]["ctx"], json!({"le": 300}));
+    let no_path = raw
+        .send(
+            "GET",
+            &format!("/v1/sandboxes/{id}/filesystem/files"),
+            None,
+            Some(TOKEN),
+        )
+        .await;
+    assert_eq!(
+        (
+            no_path.status,
+            json_of(&no_path)["detail"][0]["loc"].clone()
+        ),
+        (422, json!(["query", "path"]))
+    );
+    let bad_limit = raw
+        .send("GET", "/v1/sandboxes?limit=lots", None, Some(TOKEN))
+        .await;
+    assert_eq!(bad_limit.status, 422);
+    let deleted = raw
+        .send("DELETE", &format!("/v1/sandboxes/{id}"), None, Some(TOKEN))
+        .await;
+    assert_eq!((deleted.status, deleted.body.len()), (204, 0));
+    let gone = raw
+        .send("GET", &format!("/v1/sandboxes/{id}"), None, Some(TOKEN))
+        .await;
+    assert_eq!(gone.status, 404);
+    assert_eq!(json_of(&gone)["error"]["code"], "not_found");
+    let again = raw
+        .send("DELETE", &format!("/v1/sandboxes/{id}"), None, Some(TOKEN))
+        .await;
+    assert_eq!(again.status, 204);
+}
+
+#[tokio::test]
+async fn uploads_are_forms_and_downloads_are_attachments() {
+    let target = target(Via::Http).await;
+    let base = target.server.as_ref().unwrap().url();
+    let transport = ReqwestTransport::new().unwrap();
+    let info = target.provider.create(&Default::default()).await.unwrap();
+    // A form as the SDK (httpx) sends it, the file's own name ignored.
+    let boundary = "----form-boundary-42";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"ignored.bin\"\r\n\
+         Content-Type: application/octet-stream\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(&[0, 159, 146, 150, 255]);
+    body.extend_from_slice(
+        format!("\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"path\"\r\n\r\ndata/../blob.bin\r\n--{boundary}--\r\n")
+            .as_bytes(),
+    );
+    let mut request = HttpRequest::new(
+        "POST",
+        format!("{base}/v1/sandboxes/{}/filesystem/upload", info.id),
+    );
+    request.headers = vec![
+        Header::sensitive("Authorization", format!("Bearer {TOKEN}")),
+        Header::new(
+            "Content-Type",
+            format!("multipart/form-data; boundary={boundary}"),
+        ),
+    ];
+    request.body = Some(body);
+    let uploaded = transport.send(request).await.unwrap();
+    assert_eq!(uploaded.status, 200, "{}", uploaded.text());
+    assert_eq!(
+        json_of(&uploaded),
+        json!({"status": "ok", "path": "blob.bin", "size": 5})
+    );
+    let mut request = HttpRequest::new(
+        "GET",
+        format!(
+            "{base}/v1/sandboxes/{}/filesystem/download?path=blob.bin",
+            info.id
+        ),
+    );
+    request.headers.push(Header::sensitive(
+        "Authorization",
+        format!("Bearer {TOKEN}"),
+    ));
+    let downloaded = transport.send(request).await.unwrap();
+    assert_eq!(downloaded.body, [0, 159, 146, 150, 255]);
+    assert_eq!(
+        downloaded.header("content-type"),
+        Some("application/octet-stream")
+    );
+    assert_eq!(
+        downloaded.header("content-disposition"),
+        Some("attachment; filename=\"blob.bin\"")
+    );
+    // The listing shows Bay's shape.
+    let entries = target.provider.list_files(&info.id, ".").await.unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].path, "/workspace/blob.bin");
+    assert_eq!(entries[0].size, Some(5));
+}
+
+#[tokio::test]
+async fn history_is_served_newest_first_with_filters() {
+    if !python_available() {
+        return;
+    }
+    let target = target(Via::Http).await;
+    let provider = Arc::clone(&target.provider);
+    let id = provider.create(&Default::default()).await.unwrap().id;
+    provider
+        .python_exec(&id, &wayline_sandbox::PythonExec::new("1 + 1"))
+        .await
+        .unwrap();
+    let shell = provider
+        .shell_exec(&id, &wayline_sandbox::ShellExec::new("exit 4"))
+        .await
+        .unwrap();
+    assert_eq!((shell.success, shell.exit_code), (false, Some(4)));
+    let all = provider.history(&id, &Default::default()).await.unwrap();
+    assert_eq!(all.total, 2);
+    assert_eq!(all.entries[0].exec_type, "shell");
+    assert_eq!(all.entries[1].output.as_deref(), Some("2"));
+    let mut query = wayline_sandbox::HistoryQuery::default();
+    query.success_only = true;
+    let successes = provider.history(&id, &query).await.unwrap();
+    assert_eq!(successes.total, 1);
+    let one = provider.execution(&id, &shell.execution_id).await.unwrap();
+    assert_eq!(one.code, "exit 4");
+    let missing = provider.execution(&id, "exec-000").await.unwrap_err();
+    assert_eq!(missing.code, wayline_sandbox::ErrorCode::NotFound);
+}
