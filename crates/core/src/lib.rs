@@ -19,6 +19,7 @@
 
 pub mod advice;
 pub mod catalog;
+pub mod code;
 pub mod document;
 mod error;
 pub mod expr;
@@ -36,6 +37,7 @@ pub mod workflow;
 
 pub use advice::{Incident, IncidentMemory};
 pub use catalog::{MemoryCatalog, ToolCatalog};
+pub use code::{CodeError, CodeErrorKind, CodeOutput, CodeRequest, CodeRunner};
 pub use error::Error;
 pub use expr::Expression;
 pub use notify::{FailedStep, NoticeKind, Notifier, NotifyError, RunNotice};
@@ -49,8 +51,8 @@ pub use store::{
     WorkflowStore,
 };
 pub use tool::{
-    AuthConfig, AuthType, CodePath, CommandConfig, RequestConfig, ResponseExtractConfig,
-    RetryPolicy, ToolDefinition, ToolKind,
+    AuthConfig, AuthType, CodeConfig, CodePath, CommandConfig, RequestConfig,
+    ResponseExtractConfig, RetryPolicy, ToolDefinition, ToolKind,
 };
 pub use transport::{
     Header, HttpRequest, HttpResponse, Transport, TransportError, TransportErrorKind,

@@ -88,6 +88,9 @@ pub struct ToolDefinition {
     /// The command a `cli` tool runs (extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandConfig>,
+    /// The code a `code` tool runs in a sandbox (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeConfig>,
 }
 
 fn default_method() -> String {
@@ -132,7 +135,20 @@ impl ToolDefinition {
             idempotency_key: None,
             tags: Vec::new(),
             command: None,
+            code: None,
         }
+    }
+
+    /// A `code` tool running Python `source` (see [`CodeConfig`]).
+    pub fn python(id: impl Into<String>, source: impl Into<String>) -> Self {
+        let mut tool = ToolDefinition::new(id, "");
+        tool.kind = ToolKind::Code;
+        tool.code = Some(CodeConfig {
+            language: default_language(),
+            source: source.into(),
+            profile: None,
+        });
+        tool
     }
 
     /// The request path this tool takes: config when it has a `request` block.
@@ -337,6 +353,36 @@ pub struct CommandConfig {
 
 fn default_max_output_bytes() -> u64 {
     1 << 20
+}
+
+/// The code of a `code` tool, run in a sandbox by the engine's
+/// [`CodeRunner`](crate::code::CodeRunner). The step's inputs are the dict `inputs`; the
+/// value left in `result` (JSON) is the step's response body.
+///
+/// ```yaml
+/// kind: code
+/// code:
+///   language: python          # the only one so far (default)
+///   profile: python-default   # the sandbox profile (optional)
+///   source: |
+///     result = {"total": sum(inputs["values"])}
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct CodeConfig {
+    /// The language (`python`).
+    #[serde(default = "default_language")]
+    pub language: String,
+    /// The code.
+    pub source: String,
+    /// The sandbox profile (the runner's default when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+fn default_language() -> String {
+    "python".to_owned()
 }
 
 /// What runs a tool.

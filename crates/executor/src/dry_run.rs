@@ -90,6 +90,19 @@ pub fn dry_run(
                             .map(|(name, source)| format!("computes `{name}` = {source}")),
                     );
                 }
+                (_, Some(tool)) if tool.kind == ToolKind::Code => {
+                    if let Some(code) = &tool.code {
+                        let lines = code.source.lines().count();
+                        planned.notes.push(format!(
+                            "runs {lines} line(s) of {} in a sandbox{}",
+                            code.language,
+                            code.profile
+                                .as_deref()
+                                .map(|profile| format!(" (profile {profile})"))
+                                .unwrap_or_default()
+                        ));
+                    }
+                }
                 (_, Some(tool)) if tool.kind == ToolKind::Cli => {
                     if let Some(config) = &tool.command {
                         match command::invocation(config, &inputs) {

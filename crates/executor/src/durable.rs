@@ -84,7 +84,7 @@ pub(crate) fn safe_to_repeat(step: &PreparedStep, kind: StepKind) -> bool {
     let Some(tool) = step.tool.as_deref() else {
         return true;
     };
-    if tool.kind == ToolKind::Cli {
+    if matches!(tool.kind, ToolKind::Cli | ToolKind::Code) {
         return tool.idempotent == Some(true);
     }
     let has_key = tool.idempotency_key.is_some();

@@ -21,6 +21,7 @@ use futures_util::stream::FuturesUnordered;
 use indexmap::IndexMap;
 use serde_json::Value;
 use tracing::Instrument;
+use wayline_core::code::CodeRunner;
 use wayline_core::{
     RetryPolicy, Run, RunEvent, RunObserver, RunStatus, RunStore, SecretProvider, Severity,
     StepPolicy, StepResult, StepStatus, ToolCatalog, ToolConfig, Transport, Workflow,
@@ -79,6 +80,7 @@ pub(crate) struct EngineInner {
     pub(crate) middleware: Vec<Arc<dyn StepMiddleware>>,
     pub(crate) policies: Vec<Arc<dyn StepPolicy>>,
     pub(crate) run_store: Option<Arc<dyn RunStore>>,
+    pub(crate) code_runner: Option<Arc<dyn CodeRunner>>,
     max_parallel: usize,
     per_host_limit: Option<usize>,
     defaults: Defaults,
@@ -102,6 +104,7 @@ pub struct EngineBuilder {
     middleware: Vec<Arc<dyn StepMiddleware>>,
     policies: Vec<Arc<dyn StepPolicy>>,
     run_store: Option<Arc<dyn RunStore>>,
+    code_runner: Option<Arc<dyn CodeRunner>>,
     max_parallel: usize,
     per_host_limit: Option<usize>,
     defaults: Defaults,
@@ -131,11 +134,13 @@ impl Engine {
             middleware: Vec::new(),
             policies: Vec::new(),
             run_store: None,
+            code_runner: None,
             max_parallel: DEFAULT_MAX_PARALLEL,
             per_host_limit: None,
             defaults: Defaults {
                 retry: RetryPolicy::new(3),
                 timeout: Duration::from_secs(30),
+                code_steps: false,
             },
             max_retry_after: Duration::from_secs(60),
         }
@@ -259,6 +264,15 @@ impl EngineBuilder {
         self
     }
 
+    /// Runs code steps (tools of kind `code`) with `runner` — a sandbox, local or Bay
+    /// (`wayline_sandbox::SandboxCodeRunner`). Without one, a workflow with a code step is
+    /// refused when prepared.
+    pub fn code_runner(mut self, runner: Arc<dyn CodeRunner>) -> Self {
+        self.code_runner = Some(runner);
+        self.defaults.code_steps = true;
+        self
+    }
+
     /// Most steps running at once (default [`DEFAULT_MAX_PARALLEL`]; at least 1).
     pub fn max_parallel(mut self, count: usize) -> Self {
         self.max_parallel = count.max(1);
@@ -302,6 +316,7 @@ impl EngineBuilder {
                 middleware: self.middleware,
                 policies: self.policies,
                 run_store: self.run_store,
+                code_runner: self.code_runner,
                 max_parallel: self.max_parallel,
                 per_host_limit: self.per_host_limit,
                 defaults: self.defaults,

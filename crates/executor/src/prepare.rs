@@ -21,6 +21,8 @@ use crate::validation::Validation;
 pub(crate) struct Defaults {
     pub(crate) retry: RetryPolicy,
     pub(crate) timeout: Duration,
+    /// True when the engine has a code runner.
+    pub(crate) code_steps: bool,
 }
 
 /// A workflow ready to run any number of times. Made by [`Engine::prepare`](crate::Engine::prepare).
@@ -126,9 +128,20 @@ pub(crate) fn prepare(
             (StepKind::Decision, _) => fail(
                 "decision steps need the planner, which this engine does not have; use `when` conditions to branch".to_owned(),
             ),
-            (StepKind::Code, _) | (StepKind::Action, Some(ToolDefinition { kind: ToolKind::Code, .. })) => fail(
-                "code steps need a code runner (a sandbox), which this engine does not have".to_owned(),
-            ),
+            (StepKind::Code, _) | (StepKind::Action, Some(ToolDefinition { kind: ToolKind::Code, .. }))
+                if !defaults.code_steps =>
+            {
+                fail(
+                    "code steps need a code runner (a sandbox), which this engine does not have; build it with `code_runner`".to_owned(),
+                );
+            }
+            (StepKind::Code, Some(tool)) if tool.kind != ToolKind::Code => fail(format!(
+                "a code step calls a tool of kind `code`; `{}` is not one",
+                tool.id
+            )),
+            (_, Some(tool)) if tool.kind == ToolKind::Code && tool.code.is_none() => {
+                fail(format!("tool `{}` is a `code` tool without `code`", tool.id));
+            }
             (StepKind::Transform, _) if step.outputs.is_empty() => {
                 fail("a transform step computes its `outputs`; it has none".to_owned());
             }

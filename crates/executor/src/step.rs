@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use chrono::{DateTime, Utc};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
+use wayline_core::code::{CodeError, CodeErrorKind, CodeRequest};
 use wayline_core::tool::ToolKind;
 use wayline_core::{
     HttpRequest, HttpResponse, RequestSummary, RunEvent, RunStore, Step, StepKind, StepRequest,
@@ -274,6 +275,7 @@ fn consult_policies(
 enum Invoke {
     Http(HttpRequest),
     Cli(Invocation, u64),
+    Code(CodeRequest),
 }
 
 async fn call(
@@ -284,11 +286,27 @@ async fn call(
     let prepared = job.prepared;
     let run = job.run;
     let config = run.config(&tool.id)?;
-    let invoke = match (tool.kind, &tool.command) {
-        (ToolKind::Cli, Some(command)) => Invoke::Cli(
+    let invoke = match (tool.kind, &tool.command, &tool.code) {
+        (ToolKind::Cli, Some(command), _) => Invoke::Cli(
             command::invocation(command, &job.inputs)?,
             command.max_output_bytes,
         ),
+        (ToolKind::Code, _, Some(code)) => {
+            let inputs = Value::Object(
+                job.inputs
+                    .iter()
+                    .map(|(name, value)| (name.clone(), value.clone()))
+                    .collect(),
+            );
+            let mut request = CodeRequest::python(code.source.clone(), inputs);
+            request.language = code.language.clone();
+            request.profile = code.profile.clone();
+            request.timeout = prepared.timeout;
+            request.tool_id = tool.id.clone();
+            request.run_id = run.run_id.clone();
+            request.step_id = job.step.id.clone();
+            Invoke::Code(request)
+        }
         _ => {
             let key = tool
                 .idempotency_key
@@ -309,7 +327,7 @@ async fn call(
             tool.idempotency_key.is_some(),
             failure,
         ),
-        Invoke::Cli(..) => tool.idempotent == Some(true),
+        Invoke::Cli(..) | Invoke::Code(_) => tool.idempotent == Some(true),
     };
     let mut rng = fastrand::Rng::with_seed(seed(&run.run_id, &job.step.id));
     let mut failures_in_a_row = 0u32;
@@ -375,7 +393,7 @@ async fn call(
                     retryable: kind.is_transient() && resend(Some(kind)),
                     message: match &invoke {
                         Invoke::Http(_) => format!("HTTP request failed: {error}"),
-                        Invoke::Cli(..) => error.message().to_owned(),
+                        Invoke::Cli(..) | Invoke::Code(_) => error.message().to_owned(),
                     },
                     retry_after: None,
                 }
@@ -524,6 +542,48 @@ async fn attempt_once(job: &StepJob<'_>, invoke: &Invoke) -> Result<HttpResponse
                 })
         }
         Invoke::Cli(invocation, max_output) => command::run(invocation, *max_output, timeout).await,
+        Invoke::Code(request) => run_code(job, request.clone()).await,
+    }
+}
+
+/// Runs a code step with the engine's runner: its result becomes a JSON response body, its
+/// failures transport errors of the matching kind (only an unreachable sandbox is transient).
+async fn run_code(job: &StepJob<'_>, request: CodeRequest) -> Result<HttpResponse, TransportError> {
+    let Some(runner) = job.run.engine.code_runner.as_ref() else {
+        return Err(TransportError::new(
+            TransportErrorKind::InvalidRequest,
+            "this engine has no code runner",
+        ));
+    };
+    // The runner honours the timeout; this bounds one that does not (plus time to start).
+    let limit = request.timeout.saturating_add(Duration::from_secs(10));
+    let outcome = tokio::time::timeout(limit, runner.run(request))
+        .await
+        .unwrap_or_else(|_| {
+            Err(CodeError::new(
+                CodeErrorKind::Timeout,
+                format!("no result within {} ms", limit.as_millis()),
+            ))
+        });
+    match outcome {
+        Ok(output) => {
+            let body = serde_json::to_vec(&output.result).map_err(|error| {
+                TransportError::new(TransportErrorKind::Other, error.to_string())
+            })?;
+            Ok(HttpResponse::new(200, body).with_header("content-type", "application/json"))
+        }
+        Err(error) => {
+            let kind = match error.kind() {
+                CodeErrorKind::Timeout => TransportErrorKind::Timeout,
+                CodeErrorKind::Unavailable => TransportErrorKind::Connect,
+                CodeErrorKind::Invalid => TransportErrorKind::InvalidRequest,
+                _ => TransportErrorKind::Other,
+            };
+            Err(TransportError::new(
+                kind,
+                format!("code: {}", error.message()),
+            ))
+        }
     }
 }
 

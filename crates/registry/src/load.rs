@@ -109,6 +109,21 @@ fn check_rules(tool: &ToolDefinition, text: &str, origin: &str) -> Result<(), Er
             "base_url",
             "missing required field `base_url` (every http tool needs one, e.g. https://api.example.com)",
         ))
+    } else if tool.kind == ToolKind::Code
+        && tool
+            .code
+            .as_ref()
+            .is_none_or(|code| code.source.trim().is_empty())
+    {
+        Some((
+            "kind",
+            "a `code` tool needs its code: add `code: {source: ...}` (Python; the inputs are the dict `inputs`, the result is what is left in `result`)",
+        ))
+    } else if tool.kind != ToolKind::Code && tool.code.is_some() {
+        Some((
+            "code",
+            "`code` belongs to code tools; add `kind: code` or remove `code`",
+        ))
     } else {
         None
     };
@@ -154,6 +169,33 @@ mod tests {
         );
         let cli = "id: a\nname: A\nkind: cli\n";
         assert!(parse_tool(cli, Format::Yaml, "a.yaml", &no_env).is_ok());
+    }
+
+    #[test]
+    fn code_tools_need_their_code_and_only_they_have_it() {
+        let bare = parse_tool(
+            "id: a\nname: A\nkind: code\n",
+            Format::Yaml,
+            "a.yaml",
+            &no_env,
+        )
+        .unwrap_err();
+        assert!(bare.to_string().contains("needs its code"), "{bare}");
+        let stray = parse_tool(
+            "id: a\nname: A\nbase_url: x\ncode: {source: 'result = 1'}\n",
+            Format::Yaml,
+            "a.yaml",
+            &no_env,
+        )
+        .unwrap_err();
+        assert!(stray.to_string().contains("add `kind: code`"), "{stray}");
+        let good = "id: a\nname: A\nkind: code\ncode:\n  source: |\n    result = inputs['x'] * 2\n";
+        let tool = parse_tool(good, Format::Yaml, "a.yaml", &no_env).unwrap();
+        let code = tool.code.unwrap();
+        assert_eq!(
+            (code.language.as_str(), code.source.as_str()),
+            ("python", "result = inputs['x'] * 2\n")
+        );
     }
 
     #[test]

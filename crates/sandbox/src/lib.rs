@@ -28,6 +28,7 @@ pub mod model;
 pub mod path;
 pub mod profile;
 pub mod provider;
+pub mod runner;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod time;
@@ -41,3 +42,4 @@ pub use provider::{
     CreateSandbox, HistoryEntry, HistoryPage, HistoryQuery, ListQuery, ProfileInfo, PythonExec,
     Sandbox, SandboxPage, SandboxProvider, SandboxResult, ShellExec, Uploaded,
 };
+pub use runner::{CodeRouter, SandboxCodeRunner};

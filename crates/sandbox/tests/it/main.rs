@@ -23,6 +23,7 @@ macro_rules! both {
 }
 
 mod client;
+mod code_step;
 mod common;
 mod errors;
 mod local;
