@@ -11,6 +11,7 @@ mod guard;
 mod knowledge;
 mod run;
 mod runs;
+mod sandbox;
 mod schedule;
 mod workflows;
 
@@ -77,6 +78,9 @@ enum Command {
     /// decision-table suite, verify an audit log.
     #[command(subcommand)]
     Guard(guard::GuardCommand),
+    /// Code sandboxes: serve the Bay API over the embedded local sandbox.
+    #[command(subcommand)]
+    Sandbox(sandbox::SandboxCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -157,6 +161,7 @@ fn main() -> ExitCode {
         Command::Schedule(command) => schedule::schedule_command(command),
         Command::Knowledge(command) => knowledge::knowledge_command(command),
         Command::Guard(command) => guard::guard_command(command),
+        Command::Sandbox(command) => sandbox::sandbox_command(command),
         Command::Validate {
             workflow,
             tools,

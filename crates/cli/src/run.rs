@@ -267,9 +267,14 @@ pub(crate) fn engine_builder(
     config: Option<&Path>,
 ) -> Result<EngineBuilder, Outcome> {
     let configs = load_configs(config, &registry)?;
-    Ok(Engine::builder(registry)
+    let code = crate::sandbox::code_runner(&registry, &configs)?;
+    let mut builder = Engine::builder(registry)
         .secrets(Arc::new(configs))
-        .transport(Arc::new(transport()?)))
+        .transport(Arc::new(transport()?));
+    if let Some(runner) = code {
+        builder = builder.code_runner(runner);
+    }
+    Ok(builder)
 }
 
 /// Runs `workflow`; Ctrl-C cancels the run (which still ends with a complete record).

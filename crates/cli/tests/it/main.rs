@@ -10,6 +10,7 @@ mod durable;
 mod guard;
 mod knowledge;
 mod run;
+mod sandbox;
 mod workflows;
 
 fn wayline(args: &[&str]) -> Output {

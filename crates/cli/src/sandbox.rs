@@ -1,0 +1,210 @@
+//! `wayline sandbox serve`, and the code runner `wayline run` gives code steps.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::ValueEnum;
+use wayline_core::ToolCatalog;
+use wayline_core::code::{CodeError, CodeOutput, CodeRequest, CodeRunner};
+use wayline_core::tool::ToolKind;
+use wayline_registry::{ToolConfigs, ToolRegistry};
+use wayline_sandbox::local::IsolationMode;
+use wayline_sandbox::profile::Profiles;
+use wayline_sandbox::server::{BayServer, ServeOptions};
+use wayline_sandbox::{
+    BayClient, BayConfig, CodeRouter, LocalConfig, LocalProvider, SandboxCodeRunner,
+    SandboxProvider,
+};
+
+use crate::Outcome;
+use crate::run::{runtime, transport};
+
+/// `wayline sandbox ...`
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum SandboxCommand {
+    /// Serve the Bay sandbox API (0.3.1) over the embedded local sandbox, so Bay clients —
+    /// wayline's `BayClient`, Bay's own SDK — can use it over HTTP. Not a security boundary:
+    /// code runs as this user (inside bubblewrap when it is installed).
+    Serve(ServeArgs),
+}
+
+/// `wayline sandbox serve` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on (loopback unless you mean otherwise).
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// The port (Bay's default: 8114; 0 picks a free one).
+    #[arg(long, default_value_t = 8114)]
+    port: u16,
+    /// The API key clients must send as `Authorization: Bearer`; without it (and without
+    /// `BAY_API_KEY` in the environment) anyone who can connect may use the server.
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+    /// A profiles file (YAML: id, capabilities, idle_timeout, env); Bay's two defaults
+    /// otherwise.
+    #[arg(long, value_name = "FILE")]
+    profiles: Option<PathBuf>,
+    /// Where workspaces and state are kept (default: `$WAYLINE_HOME/sandbox`).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Isolation: bubblewrap when installed (auto), none, or bubblewrap (required).
+    #[arg(long, value_enum, default_value_t = IsolationArg::Auto)]
+    isolation: IsolationArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum IsolationArg {
+    Auto,
+    None,
+    Bubblewrap,
+}
+
+pub(crate) fn sandbox_command(command: SandboxCommand) -> Outcome {
+    match command {
+        SandboxCommand::Serve(args) => match serve(args) {
+            Ok(outcome) | Err(outcome) => outcome,
+        },
+    }
+}
+
+fn unreadable(message: impl std::fmt::Display) -> Outcome {
+    eprintln!("error: {message}");
+    Outcome::Unreadable
+}
+
+fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
+    let profiles = match &args.profiles {
+        Some(path) => Profiles::load(path).map_err(unreadable)?,
+        None => Profiles::bay_defaults(),
+    };
+    let data_dir = match args.data_dir {
+        Some(dir) => dir,
+        None => wayline_store::default_location()
+            .and_then(|db| db.parent().map(|home| home.join("sandbox")))
+            .ok_or_else(|| {
+                unreadable("no --data-dir given and no home directory known; pass --data-dir DIR")
+            })?,
+    };
+    let isolation = match args.isolation {
+        IsolationArg::Auto => IsolationMode::Auto,
+        IsolationArg::None => IsolationMode::None,
+        IsolationArg::Bubblewrap => IsolationMode::Bubblewrap,
+    };
+    let token = args
+        .token
+        .or_else(|| std::env::var("BAY_API_KEY").ok())
+        .filter(|token| !token.is_empty());
+    let runtime = runtime()?;
+    runtime.block_on(async {
+        let provider = LocalProvider::open(
+            LocalConfig::new(&data_dir)
+                .profiles(profiles)
+                .isolation(isolation),
+        )
+        .map_err(unreadable)?;
+        let address: SocketAddr = format!("{}:{}", args.host, args.port)
+            .parse()
+            .map_err(|error| unreadable(format!("--host {}: {error}", args.host)))?;
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|error| unreadable(format!("cannot listen on {address}: {error}")))?;
+        let mut options = ServeOptions::default().isolation(provider.isolation().describe());
+        if let Some(token) = &token {
+            options = options.token(token.clone());
+        }
+        let server = BayServer::start(listener, Arc::new(provider.clone()), options)
+            .map_err(|error| unreadable(format!("cannot serve: {error}")))?;
+        eprintln!(
+            "serving the Bay API 0.3.1 at {} (auth: {}; isolation: {}; data: {})",
+            server.url(),
+            if token.is_some() {
+                "Bearer token"
+            } else {
+                "anonymous"
+            },
+            provider.isolation().describe(),
+            data_dir.display()
+        );
+        // Bay's idle GC: sessions past their idle deadline are stopped (files stay).
+        let collector = provider.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(15)).await;
+                collector.collect_idle().await;
+            }
+        });
+        tokio::select! {
+            ended = server.wait() => {
+                ended.map_err(|error| unreadable(format!("the server stopped: {error}")))?;
+            }
+            _ = tokio::signal::ctrl_c() => eprintln!("stopping"),
+        }
+        Ok(Outcome::Ok)
+    })
+}
+
+/// A runner over a local provider whose data directory is removed with it.
+#[derive(Debug)]
+struct ScratchRunner {
+    runner: SandboxCodeRunner,
+    _dir: tempfile::TempDir,
+}
+
+#[async_trait::async_trait]
+impl CodeRunner for ScratchRunner {
+    async fn run(&self, request: CodeRequest) -> Result<CodeOutput, CodeError> {
+        self.runner.run(request).await
+    }
+}
+
+/// The code runner for the code tools of `registry`, if there are any: each runs in the
+/// embedded local sandbox (a data directory of this command's own), unless its tool-configs
+/// entry has a `base_url` — then in the Bay there, with `auth_token` as its API key.
+pub(crate) fn code_runner(
+    registry: &ToolRegistry,
+    configs: &ToolConfigs,
+) -> Result<Option<Arc<dyn CodeRunner>>, Outcome> {
+    let code_tools: Vec<String> = registry
+        .tool_ids()
+        .into_iter()
+        .filter(|id| {
+            registry
+                .tool(id)
+                .is_some_and(|tool| tool.kind == ToolKind::Code)
+        })
+        .map(str::to_owned)
+        .collect();
+    if code_tools.is_empty() {
+        return Ok(None);
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("wayline-sandbox-")
+        .tempdir()
+        .map_err(|error| unreadable(format!("cannot make the sandbox's directory: {error}")))?;
+    let local = LocalProvider::open(LocalConfig::new(dir.path()))
+        .map_err(|error| unreadable(format!("cannot start the local sandbox: {error}")))?;
+    let local: Arc<dyn SandboxProvider> = Arc::new(local);
+    let mut router = CodeRouter::new(Arc::new(ScratchRunner {
+        runner: SandboxCodeRunner::new(local),
+        _dir: dir,
+    }));
+    for id in code_tools {
+        let Some(config) = configs.get(&id) else {
+            continue;
+        };
+        let Some(endpoint) = config.base_url.as_deref().filter(|url| !url.is_empty()) else {
+            continue;
+        };
+        let mut bay = BayConfig::new(endpoint);
+        if let Some(token) = &config.auth_token {
+            bay = bay.token(token.expose());
+        }
+        let client: Arc<dyn SandboxProvider> =
+            Arc::new(BayClient::new(bay, Arc::new(transport()?)));
+        router = router.route(id, Arc::new(SandboxCodeRunner::new(client)));
+    }
+    Ok(Some(Arc::new(router)))
+}

@@ -1,0 +1,156 @@
+//! `wayline run` with code steps (in the embedded sandbox, or in a Bay named by the
+//! tool-configs file), and `wayline sandbox serve` answering Bay's API over HTTP.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use wayline_executor::ReqwestTransport;
+use wayline_sandbox::{BayClient, BayConfig, SandboxProvider};
+
+use super::{path, wayline};
+
+fn python_available() -> bool {
+    let found = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !found {
+        eprintln!("skipped: python3 not found (the local sandbox needs it)");
+    }
+    found
+}
+
+const TOOL: &str = "id: stats\nname: Stats\ndescription: Sums numbers in a sandbox\nkind: code\ncode:\n  source: |\n    result = {'total': sum(inputs['values']), 'where': __import__('os').getcwd() != ''}\n";
+const FLOW: &str = "id: sums\nname: Sums\ninputs: {values: {required: true}}\nsteps:\n  - {id: stats, tool_id: stats, kind: code, input_mapping: {values: $input.values}}\n";
+
+fn files() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("tools")).unwrap();
+    std::fs::write(dir.path().join("tools/stats.yaml"), TOOL).unwrap();
+    std::fs::write(dir.path().join("flow.yaml"), FLOW).unwrap();
+    dir
+}
+
+#[test]
+fn run_gives_code_steps_the_embedded_sandbox() {
+    if !python_available() {
+        return;
+    }
+    let dir = files();
+    let tools = dir.path().join("tools");
+    let out = wayline(&[
+        "run",
+        path(&dir.path().join("flow.yaml")),
+        "--tools",
+        path(&tools),
+        "--input",
+        "values:=[1, 2, 39]",
+        "--format",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        run["step_results"][0]["output_data"],
+        json!({"total": 42, "where": true})
+    );
+    let check = wayline(&["tools", "check", path(&tools)]);
+    assert_eq!(check.status.code(), Some(0));
+}
+
+/// `wayline sandbox serve` on a free port; its URL is read from its first line.
+struct Served {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(data: &std::path::Path, token: &str) -> Served {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["sandbox", "serve", "--port", "0", "--isolation", "none"])
+        .args(["--token", token, "--data-dir", path(data)])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    assert!(line.contains("auth: Bearer token"), "{line}");
+    assert!(!line.contains(token), "the token is not printed: {line}");
+    Served { child, url }
+}
+
+#[test]
+fn serve_answers_bays_api_and_runs_the_code_steps_routed_to_it() {
+    let dir = files();
+    let served = serve(&dir.path().join("data"), "sk-serve-test");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = BayClient::new(
+        BayConfig::new(&served.url).token("sk-serve-test"),
+        Arc::new(ReqwestTransport::new().unwrap()),
+    );
+    let created = runtime
+        .block_on(client.create(&Default::default()))
+        .unwrap();
+    assert!(created.id.starts_with("sandbox-"));
+    let listed = runtime.block_on(client.list(&Default::default())).unwrap();
+    assert_eq!(listed.items.len(), 1);
+    let wrong = BayClient::new(
+        BayConfig::new(&served.url).token("nope"),
+        Arc::new(ReqwestTransport::new().unwrap()),
+    );
+    let refused = runtime.block_on(wrong.get(&created.id)).unwrap_err();
+    assert_eq!(refused.code, wayline_sandbox::ErrorCode::Unauthorized);
+    if !python_available() {
+        return;
+    }
+    // The tool-configs file sends the code tool to this server.
+    let config = dir.path().join("configs.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "stats:\n  base_url: {}\n  auth_token: ${{SERVE_TOKEN}}\n",
+            served.url
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["run", path(&dir.path().join("flow.yaml"))])
+        .args(["--tools", path(&dir.path().join("tools"))])
+        .args(["--config", path(&config), "--input", "values:=[5, 5]"])
+        .args(["--format", "json"])
+        .env("SERVE_TOKEN", "sk-serve-test")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["step_results"][0]["output_data"]["total"], 10);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-serve-test"));
+    // The step's sandbox was made there, and deleted: only the first one is left.
+    let listed = runtime.block_on(client.list(&Default::default())).unwrap();
+    assert_eq!(listed.items.len(), 1);
+}
