@@ -57,3 +57,17 @@ pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&text)
         .unwrap_or_else(|err| panic!("bad JSON in {}: {err}", path.display()))
 }
+
+/// True when `python3` runs on this machine. When it does not, prints one line saying that
+/// `what` is skipped: the README's test command must pass with only the Rust toolchain, and
+/// `.ci/run` installs Python so CI runs these tests.
+pub fn python3_available(what: &str) -> bool {
+    let found = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !found {
+        eprintln!("skipped: {what} (python3 not found)");
+    }
+    found
+}

@@ -12,14 +12,7 @@ use wayline_sandbox::{BayClient, BayConfig, SandboxProvider};
 use super::{path, wayline};
 
 fn python_available() -> bool {
-    let found = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if !found {
-        eprintln!("skipped: python3 not found (the local sandbox needs it)");
-    }
-    found
+    wayline_testkit::python3_available("a test of code steps")
 }
 
 const TOOL: &str = "id: stats\nname: Stats\ndescription: Sums numbers in a sandbox\nkind: code\ncode:\n  source: |\n    result = {'total': sum(inputs['values']), 'where': __import__('os').getcwd() != ''}\n";

@@ -150,12 +150,7 @@ mod tests {
     /// The session, or `None` (after a one-line notice) on a machine without `python3`: the
     /// README's test command must pass with only the Rust toolchain; `.ci/run` installs it.
     async fn session(dir: &Path) -> Option<PythonSession> {
-        let found = std::process::Command::new("python3")
-            .arg("--version")
-            .output()
-            .is_ok_and(|output| output.status.success());
-        if !found {
-            eprintln!("skipped: python3 not found (the local sandbox needs it)");
+        if !wayline_testkit::python3_available("a test of Python sessions") {
             return None;
         }
         let command = crate::local::isolation::Isolation::None.command(

@@ -48,17 +48,9 @@ pub(crate) fn start_time() -> DateTime<Utc> {
     "2026-11-23T10:00:00Z".parse().unwrap()
 }
 
-/// True when `python3` runs here; otherwise says the test is skipped (the README's test
-/// command passes with only the Rust toolchain; `.ci/run` installs Python).
+/// True when `python3` runs here (the local sandbox needs it); says so when it does not.
 pub(crate) fn python_available() -> bool {
-    let found = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if !found {
-        eprintln!("skipped: python3 not found (the local sandbox needs it)");
-    }
-    found
+    wayline_testkit::python3_available("a test of the local sandbox")
 }
 
 pub(crate) fn local_provider(dir: &std::path::Path, clock: &ManualClock) -> LocalProvider {
