@@ -125,6 +125,9 @@ struct Inner {
     config: LocalConfig,
     isolation: Isolation,
     state: Mutex<State>,
+    /// The interpreter's own path, asked of `python` once: a launcher in between (pyenv's
+    /// shims are shell scripts) would otherwise add its start-up to every cold start.
+    interpreter: tokio::sync::OnceCell<String>,
     /// Held (locked) for the provider's life: one provider per data directory.
     _lock: File,
 }
@@ -212,6 +215,7 @@ impl LocalProvider {
                     sessions: HashMap::new(),
                     runtimes: HashMap::new(),
                 }),
+                interpreter: tokio::sync::OnceCell::new(),
                 _lock: lock,
             }),
         })
@@ -391,6 +395,34 @@ impl LocalProvider {
             session_id,
             env,
         })
+    }
+
+    /// The Python interpreter to start: `sys.executable` of the configured one, or the
+    /// configured one itself when it cannot say (it then fails to start, with its error).
+    async fn interpreter(&self) -> &str {
+        self.inner
+            .interpreter
+            .get_or_init(|| async {
+                let python = &self.inner.config.python;
+                let asked = tokio::process::Command::new(python)
+                    .args(["-c", "import sys; print(sys.executable)"])
+                    .stdin(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .output()
+                    .await;
+                match asked {
+                    Ok(output) if output.status.success() => {
+                        let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+                        if path.is_empty() {
+                            python.clone()
+                        } else {
+                            path
+                        }
+                    }
+                    _ => python.clone(),
+                }
+            })
+            .await
     }
 
     fn runtime(&self, id: &str) -> SharedRuntime {
@@ -643,7 +675,7 @@ impl SandboxProvider for LocalProvider {
         let mut runtime = runtime.lock().await;
         if !runtime.python.as_mut().is_some_and(PythonSession::alive) {
             let command = self.inner.isolation.command(
-                &self.inner.config.python,
+                self.interpreter().await,
                 &PythonSession::driver_args(),
                 &ready.workspace,
                 ".",
