@@ -13,6 +13,7 @@
 //! | `store` | `wayline-store`: workflow and run stores (memory, files, SQLite), lifecycle, history, triggers, notifications | `store` (`store-sqlite` adds SQLite) |
 //! | `knowledge` | `wayline-knowledge`: patterns, pitfalls and statistics learned from runs, their stores, the recorder, queries | `knowledge` (`knowledge-sqlite` adds SQLite) |
 //! | `guard` | `wayline-guard`: the diagnostic state machine — phase-gated tools, panic detection, break-glass, audit log | `guard` |
+//! | `sandbox` | `wayline-sandbox`: code sandboxes — the `SandboxProvider` trait, the embedded local provider, `BayClient`, the code runner for code steps | `sandbox` (`sandbox-server` adds the Bay-compatible HTTP server) |
 //! | `testing` | the tool test harness and a loopback mock server | `testing` |
 //!
 //! ```
@@ -38,6 +39,8 @@ pub use wayline_guard as guard;
 pub use wayline_knowledge as knowledge;
 #[cfg(feature = "registry")]
 pub use wayline_registry as registry;
+#[cfg(feature = "sandbox")]
+pub use wayline_sandbox as sandbox;
 #[cfg(feature = "store")]
 pub use wayline_store as store;
 #[cfg(feature = "testing")]

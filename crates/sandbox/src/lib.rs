@@ -1,23 +1,35 @@
-//! Code sandboxes (seed 003), compatible with Bay (shipyard-neo) 0.3.1.
+//! Code sandboxes (seed 003), compatible with Bay (shipyard-neo) 0.3.1 as
+//! `../shared/reference/bay-api.md` describes it.
 //!
-//! This crate is being built (issue 7). What is here so far is the part both the local
-//! provider and the Bay client stand on, written against `../shared/reference/bay-api.md`:
+//! One trait, [`SandboxProvider`], covers Bay's sandbox API; [`Sandbox`] is a handle on one
+//! sandbox. Three things speak it:
 //!
-//! - [`error`]: Bay's error codes, statuses and envelope;
-//! - [`path`]: Bay's workspace path rules (and the symlink-escape check Ship adds);
-//! - [`ttl`]: Bay's TTL rules at create and on `extend_ttl`;
-//! - [`idempotency`]: Bay's idempotency keys, fingerprints, replays and conflicts;
-//! - [`time`]: Bay's naive UTC timestamps;
-//! - [`model`]: the records in Bay's wire shapes (`SandboxResponse`, exec results, file
-//!   entries).
+//! - [`LocalProvider`] — the embedded default: a workspace directory per sandbox, one
+//!   persistent Python process per session, `bash -lc` for shell commands, Bay's rules for
+//!   paths, TTLs, idempotency and idle timeouts, state kept across restarts. **Not a security
+//!   boundary** (see [`local`]).
+//! - [`BayClient`] — a real Bay over HTTP, through core's `Transport`.
+//! - `server` (feature `server`) — Bay's HTTP API over any provider (`wayline sandbox serve`).
 //!
-//! - [`profile`]: profiles from YAML (capabilities, idle timeout, env) and Bay's defaults;
-//! - [`local::python`]: the local provider's persistent Python sessions (a driver speaking JSON
-//!   lines: variables persist, REPL-style values, full tracebacks, timeouts that kill).
+//! [`SandboxCodeRunner`] makes any provider the engine's `CodeRunner`, so a workflow's `code`
+//! steps run in it.
 //!
-//! Still to come (see issue 7's notes): the `Sandbox` trait, the `BayClient`, the rest of the
-//! local provider (workspaces, shell, files, TTL, idle timeout, persisted state, profiles), the
-//! loopback server and the workflow `code` step.
+//! ```no_run
+//! # async fn demo() -> Result<(), wayline_sandbox::SandboxError> {
+//! use std::sync::Arc;
+//! use wayline_sandbox::{CreateSandbox, LocalConfig, LocalProvider, Sandbox};
+//!
+//! let provider = Arc::new(LocalProvider::open(LocalConfig::new("/tmp/sandboxes"))?);
+//! let sandbox = Sandbox::create(provider, &CreateSandbox::default().ttl(600)).await?;
+//! sandbox.python("x = 21").await?;
+//! assert_eq!(sandbox.python("x * 2").await?.output, "42");
+//! sandbox.delete().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Bay's rules, each in one place: [`error`] (codes, statuses, envelope), [`path`] (workspace
+//! paths), [`ttl`], [`idempotency`], [`time`] (naive timestamps), [`model`] (wire records),
+//! [`profile`].
 
 pub mod client;
 pub mod clock;
