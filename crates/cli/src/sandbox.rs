@@ -31,7 +31,7 @@ pub(crate) enum SandboxCommand {
 }
 
 /// `wayline sandbox serve` arguments.
-#[derive(Debug, clap::Args)]
+#[derive(clap::Args)]
 pub(crate) struct ServeArgs {
     /// The address to listen on (loopback unless you mean otherwise).
     #[arg(long, default_value = "127.0.0.1")]
@@ -53,6 +53,19 @@ pub(crate) struct ServeArgs {
     /// Isolation: bubblewrap when installed (auto), none, or bubblewrap (required).
     #[arg(long, value_enum, default_value_t = IsolationArg::Auto)]
     isolation: IsolationArg,
+}
+
+impl std::fmt::Debug for ServeArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeArgs")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("profiles", &self.profiles)
+            .field("data_dir", &self.data_dir)
+            .field("isolation", &self.isolation)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -111,6 +124,11 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|error| unreadable(format!("cannot listen on {address}: {error}")))?;
+        if token.is_none() && !address.ip().is_loopback() {
+            eprintln!(
+                "warning: serving {address} without a token: anyone who can reach it may run code as this user; pass --token or set BAY_API_KEY"
+            );
+        }
         let mut options = ServeOptions::default().isolation(provider.isolation().describe());
         if let Some(token) = &token {
             options = options.token(token.clone());

@@ -555,8 +555,13 @@ async fn run_code(job: &StepJob<'_>, request: CodeRequest) -> Result<HttpRespons
             "this engine has no code runner",
         ));
     };
-    // The runner honours the timeout; this bounds one that does not (plus time to start).
-    let limit = request.timeout.saturating_add(Duration::from_secs(10));
+    // The runner honours the timeout; this bounds one that does not. It is generous: a runner
+    // may make a few round trips within the timeout each, after a cold start (Bay's can take
+    // up to 120 s).
+    let limit = request
+        .timeout
+        .saturating_mul(3)
+        .saturating_add(Duration::from_secs(150));
     let outcome = tokio::time::timeout(limit, runner.run(request))
         .await
         .unwrap_or_else(|_| {

@@ -76,7 +76,10 @@ pub fn normalize(path: &str, field: PathField) -> Result<String, SandboxError> {
 
 /// The place in `workspace` a normalized path names, refused when it (or the symlinks on its
 /// way) leads outside the workspace. The path need not exist: the longest existing prefix is
-/// resolved, and the rest cannot hold a symlink.
+/// resolved, and the rest holds no symlink (a dangling symlink on the way is refused, since
+/// where it leads could change). Checked when called: code running in the sandbox at the same
+/// moment can still swap a directory for a symlink afterwards (see `local`'s note on
+/// isolation).
 pub fn resolve(
     workspace: &Path,
     normalized: &str,
@@ -96,6 +99,16 @@ pub fn resolve(
     let mut existing = joined.clone();
     let mut rest = Vec::new();
     while !existing.exists() {
+        if existing
+            .symlink_metadata()
+            .is_ok_and(|metadata| metadata.file_type().is_symlink())
+        {
+            return Err(invalid(
+                field,
+                "path_traversal",
+                "Path goes through a symlink that leads nowhere; remove it or make its target first",
+            ));
+        }
         match (
             existing.file_name().map(ToOwned::to_owned),
             existing.parent(),
@@ -128,6 +141,21 @@ pub fn resolve(
         ));
     }
     Ok(resolved)
+}
+
+/// Like [`resolve`], but the last component is not followed: the parent directory is
+/// resolved (and must be inside the workspace) and the name put back on. For deleting a
+/// symlink itself rather than what it points at. `.` is the workspace.
+pub fn resolve_parent(
+    workspace: &Path,
+    normalized: &str,
+    field: PathField,
+) -> Result<PathBuf, SandboxError> {
+    match normalized.rsplit_once('/') {
+        _ if normalized == "." => resolve(workspace, ".", field),
+        Some((parent, name)) => Ok(resolve(workspace, parent, field)?.join(name)),
+        None => Ok(resolve(workspace, ".", field)?.join(normalized)),
+    }
 }
 
 #[cfg(test)]
@@ -181,5 +209,17 @@ mod tests {
             resolve(workspace.path(), "alias/x", PathField::Path).is_ok(),
             "links inside are fine"
         );
+        std::os::unix::fs::symlink("/nonexistent/place", workspace.path().join("dangling"))
+            .unwrap();
+        let dangling = resolve(workspace.path(), "dangling/x", PathField::Path).unwrap_err();
+        assert_eq!(dangling.details["reason"], "path_traversal");
+        // The parent is resolved, the link itself is not followed.
+        let link = resolve_parent(workspace.path(), "escape", PathField::Path).unwrap();
+        assert_eq!(
+            link,
+            workspace.path().canonicalize().unwrap().join("escape")
+        );
+        let under = resolve_parent(workspace.path(), "escape/x", PathField::Path).unwrap_err();
+        assert_eq!(under.details["reason"], "path_traversal");
     }
 }

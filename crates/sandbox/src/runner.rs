@@ -1,9 +1,11 @@
 //! [`SandboxCodeRunner`]: the engine's [`CodeRunner`] over any [`SandboxProvider`], so a
 //! workflow's `code` steps run in the local sandbox or in a Bay.
 //!
-//! Each step gets a fresh sandbox, deleted afterwards: runs share no state. In it, three
-//! executions: the inputs are set (`inputs`, and `result = None`), the step's code runs as it
-//! is (so a traceback's line numbers are the code's own), and `result` is printed as JSON.
+//! Each step gets a fresh sandbox, deleted afterwards (also when the step is cancelled; its TTL
+//! covers a process that dies first): runs share no state. In it, three executions: the inputs
+//! are set (`inputs`, and `result = None`), the step's code runs as it is (so a traceback's
+//! line numbers are the code's own), and `result` is printed as JSON. Each has the step's
+//! timeout, within Bay's limit of 300 s.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -78,26 +80,71 @@ impl CodeRunner for SandboxCodeRunner {
             .profile
             .clone()
             .unwrap_or_else(|| self.profile.clone());
+        // A TTL, so a sandbox whose deletion never happens (the process killed) expires.
+        let ttl = i64::try_from(exec_seconds(&request))
+            .unwrap_or(i64::MAX)
+            .saturating_mul(3)
+            .saturating_add(300);
         let sandbox = self
             .provider
-            .create(&CreateSandbox::new(profile))
+            .create(&CreateSandbox::new(profile).ttl(ttl))
             .await
             .map_err(|error| code_error("cannot create a sandbox", &error))?;
+        let cleanup = Cleanup {
+            provider: Arc::clone(&self.provider),
+            id: Some(sandbox.id.clone()),
+        };
         let outcome = self.run_in(&sandbox.id, &request).await;
-        if let Err(error) = self.provider.delete(&sandbox.id).await {
-            tracing::warn!(sandbox = %sandbox.id, %error, "a code step's sandbox was not deleted");
-        }
+        cleanup.now().await;
         outcome
     }
 }
 
+/// Deletes a code step's sandbox: at the end of the step, or — when the step's future is
+/// dropped (a cancelled run, a deadline) — from a task spawned on drop.
+struct Cleanup {
+    provider: Arc<dyn SandboxProvider>,
+    id: Option<String>,
+}
+
+impl Cleanup {
+    async fn now(mut self) {
+        if let Some(id) = self.id.take()
+            && let Err(error) = self.provider.delete(&id).await
+        {
+            tracing::warn!(sandbox = %id, %error, "a code step's sandbox was not deleted");
+        }
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let provider = Arc::clone(&self.provider);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(error) = provider.delete(&id).await {
+                    tracing::warn!(sandbox = %id, %error, "a cancelled code step's sandbox was not deleted");
+                }
+            });
+        }
+    }
+}
+
+/// The exec timeout for `request`: its own, in whole seconds, within Bay's 1..=300.
+fn exec_seconds(request: &CodeRequest) -> u64 {
+    request
+        .timeout
+        .as_secs_f64()
+        .ceil()
+        .clamp(1.0, MAX_EXEC_TIMEOUT_SECS as f64) as u64
+}
+
 impl SandboxCodeRunner {
     async fn run_in(&self, id: &str, request: &CodeRequest) -> Result<CodeOutput, CodeError> {
-        let seconds = request
-            .timeout
-            .as_secs_f64()
-            .ceil()
-            .clamp(1.0, MAX_EXEC_TIMEOUT_SECS as f64) as u64;
+        let seconds = exec_seconds(request);
         let exec = |code: String| PythonExec::new(code).timeout(seconds);
         let set = self
             .provider

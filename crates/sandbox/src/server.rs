@@ -37,7 +37,7 @@ use crate::provider::{
 pub const BAY_VERSION: &str = "0.3.1";
 
 /// How the server is set up.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ServeOptions {
     /// The Bearer token required on `/v1` routes (but `/v1/profiles`); `None` lets anyone in.
@@ -46,6 +46,16 @@ pub struct ServeOptions {
     pub max_body_bytes: usize,
     /// Said by `/health` as `isolation` (Bay has no such field; clients ignore it).
     pub isolation: Option<String>,
+}
+
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeOptions")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("isolation", &self.isolation)
+            .finish()
+    }
 }
 
 impl Default for ServeOptions {
@@ -224,12 +234,29 @@ fn authorize(api: &Api, headers: &HeaderMap, needs_auth: bool) -> Result<(), San
             ErrorCode::Unauthorized,
             "Authentication required",
         )),
-        Some(given) if given.strip_prefix("Bearer ") == Some(token) => Ok(()),
+        Some(given)
+            if given
+                .strip_prefix("Bearer ")
+                .is_some_and(|given| same_secret(given, token)) =>
+        {
+            Ok(())
+        }
         Some(_) => Err(SandboxError::new(
             ErrorCode::Unauthorized,
             "Invalid API key",
         )),
     }
+}
+
+/// `given == expected`, taking the same time wherever they differ (the length aside), so the
+/// answer's timing does not reveal how much of a guessed token was right.
+fn same_secret(given: &str, expected: &str) -> bool {
+    given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected.bytes())
+            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+            == 0
 }
 
 /// The routes, over `provider`.
@@ -313,6 +340,15 @@ async fn list(
     handle(&api, &headers, true, async {
         let mut list = ListQuery::new();
         list.limit = int_query(&query, "limit")?;
+        if let Some(limit) = list.limit.filter(|limit| !(1..=200).contains(limit)) {
+            return Err(Failure::Unprocessable(vec![json!({
+                "type": if limit < 1 { "greater_than_equal" } else { "less_than_equal" },
+                "loc": ["query", "limit"],
+                "msg": if limit < 1 { "Input should be greater than or equal to 1" } else { "Input should be less than or equal to 200" },
+                "input": limit.to_string(),
+                "ctx": if limit < 1 { json!({"ge": 1}) } else { json!({"le": 200}) },
+            })]));
+        }
         list.cursor = query.get("cursor").filter(|c| !c.is_empty()).cloned();
         // Bay ignores an unknown status.
         list.status = query

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use wayline_executor::ReqwestTransport;
 use wayline_sandbox::{BayClient, BayConfig, SandboxProvider};
 
@@ -15,7 +15,7 @@ fn python_available() -> bool {
     wayline_testkit::python3_available("a test of code steps")
 }
 
-const TOOL: &str = "id: stats\nname: Stats\ndescription: Sums numbers in a sandbox\nkind: code\ncode:\n  source: |\n    result = {'total': sum(inputs['values']), 'where': __import__('os').getcwd() != ''}\n";
+const TOOL: &str = "id: stats\nname: Stats\ndescription: Sums numbers in a sandbox\nkind: code\ncode:\n  source: |\n    result = {'total': sum(inputs['values']), 'home': __import__('os').environ['HOME']}\n";
 const FLOW: &str = "id: sums\nname: Sums\ninputs: {values: {required: true}}\nsteps:\n  - {id: stats, tool_id: stats, kind: code, input_mapping: {values: $input.values}}\n";
 
 fn files() -> tempfile::TempDir {
@@ -46,10 +46,11 @@ fn run_gives_code_steps_the_embedded_sandbox() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        run["step_results"][0]["output_data"],
-        json!({"total": 42, "where": true})
-    );
+    let output = &run["step_results"][0]["output_data"];
+    assert_eq!(output["total"], 42);
+    // The code ran in a workspace of the command's own embedded sandbox.
+    let home = output["home"].as_str().unwrap();
+    assert!(home.contains("wayline-sandbox-"), "{home}");
     let check = wayline(&["tools", "check", path(&tools)]);
     assert_eq!(check.status.code(), Some(0));
 }
@@ -142,6 +143,16 @@ fn serve_answers_bays_api_and_runs_the_code_steps_routed_to_it() {
     );
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(run["step_results"][0]["output_data"]["total"], 10);
+    // It ran in a workspace of the server's data directory, not in an embedded sandbox.
+    let home = run["step_results"][0]["output_data"]["home"]
+        .as_str()
+        .unwrap();
+    let data = dir.path().join("data").canonicalize().unwrap();
+    assert!(
+        std::path::Path::new(home).starts_with(&data),
+        "{home} is not under {}",
+        data.display()
+    );
     assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-serve-test"));
     // The step's sandbox was made there, and deleted: only the first one is left.
     let listed = runtime.block_on(client.list(&Default::default())).unwrap();

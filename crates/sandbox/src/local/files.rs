@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use tokio::io::AsyncWriteExt;
+
 use crate::error::{ErrorCode, SandboxError};
 use crate::model::FileEntry;
 
@@ -92,59 +94,84 @@ pub(crate) async fn read_bytes(
         .map_err(|error| io_error("read", path, &error))
 }
 
-/// Writes bytes, creating parent directories, replacing the file whole (a temporary file
-/// renamed over it, so a reader never sees half of it).
+/// Writes bytes, creating parent directories, replacing the file whole: the bytes go to a new
+/// temporary file of a random name, created exclusively (so no symlink planted in the
+/// workspace can redirect the write), which is then renamed over the target (replacing a
+/// symlink there rather than writing through it).
 pub(crate) async fn write(full: &Path, path: &str, bytes: &[u8]) -> Result<(), SandboxError> {
-    if let Some(parent) = full.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|error| io_error("create the directory of", path, &error))?;
-    }
-    let name = full
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = full.with_file_name(format!(".{name}.wayline-tmp"));
-    tokio::fs::write(&temporary, bytes)
+    if tokio::fs::symlink_metadata(full)
         .await
-        .map_err(|error| io_error("write", path, &error))?;
-    if let Err(error) = tokio::fs::rename(&temporary, full).await {
+        .is_ok_and(|metadata| metadata.is_dir())
+    {
+        return Err(SandboxError::new(
+            ErrorCode::ShipError,
+            format!("Ship request failed: `{path}` is a directory"),
+        )
+        .detail("path", path));
+    }
+    let Some(parent) = full.parent() else {
+        return Err(io_error(
+            "write",
+            path,
+            &std::io::Error::other("no parent directory"),
+        ));
+    };
+    tokio::fs::create_dir_all(parent)
+        .await
+        .map_err(|error| io_error("create the directory of", path, &error))?;
+    let temporary = parent.join(format!(".wayline-{:016x}.tmp", fastrand::u64(..)));
+    let written = async {
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+            .await?;
+        file.write_all(bytes).await?;
+        file.flush().await
+    }
+    .await;
+    let renamed = match written {
+        Ok(()) => tokio::fs::rename(&temporary, full).await,
+        Err(error) => Err(error),
+    };
+    if let Err(error) = renamed {
         let _ = tokio::fs::remove_file(&temporary).await;
         return Err(io_error("write", path, &error));
     }
     Ok(())
 }
 
-/// Deletes a file, or a directory with everything in it. The workspace itself is kept (its
-/// content is removed).
-pub(crate) async fn delete(full: &Path, path: &str) -> Result<(), SandboxError> {
-    let metadata = tokio::fs::symlink_metadata(full)
+/// Deletes a file, a symlink (not what it points at), or a directory with everything in it.
+/// `entry` is the unfollowed path ([`crate::path::resolve_parent`]). The workspace itself is
+/// kept (its content is removed).
+pub(crate) async fn delete(entry: &Path, path: &str) -> Result<(), SandboxError> {
+    let metadata = tokio::fs::symlink_metadata(entry)
         .await
         .map_err(|error| io_error("delete", path, &error))?;
     let result = if metadata.is_dir() {
         if path == "." {
-            let mut entries = tokio::fs::read_dir(full)
+            let mut entries = tokio::fs::read_dir(entry)
                 .await
                 .map_err(|error| io_error("delete", path, &error))?;
-            while let Some(entry) = entries
+            while let Some(inner) = entries
                 .next_entry()
                 .await
                 .map_err(|error| io_error("delete", path, &error))?
             {
-                let inner = entry.path();
-                let removed = if entry.file_type().await.is_ok_and(|kind| kind.is_dir()) {
-                    tokio::fs::remove_dir_all(&inner).await
+                let removed = if inner.file_type().await.is_ok_and(|kind| kind.is_dir()) {
+                    tokio::fs::remove_dir_all(inner.path()).await
                 } else {
-                    tokio::fs::remove_file(&inner).await
+                    tokio::fs::remove_file(inner.path()).await
                 };
                 removed.map_err(|error| io_error("delete", path, &error))?;
             }
             Ok(())
         } else {
-            tokio::fs::remove_dir_all(full).await
+            // `remove_dir_all` removes symlinks inside, never what they point at.
+            tokio::fs::remove_dir_all(entry).await
         }
     } else {
-        tokio::fs::remove_file(full).await
+        tokio::fs::remove_file(entry).await
     };
     result.map_err(|error| io_error("delete", path, &error))
 }

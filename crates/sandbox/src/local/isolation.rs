@@ -3,8 +3,14 @@
 //! file system read-only, the workspace mounted read-write at `/workspace` as in Bay, private
 //! `/tmp`, `/proc` and process ids).
 //!
+//! Either way the processes get a clean environment: `PATH`, the locale, `TERM`, `TZ`, `USER`
+//! and `LOGNAME` from the host, `HOME` (the workspace) and the profile's `env`; nothing else,
+//! so credentials in the host's environment stay out of reach.
+//!
 //! Neither is a security boundary against hostile code: without bubblewrap the code can do
-//! whatever the user can; with it, it still shares the network and the kernel.
+//! whatever the user can; with it, it still shares the network and the kernel, and the file
+//! calls (which the provider makes on the host) check paths when called, so code racing them
+//! by swapping a directory for a symlink at that moment could redirect one.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -131,13 +137,45 @@ impl Isolation {
                 command
             }
         };
+        // A clean environment: the host's variables often hold credentials (the server's own
+        // API key, the tokens of tool configs), which the code must not read.
+        command.env_clear();
+        for name in INHERITED {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
         command
             .env("HOME", &seen)
             .envs(env.iter().map(|(key, value)| (key, value)))
+            // Its own process group, so a timeout or a stop can end the children it started.
+            .process_group(0)
             .kill_on_drop(true);
         command
     }
 }
+
+/// Ends the process group led by `pid` (a process started by [`Isolation::command`]), so the
+/// children a command or a Python session started end with it. Uses the `kill` program (the
+/// workspace forbids `unsafe`, and so direct system calls); where it is missing, only the
+/// leader is killed, by the caller.
+pub(crate) async fn kill_group(pid: Option<u32>) {
+    let Some(pid) = pid else {
+        return;
+    };
+    let _ = tokio::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await;
+}
+
+/// The host variables a sandbox's processes see; everything else comes from the profile.
+const INHERITED: [&str; 8] = [
+    "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME",
+];
 
 fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::Value;
 
 use crate::clock::{Clock, SystemClock};
@@ -147,11 +147,31 @@ struct Ready {
     workspace: PathBuf,
     session_id: String,
     env: Vec<(String, String)>,
+    /// The session's runtime, taken with the session (so a stop in between cannot leave a
+    /// process outside any session).
+    runtime: SharedRuntime,
 }
 
 fn not_found(id: &str) -> SandboxError {
     SandboxError::new(ErrorCode::NotFound, format!("Sandbox not found: {id}"))
         .detail("sandbox_id", id)
+}
+
+/// Takes a sandbox's session away (its runtime is returned, to be ended by the caller).
+fn detach(state: &mut State, id: &str) -> Option<SharedRuntime> {
+    state.sessions.remove(id);
+    if let Some(record) = state.persisted.sandboxes.get_mut(id) {
+        record.idle_expires_at = None;
+    }
+    state.runtimes.remove(id)
+}
+
+/// Ends a runtime's Python process (after the execution in progress, if any).
+async fn stop_runtime(runtime: SharedRuntime) {
+    let mut runtime = runtime.lock().await;
+    if let Some(python) = runtime.python.take() {
+        python.stop().await;
+    }
 }
 
 fn random_hex() -> String {
@@ -231,8 +251,10 @@ impl LocalProvider {
         &self.inner.config.data_dir
     }
 
+    /// Now, to the microsecond: what Bay's timestamps hold, so an answer and its stored
+    /// replay (or the state after a restart) are equal.
     fn now(&self) -> DateTime<Utc> {
-        self.inner.config.clock.now()
+        self.inner.config.clock.now().trunc_subsecs(6)
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -282,12 +304,14 @@ impl LocalProvider {
     }
 
     /// Stops the sessions whose idle deadline passed (Bay's idle GC): their files stay.
-    /// Called before every operation; a server may also call it on a timer.
+    /// Called before every call that uses a session (and before create, get and list); a
+    /// server may also call it on a timer. It never waits for an execution in progress: the
+    /// sessions are taken away at once and ended in the background.
     pub async fn collect_idle(&self) {
         let now = self.now();
-        let idle: Vec<String> = {
-            let state = self.state();
-            state
+        let detached: Vec<(String, Option<SharedRuntime>)> = {
+            let mut state = self.state();
+            let idle: Vec<String> = state
                 .sessions
                 .keys()
                 .filter(|id| {
@@ -299,11 +323,26 @@ impl LocalProvider {
                         .is_some_and(|deadline| now > deadline)
                 })
                 .cloned()
-                .collect()
+                .collect();
+            let detached: Vec<_> = idle
+                .into_iter()
+                .map(|id| {
+                    let runtime = detach(&mut state, &id);
+                    (id, runtime)
+                })
+                .collect();
+            if !detached.is_empty()
+                && let Err(error) = self.save(&state)
+            {
+                tracing::warn!(%error, "the idle sessions' end was not saved");
+            }
+            detached
         };
-        for id in idle {
+        for (id, runtime) in detached {
             tracing::debug!(sandbox = %id, "idle timeout: stopping the session");
-            let _ = self.end_session(&id).await;
+            if let Some(runtime) = runtime {
+                tokio::spawn(stop_runtime(runtime));
+            }
         }
     }
 
@@ -311,18 +350,12 @@ impl LocalProvider {
     async fn end_session(&self, id: &str) -> SandboxResult<()> {
         let runtime = {
             let mut state = self.state();
-            state.sessions.remove(id);
-            if let Some(record) = state.persisted.sandboxes.get_mut(id) {
-                record.idle_expires_at = None;
-            }
+            let runtime = detach(&mut state, id);
             self.save(&state)?;
-            state.runtimes.remove(id)
+            runtime
         };
         if let Some(runtime) = runtime {
-            let mut runtime = runtime.lock().await;
-            if let Some(python) = runtime.python.take() {
-                python.stop().await;
-            }
+            stop_runtime(runtime).await;
         }
         Ok(())
     }
@@ -390,10 +423,12 @@ impl LocalProvider {
                 session
             }
         };
+        let runtime = state.runtimes.entry(id.to_owned()).or_default().clone();
         Ok(Ready {
             workspace,
             session_id,
             env,
+            runtime,
         })
     }
 
@@ -423,14 +458,6 @@ impl LocalProvider {
                 }
             })
             .await
-    }
-
-    fn runtime(&self, id: &str) -> SharedRuntime {
-        self.state()
-            .runtimes
-            .entry(id.to_owned())
-            .or_default()
-            .clone()
     }
 
     fn record_history(&self, id: &str, entry: &HistoryEntry) {
@@ -492,6 +519,15 @@ impl SandboxProvider for LocalProvider {
             expires_at: ttl::expiry_at_create(now, request.ttl),
             idle_expires_at: None,
         };
+        if request.ttl.is_some_and(|ttl| ttl > 0) && record.expires_at.is_none() {
+            return Err(SandboxError::new(
+                ErrorCode::ValidationError,
+                format!(
+                    "ttl {} is too large; give seconds within a few thousand years, or 0 for no expiry",
+                    request.ttl.unwrap_or_default()
+                ),
+            ));
+        }
         let workspace = self.workspace(&record.cargo_id);
         std::fs::create_dir_all(&workspace).map_err(|error| {
             SandboxError::new(
@@ -570,29 +606,28 @@ impl SandboxProvider for LocalProvider {
     }
 
     async fn delete(&self, id: &str) -> SandboxResult<()> {
-        let known = {
-            let state = self.state();
+        // The record goes first, so no call can start a session for it while it is deleted.
+        let (cargo, runtime) = {
+            let mut state = self.state();
             if state.persisted.deleted.iter().any(|gone| gone == id) {
                 return Ok(());
             }
-            state.persisted.sandboxes.contains_key(id)
-        };
-        if !known {
-            return Err(not_found(id));
-        }
-        self.end_session(id).await?;
-        let cargo = {
-            let mut state = self.state();
-            let record = state.persisted.sandboxes.remove(id);
+            let record = state
+                .persisted
+                .sandboxes
+                .remove(id)
+                .ok_or_else(|| not_found(id))?;
+            let runtime = detach(&mut state, id);
             state.persisted.deleted.push(id.to_owned());
             self.save(&state)?;
-            record.map(|record| record.cargo_id)
+            (record.cargo_id, runtime)
         };
-        if let Some(cargo) = cargo {
-            let workspace = self.workspace(&cargo);
-            if let Err(error) = tokio::fs::remove_dir_all(&workspace).await {
-                tracing::warn!(workspace = %workspace.display(), %error, "a deleted sandbox's workspace was not removed");
-            }
+        if let Some(runtime) = runtime {
+            stop_runtime(runtime).await;
+        }
+        let workspace = self.workspace(&cargo);
+        if let Err(error) = tokio::fs::remove_dir_all(&workspace).await {
+            tracing::warn!(workspace = %workspace.display(), %error, "a deleted sandbox's workspace was not removed");
         }
         state::remove_history(&self.inner.config.data_dir, id);
         Ok(())
@@ -668,12 +703,14 @@ impl SandboxProvider for LocalProvider {
     }
 
     async fn python_exec(&self, id: &str, request: &PythonExec) -> SandboxResult<PythonResult> {
-        let ready = self.begin(id, "python", || Ok(())).await?;
         let timeout = check_timeout(request.timeout)?;
+        let ready = self.begin(id, "python", || Ok(())).await?;
         let started = Instant::now();
-        let runtime = self.runtime(id);
-        let mut runtime = runtime.lock().await;
+        let mut runtime = ready.runtime.lock().await;
         if !runtime.python.as_mut().is_some_and(PythonSession::alive) {
+            if let Some(old) = runtime.python.take() {
+                old.stop().await;
+            }
             let command = self.inner.isolation.command(
                 self.interpreter().await,
                 &PythonSession::driver_args(),
@@ -681,7 +718,15 @@ impl SandboxProvider for LocalProvider {
                 ".",
                 &ready.env,
             );
-            runtime.python = Some(PythonSession::start(command).await?);
+            match PythonSession::start(command).await {
+                Ok(python) => runtime.python = Some(python),
+                Err(error) => {
+                    // No runtime came up: the sandbox is idle again, not `ready`.
+                    drop(runtime);
+                    let _ = self.end_session(id).await;
+                    return Err(error);
+                }
+            }
         }
         let Some(python) = runtime.python.as_mut() else {
             return Err(SandboxError::new(
@@ -742,6 +787,7 @@ impl SandboxProvider for LocalProvider {
     }
 
     async fn shell_exec(&self, id: &str, request: &ShellExec) -> SandboxResult<ShellResult> {
+        let timeout = check_timeout(request.timeout)?;
         let mut cwd = ".".to_owned();
         let ready = self
             .begin(id, "shell", || {
@@ -752,7 +798,6 @@ impl SandboxProvider for LocalProvider {
             })
             .await?;
         self.resolve(&ready, &cwd, PathField::Cwd)?;
-        let timeout = check_timeout(request.timeout)?;
         // As Ship: `cd <cwd> && <command>`, so a missing directory is the command's failure.
         let script = if cwd == "." {
             request.command.clone()
@@ -815,8 +860,8 @@ impl SandboxProvider for LocalProvider {
 
     async fn delete_file(&self, id: &str, path: &str) -> SandboxResult<()> {
         let (ready, normalized) = self.file_call(id, path).await?;
-        let full = self.resolve(&ready, &normalized, PathField::Path)?;
-        files::delete(&full, &normalized).await
+        let entry = paths::resolve_parent(&ready.workspace, &normalized, PathField::Path)?;
+        files::delete(&entry, &normalized).await
     }
 
     async fn list_files(&self, id: &str, path: &str) -> SandboxResult<Vec<FileEntry>> {

@@ -37,6 +37,9 @@ pub struct PythonSession {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+    /// True from sending a request until its reply is read: an exchange cut short (its
+    /// future dropped) leaves a reply in the pipe, and the session out of step.
+    pending: bool,
 }
 
 impl PythonSession {
@@ -74,6 +77,7 @@ impl PythonSession {
             child,
             stdin,
             stdout: BufReader::new(stdout),
+            pending: false,
         })
     }
 
@@ -83,6 +87,10 @@ impl PythonSession {
         let started = Instant::now();
         let mut request = serde_json::json!({ "code": code }).to_string();
         request.push('\n');
+        if self.pending {
+            return Err(self.gone("an earlier execution was cut short"));
+        }
+        self.pending = true;
         let exchange = async {
             self.stdin.write_all(request.as_bytes()).await?;
             self.stdin.flush().await?;
@@ -90,9 +98,13 @@ impl PythonSession {
             let read = self.stdout.read_line(&mut line).await?;
             Ok::<_, std::io::Error>((read, line))
         };
-        match tokio::time::timeout(timeout, exchange).await {
+        let answered = tokio::time::timeout(timeout, exchange).await;
+        if matches!(answered, Ok(Ok((read, _))) if read > 0) {
+            self.pending = false;
+        }
+        match answered {
             Err(_) => {
-                let _ = self.child.kill().await;
+                self.kill().await;
                 Err(SandboxError::new(
                     ErrorCode::Timeout,
                     format!(
@@ -130,13 +142,18 @@ impl PythonSession {
         )
     }
 
-    /// True while the process runs.
+    /// True while the process runs and is ready for a request (no exchange was cut short).
     pub fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        !self.pending && matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// Ends the process.
+    /// Ends the process and the processes it started.
     pub async fn stop(mut self) {
+        self.kill().await;
+    }
+
+    async fn kill(&mut self) {
+        crate::local::isolation::kill_group(self.child.id()).await;
         let _ = self.child.kill().await;
     }
 }

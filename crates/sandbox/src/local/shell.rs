@@ -47,6 +47,7 @@ pub async fn run(mut command: Command, timeout: Duration) -> Result<Ran, Sandbox
                 format!("cannot start bash for the command: {error}"),
             )
         })?;
+    let pid = child.id();
     let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(SandboxError::new(
             ErrorCode::InternalError,
@@ -66,7 +67,12 @@ pub async fn run(mut command: Command, timeout: Duration) -> Result<Ran, Sandbox
         let status = child.wait().await?;
         Ok::<_, std::io::Error>((out, err, status))
     };
-    match tokio::time::timeout(timeout, read).await {
+    let finished = tokio::time::timeout(timeout, read).await;
+    if finished.is_err() {
+        // The command and everything it started (a background job, a pipeline) end now.
+        crate::local::isolation::kill_group(pid).await;
+    }
+    match finished {
         Err(_) => Ok(Ran {
             success: false,
             output: String::new(),

@@ -1,6 +1,6 @@
 //! What the local provider keeps on disk: its sandboxes and idempotency keys in
-//! `state.json` (written whole, to a temporary file renamed over the old one, so a crash leaves
-//! the old state or the new, never half of one), and each sandbox's executions in
+//! `state.json` (written whole, to a temporary file synced and renamed over the old one, so a
+//! crash leaves the old state or the new, never half of one), and each sandbox's executions in
 //! `history/<id>.jsonl` (one line per execution, appended).
 
 use std::collections::BTreeMap;
@@ -89,9 +89,16 @@ pub(crate) fn save(dir: &Path, persisted: &Persisted) -> Result<(), SandboxError
     let temporary = dir.join("state.json.tmp");
     let text = serde_json::to_vec_pretty(persisted)
         .map_err(|error| internal(format!("cannot encode the sandbox state: {error}")))?;
-    std::fs::write(&temporary, text)
+    // Synced before the rename (and the directory after it), so a crash or a power loss
+    // leaves the old state or the new one, never an empty file.
+    let written = std::fs::File::create(&temporary)
+        .and_then(|mut file| {
+            file.write_all(&text)?;
+            file.sync_all()
+        })
         .and_then(|()| std::fs::rename(&temporary, &path))
-        .map_err(|error| internal(format!("cannot write {}: {error}", path.display())))
+        .and_then(|()| std::fs::File::open(dir)?.sync_all());
+    written.map_err(|error| internal(format!("cannot write {}: {error}", path.display())))
 }
 
 fn history_path(dir: &Path, id: &str) -> PathBuf {

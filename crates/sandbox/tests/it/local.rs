@@ -112,12 +112,9 @@ async fn the_idle_timeout_ends_the_session_and_keeps_the_files() {
 
 #[tokio::test]
 async fn a_timed_out_execution_says_so_and_the_next_one_starts_afresh() {
-    if !python_available() {
+    let Some((_dir, provider, id)) = one_sandbox().await else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let provider = local_provider(dir.path(), &ManualClock::new(start_time()));
-    let id = provider.create(&Default::default()).await.unwrap().id;
+    };
     provider
         .python_exec(&id, &PythonExec::new("y = 1"))
         .await
@@ -255,4 +252,192 @@ async fn size_limits_pages_and_the_isolation_mode() {
         Ok(provider) => assert!(matches!(provider.isolation(), Isolation::Bubblewrap { .. })),
         Err(error) => assert!(error.message.contains("bubblewrap"), "{error}"),
     }
+}
+
+/// A provider in a temporary directory with one sandbox, when `python3` runs here.
+async fn one_sandbox() -> Option<(tempfile::TempDir, LocalProvider, String)> {
+    if !python_available() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let provider = local_provider(dir.path(), &ManualClock::new(start_time()));
+    let id = provider.create(&Default::default()).await.unwrap().id;
+    Some((dir, provider, id))
+}
+
+/// True once process `pid` is gone (or a zombie), polling up to two seconds: a killed process
+/// takes a moment to disappear, and real processes cannot use tokio's paused clock.
+async fn gone(pid: &str) -> bool {
+    for _ in 0..40 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.is_empty() || stat.contains(") Z ") {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn stop_and_delete_end_the_session_and_what_it_started() {
+    let Some((_dir, provider, id)) = one_sandbox().await else {
+        return;
+    };
+    let pids = provider
+        .python_exec(
+            &id,
+            &PythonExec::new(
+                "import os, subprocess\nchild = subprocess.Popen(['sleep', '60'])\nprint(os.getpid(), child.pid)",
+            ),
+        )
+        .await
+        .unwrap();
+    let pids: Vec<String> = pids.output.split_whitespace().map(str::to_owned).collect();
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    provider.stop(&id).await.unwrap();
+    assert!(gone(&pids[0]).await, "the session's Python ended");
+    assert!(gone(&pids[1]).await, "and the process it started");
+    let again = provider
+        .python_exec(&id, &PythonExec::new("import os; print(os.getpid())"))
+        .await
+        .unwrap();
+    provider.delete(&id).await.unwrap();
+    assert!(gone(&again.output).await, "delete ends the session too");
+    // A background job of a command that timed out ends with it.
+    let id = provider.create(&Default::default()).await.unwrap().id;
+    let timed_out = provider
+        .shell_exec(
+            &id,
+            &ShellExec::new("sleep 60 & echo $! > bg.pid; wait").timeout(1),
+        )
+        .await
+        .unwrap();
+    assert_eq!(timed_out.exit_code, Some(-1));
+    let background = provider.read_file(&id, "bg.pid").await.unwrap();
+    assert!(gone(background.trim()).await, "the background job ended");
+}
+
+#[tokio::test]
+async fn an_exec_cut_short_does_not_leave_the_session_out_of_step() {
+    let Some((_dir, provider, id)) = one_sandbox().await else {
+        return;
+    };
+    provider
+        .python_exec(&id, &PythonExec::new("1"))
+        .await
+        .unwrap();
+    // A caller that gives up (an HTTP client gone, a step's deadline) drops the call.
+    let cut = tokio::time::timeout(
+        std::time::Duration::from_millis(200),
+        provider.python_exec(
+            &id,
+            &PythonExec::new("import time; time.sleep(0.5); 'late'"),
+        ),
+    )
+    .await;
+    assert!(cut.is_err());
+    let next = provider
+        .python_exec(&id, &PythonExec::new("'on time'"))
+        .await
+        .unwrap();
+    assert_eq!(next.output, "'on time'", "not the earlier call's answer");
+}
+
+#[tokio::test]
+async fn code_sees_a_clean_environment() {
+    let Some((_dir, provider, id)) = one_sandbox().await else {
+        return;
+    };
+    let seen = provider
+        .python_exec(&id, &PythonExec::new("import os; sorted(os.environ)"))
+        .await
+        .unwrap();
+    let names: Vec<String> = serde_json::from_str(&seen.output.replace('\'', "\"")).unwrap();
+    let allowed = [
+        "PATH",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "TERM",
+        "TZ",
+        "USER",
+        "LOGNAME",
+        "HOME",
+        "BAY_TEST_ENV_VAR",
+    ];
+    for name in &names {
+        assert!(
+            allowed.contains(&name.as_str()),
+            "{name} leaked into the sandbox: {names:?}"
+        );
+    }
+    assert!(names.contains(&"HOME".to_owned()) && names.contains(&"BAY_TEST_ENV_VAR".to_owned()));
+}
+
+#[tokio::test]
+async fn planted_symlinks_cannot_redirect_file_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let provider = local_provider(dir.path(), &ManualClock::new(start_time()));
+    let id = provider.create(&Default::default()).await.unwrap().id;
+    provider.write_file(&id, "keep.txt", "kept").await.unwrap();
+    let workspace = std::fs::read_dir(dir.path().join("cargos"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    // A link to a file that does not exist yet, outside: writing through it is refused.
+    let target = outside.path().join("planted.txt");
+    std::os::unix::fs::symlink(&target, workspace.join("dangling.txt")).unwrap();
+    let refused = provider
+        .write_file(&id, "dangling.txt", "no")
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InvalidPath);
+    assert!(!target.exists(), "nothing written outside");
+    // Deleting a link to the workspace itself removes the link, not the workspace.
+    std::os::unix::fs::symlink(".", workspace.join("self")).unwrap();
+    provider.delete_file(&id, "self").await.unwrap();
+    assert_eq!(provider.read_file(&id, "keep.txt").await.unwrap(), "kept");
+    // Writing to the workspace itself is refused, and leaves nothing beside it.
+    let root = provider.write_file(&id, "a/..", "x").await.unwrap_err();
+    assert_eq!(root.code, ErrorCode::ShipError);
+    assert!(root.message.contains("is a directory"), "{root}");
+    let beside: Vec<_> = std::fs::read_dir(dir.path().join("cargos"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(beside.len(), 1, "{beside:?}");
+}
+
+#[tokio::test]
+async fn replays_equal_the_first_answer_with_the_system_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider =
+        LocalProvider::open(LocalConfig::new(dir.path()).isolation(IsolationMode::None)).unwrap();
+    let request = CreateSandbox::default().ttl(600).idempotency_key("clock-1");
+    let first = provider.create(&request).await.unwrap();
+    let replay = provider.create(&request).await.unwrap();
+    assert_eq!(first, replay);
+    let extended = provider
+        .extend_ttl(&first.id, 60, Some("clock-2"))
+        .await
+        .unwrap();
+    let again = provider
+        .extend_ttl(&first.id, 60, Some("clock-2"))
+        .await
+        .unwrap();
+    assert_eq!(extended, again);
+    // Keepalive moves the idle deadline and starts nothing.
+    provider.keepalive(&first.id).await.unwrap();
+    let kept = provider.get(&first.id).await.unwrap();
+    assert_eq!((kept.status, kept.containers), (Status::Idle, None));
+    assert!(kept.idle_expires_at.is_some());
+    // A ttl too large to hold is refused, not taken as "no expiry".
+    let huge = provider
+        .create(&CreateSandbox::default().ttl(i64::MAX))
+        .await
+        .unwrap_err();
+    assert_eq!(huge.code, ErrorCode::ValidationError);
 }
