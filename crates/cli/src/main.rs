@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod guard;
+mod import;
 mod knowledge;
 mod run;
 mod runs;
@@ -78,6 +79,9 @@ enum Command {
     /// decision-table suite, verify an audit log.
     #[command(subcommand)]
     Guard(guard::GuardCommand),
+    /// Import tools: one tool YAML per operation of an OpenAPI (or Swagger) spec.
+    #[command(subcommand)]
+    Import(import::ImportCommand),
     /// Code sandboxes: serve the Bay API over the embedded local sandbox.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
@@ -162,6 +166,7 @@ fn main() -> ExitCode {
         Command::Knowledge(command) => knowledge::knowledge_command(command),
         Command::Guard(command) => guard::guard_command(command),
         Command::Sandbox(command) => sandbox::sandbox_command(command),
+        Command::Import(command) => import::import_command(command),
         Command::Validate {
             workflow,
             tools,

@@ -4,6 +4,10 @@
 //! stays a list). Any other string has each `{{key}}` replaced by text: strings raw, everything
 //! else as its JSON text (`["a","b"]`, `3`, `true`, `null`). Object keys are never rendered. A key
 //! is one or more word characters (letters, digits, `_`); `{{ key }}` with spaces is plain text.
+//!
+//! An object member whose value is exactly `{{?key}}` is optional: the value when `key` has
+//! one, and the member is left out when it has none (in either mode). Imported OpenAPI
+//! operations use it for the optional fields of a request body.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -74,12 +78,23 @@ pub fn render(template: &Value, vars: &dyn TemplateVars, mode: Mode) -> Result<V
                 .map(|item| render(item, vars, mode))
                 .collect::<Result<_, _>>()?,
         ),
-        Value::Object(fields) => Value::Object(
-            fields
-                .iter()
-                .map(|(key, value)| Ok((key.clone(), render(value, vars, mode)?)))
-                .collect::<Result<_, Error>>()?,
-        ),
+        Value::Object(fields) => {
+            let mut rendered = serde_json::Map::with_capacity(fields.len());
+            for (key, value) in fields {
+                let optional = value.as_str().and_then(optional_placeholder);
+                match optional {
+                    Some(name) => {
+                        if let Some(value) = vars.get_var(name) {
+                            rendered.insert(key.clone(), value.clone());
+                        }
+                    }
+                    None => {
+                        rendered.insert(key.clone(), render(value, vars, mode)?);
+                    }
+                }
+            }
+            Value::Object(rendered)
+        }
         other => other.clone(),
     })
 }
@@ -155,6 +170,12 @@ fn whole_placeholder(text: &str) -> Option<&str> {
     is_key(key).then_some(key)
 }
 
+/// The key of an optional placeholder `{{?key}}`.
+fn optional_placeholder(text: &str) -> Option<&str> {
+    let key = text.strip_prefix("{{?")?.strip_suffix("}}")?;
+    is_key(key).then_some(key)
+}
+
 /// The next placeholder in `text`: (start, key, end) byte offsets.
 fn next_placeholder(text: &str) -> Option<(usize, &str, usize)> {
     let mut from = 0;
@@ -187,6 +208,22 @@ mod tests {
             .as_object()
             .unwrap()
             .clone()
+    }
+
+    #[test]
+    fn optional_members_are_left_out_when_their_key_has_no_value() {
+        let body = json!({"name": "{{s}}", "size": "{{?n}}", "note": "{{?missing}}", "deep": {"x": "{{?missing}}"}});
+        for mode in [Mode::Strict, Mode::Lenient] {
+            assert_eq!(
+                render(&body, &vars(), mode).unwrap(),
+                json!({"name": "text", "size": 3, "deep": {}})
+            );
+        }
+        // Only as a member's whole value: elsewhere it is plain text.
+        assert_eq!(
+            render_str("{{?s}}", &vars(), Mode::Strict).unwrap(),
+            json!("{{?s}}")
+        );
     }
 
     #[test]

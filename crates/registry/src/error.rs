@@ -34,4 +34,17 @@ pub enum Error {
         /// The file that repeats it.
         second: PathBuf,
     },
+    /// An OpenAPI document that cannot be read as one.
+    #[error(
+        "{origin}{}: {message}",
+        if pointer.is_empty() { String::new() } else { format!(" at #{pointer}") }
+    )]
+    Spec {
+        /// The file.
+        origin: String,
+        /// Where in it (a JSON pointer; empty for the whole document).
+        pointer: String,
+        /// What is wrong, and how to fix it.
+        message: String,
+    },
 }

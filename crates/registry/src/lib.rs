@@ -24,6 +24,7 @@ mod catalog;
 mod config;
 mod error;
 mod load;
+pub mod openapi;
 mod registry;
 
 pub use catalog::{CatalogEntry, CatalogInput, catalog_entries, render_catalog};

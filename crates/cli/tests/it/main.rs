@@ -8,6 +8,7 @@ use wayline_testkit::{fixture, testdata};
 
 mod durable;
 mod guard;
+mod import;
 mod knowledge;
 mod run;
 mod sandbox;

@@ -2,4 +2,5 @@
 
 mod fixtures;
 mod malformed;
+mod openapi;
 mod testdata;

@@ -1,0 +1,156 @@
+//! `wayline import openapi`: a spec's operations as tool files.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use wayline_registry::openapi::{ApiSpec, tool_yaml};
+
+use crate::{Outcome, ReportFormat, print_json};
+
+/// `wayline import ...`
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum ImportCommand {
+    /// Write one tool YAML per operation of a Swagger 2.0 or OpenAPI 3.x spec (JSON or YAML).
+    Openapi {
+        /// The spec file.
+        spec: PathBuf,
+        /// The directory to write the tools to (made if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The API's base URL, when the spec names none or another is wanted.
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+        /// Replace tool files that exist with other content (otherwise that is an error and
+        /// nothing is written).
+        #[arg(long)]
+        force: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
+}
+
+pub(crate) fn import_command(command: ImportCommand) -> Outcome {
+    match command {
+        ImportCommand::Openapi {
+            spec,
+            out,
+            base_url,
+            force,
+            format,
+        } => match import_openapi(&spec, &out, base_url.as_deref(), force, format) {
+            Ok(outcome) | Err(outcome) => outcome,
+        },
+    }
+}
+
+fn unreadable(message: impl std::fmt::Display) -> Outcome {
+    eprintln!("error: {message}");
+    Outcome::Unreadable
+}
+
+/// A file name for a tool id: the id, with anything but letters, digits, `_`, `-` and `.`
+/// made `_`.
+fn file_name(id: &str) -> String {
+    let safe: String = id
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{}.yaml", safe.trim_start_matches('.'))
+}
+
+fn import_openapi(
+    spec_path: &Path,
+    out: &Path,
+    base_url: Option<&str>,
+    force: bool,
+    format: ReportFormat,
+) -> Result<Outcome, Outcome> {
+    if let Some(base) = base_url
+        && !(base.starts_with("http://") || base.starts_with("https://"))
+    {
+        return Err(unreadable(format!(
+            "--base-url `{base}` is not an http(s) URL"
+        )));
+    }
+    let spec = ApiSpec::load(spec_path).map_err(unreadable)?;
+    let imported = spec.imported_tools(base_url);
+    let files: Vec<(PathBuf, String)> = imported
+        .iter()
+        .map(|tool| {
+            (
+                out.join(file_name(&tool.tool.id)),
+                tool_yaml(&tool.document),
+            )
+        })
+        .collect();
+    // Check everything before writing anything: no half-written import.
+    let mut clashes = Vec::new();
+    for (path, text) in &files {
+        if let Ok(existing) = std::fs::read_to_string(path)
+            && existing != *text
+            && !force
+        {
+            clashes.push(path.display().to_string());
+        }
+    }
+    if !clashes.is_empty() {
+        return Err(unreadable(format!(
+            "these files exist with other content: {}; pass --force to replace them, or import into another --out",
+            clashes.join(", ")
+        )));
+    }
+    std::fs::create_dir_all(out)
+        .map_err(|error| unreadable(format!("cannot create {}: {error}", out.display())))?;
+    for (path, text) in &files {
+        let temporary = path.with_extension("yaml.tmp");
+        std::fs::write(&temporary, text)
+            .and_then(|()| std::fs::rename(&temporary, path))
+            .map_err(|error| unreadable(format!("cannot write {}: {error}", path.display())))?;
+    }
+    let warnings: Vec<&String> = spec
+        .warnings
+        .iter()
+        .chain(imported.iter().flat_map(|tool| &tool.warnings))
+        .collect();
+    match format {
+        ReportFormat::Json => print_json(&json!({
+            "spec": {"title": spec.title, "version": spec.api_version, "format": spec.version},
+            "base_url": base_url.or(spec.base_url.as_deref()),
+            "tools": imported.iter().zip(&files).map(|(tool, (path, _))| json!({
+                "id": tool.tool.id,
+                "method": tool.tool.method,
+                "path": tool.tool.path,
+                "file": path.display().to_string(),
+            })).collect::<Vec<_>>(),
+            "states": spec.states,
+            "warnings": warnings,
+        })),
+        ReportFormat::Text => {
+            for warning in &warnings {
+                eprintln!("warning: {warning}");
+            }
+            for (resource, states) in &spec.states {
+                println!("states of {resource}: {}", states.join(", "));
+            }
+            println!(
+                "{} tool(s) from {} ({}) written to {}",
+                files.len(),
+                spec_path.display(),
+                if spec.title.is_empty() {
+                    "untitled"
+                } else {
+                    &spec.title
+                },
+                out.display()
+            );
+        }
+    }
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,690 @@
+//! Reading Swagger 2.0 and OpenAPI 3.x documents into [`ApiSpec`].
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
+
+use super::refs::{Resolver, spec_error};
+use super::{ApiSpec, Body, Location, Operation, Parameter, Security, SpecVersion};
+use crate::Error;
+
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
+/// Property names that report a resource's state.
+const STATE_FIELDS: [&str; 3] = ["state", "status", "phase"];
+
+fn text(value: Option<&Value>) -> String {
+    value.and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+/// A pointer token escaped as RFC 6901 says.
+fn escape(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// `name` as a template key: word characters kept, anything else `_`.
+pub(crate) fn input_name(name: &str) -> String {
+    let mapped: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if mapped.is_empty() {
+        "value".to_owned()
+    } else {
+        mapped
+    }
+}
+
+/// An id for an operation without `operationId`: `get_clusters_clusterId`.
+fn generated_id(method: &str, path: &str) -> String {
+    let mut id = method.to_ascii_lowercase();
+    for part in path.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        if !part.is_empty() {
+            id.push('_');
+            id.push_str(part);
+        }
+    }
+    id
+}
+
+pub(crate) fn read(mut resolver: Resolver) -> Result<ApiSpec, Error> {
+    let origin = resolver.root_path().display().to_string();
+    let root = resolver.root().clone();
+    let Value::Object(root) = root else {
+        return Err(spec_error(&origin, "", "a spec is an object with `paths`"));
+    };
+    let version = if root.get("swagger").is_some() {
+        let declared = text(root.get("swagger"));
+        if !declared.starts_with('2') {
+            return Err(spec_error(
+                &origin,
+                "/swagger",
+                format!("Swagger `{declared}` is not supported; this reads 2.0"),
+            ));
+        }
+        SpecVersion::Swagger2
+    } else if let Some(declared) = root.get("openapi").and_then(Value::as_str) {
+        if !declared.starts_with('3') {
+            return Err(spec_error(
+                &origin,
+                "/openapi",
+                format!("OpenAPI `{declared}` is not supported; this reads 3.0 and 3.1"),
+            ));
+        }
+        SpecVersion::OpenApi3
+    } else {
+        return Err(spec_error(
+            &origin,
+            "",
+            "neither `swagger: \"2.0\"` nor `openapi: 3.x` is declared; is this an OpenAPI document?",
+        ));
+    };
+    let mut reader = Reader {
+        resolver: &mut resolver,
+        origin: origin.clone(),
+        version,
+        root: &root,
+        warnings: Vec::new(),
+        states: IndexMap::new(),
+    };
+    let base_url = reader.base_url();
+    let security = reader.security();
+    let operations = reader.operations()?;
+    let states = std::mem::take(&mut reader.states);
+    let warnings = std::mem::take(&mut reader.warnings);
+    let info = root.get("info");
+    Ok(ApiSpec {
+        version,
+        title: text(info.and_then(|info| info.get("title"))),
+        api_version: text(info.and_then(|info| info.get("version"))),
+        base_url,
+        operations,
+        security,
+        states,
+        warnings,
+    })
+}
+
+struct Reader<'a> {
+    resolver: &'a mut Resolver,
+    origin: String,
+    version: SpecVersion,
+    root: &'a Map<String, Value>,
+    warnings: Vec<String>,
+    states: IndexMap<String, Vec<String>>,
+}
+
+impl Reader<'_> {
+    fn document(&self) -> PathBuf {
+        self.resolver.root_path().to_path_buf()
+    }
+
+    fn inline(&mut self, value: &Value) -> Result<Value, Error> {
+        let document = self.document();
+        self.resolver.inline(&document, value)
+    }
+
+    fn base_url(&mut self) -> Option<String> {
+        match self.version {
+            SpecVersion::Swagger2 => {
+                let host = self.root.get("host").and_then(Value::as_str)?;
+                let scheme = self
+                    .root
+                    .get("schemes")
+                    .and_then(Value::as_array)
+                    .and_then(|schemes| {
+                        // https when offered, else the first.
+                        schemes
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .find(|scheme| *scheme == "https")
+                            .or_else(|| schemes.first().and_then(Value::as_str))
+                    })
+                    .unwrap_or("https");
+                let base = text(self.root.get("basePath"));
+                Some(format!("{scheme}://{host}{}", base.trim_end_matches('/')))
+            }
+            SpecVersion::OpenApi3 => {
+                let server = self
+                    .root
+                    .get("servers")
+                    .and_then(Value::as_array)
+                    .and_then(|servers| servers.first())?;
+                let mut url = text(server.get("url"));
+                // Server variables take their defaults.
+                if let Some(Value::Object(variables)) = server.get("variables") {
+                    for (name, variable) in variables {
+                        url = url.replace(&format!("{{{name}}}"), &text(variable.get("default")));
+                    }
+                }
+                if url.starts_with("http://") || url.starts_with("https://") {
+                    Some(url.trim_end_matches('/').to_owned())
+                } else {
+                    self.warnings.push(format!(
+                        "the server URL `{url}` is relative; give the API's base URL (--base-url)"
+                    ));
+                    None
+                }
+            }
+        }
+    }
+
+    fn security(&mut self) -> IndexMap<String, Security> {
+        let schemes = match self.version {
+            SpecVersion::Swagger2 => self.root.get("securityDefinitions"),
+            SpecVersion::OpenApi3 => self
+                .root
+                .get("components")
+                .and_then(|components| components.get("securitySchemes")),
+        };
+        let Some(Value::Object(schemes)) = schemes else {
+            return IndexMap::new();
+        };
+        let schemes = schemes.clone();
+        schemes
+            .iter()
+            .map(|(name, scheme)| {
+                let scheme = self.inline(scheme).unwrap_or_else(|_| scheme.clone());
+                let kind = text(scheme.get("type"));
+                let security = match kind.as_str() {
+                    "basic" => Security::Basic,
+                    "http" => match text(scheme.get("scheme")).to_ascii_lowercase().as_str() {
+                        "basic" => Security::Basic,
+                        "bearer" => Security::Bearer,
+                        "digest" => Security::Digest,
+                        other => Security::Other {
+                            description: format!("http scheme `{other}`"),
+                        },
+                    },
+                    "apiKey" => {
+                        let name = text(scheme.get("name"));
+                        match text(scheme.get("in")).as_str() {
+                            "header" => Security::ApiKeyHeader { name },
+                            "query" => Security::ApiKeyQuery { name },
+                            other => Security::Other {
+                                description: format!("an API key in `{other}`"),
+                            },
+                        }
+                    }
+                    "oauth2" | "openIdConnect" => Security::Bearer,
+                    other => Security::Other {
+                        description: format!("`{other}`"),
+                    },
+                };
+                (name.clone(), security)
+            })
+            .collect()
+    }
+
+    fn operations(&mut self) -> Result<Vec<Operation>, Error> {
+        let Some(Value::Object(paths)) = self.root.get("paths") else {
+            return Err(spec_error(
+                &self.origin,
+                "/paths",
+                "the spec has no `paths`",
+            ));
+        };
+        let paths = paths.clone();
+        let global_security = self.root.get("security").cloned();
+        let mut operations = Vec::new();
+        let mut seen = HashSet::new();
+        for (path, item) in &paths {
+            let item = match item.get("$ref") {
+                Some(_) => self.inline(item)?,
+                None => item.clone(),
+            };
+            let Value::Object(item) = item else {
+                continue;
+            };
+            let shared = item.get("parameters").cloned();
+            for method in METHODS {
+                let Some(operation) = item.get(method) else {
+                    continue;
+                };
+                let pointer = format!("/paths/{}/{method}", escape(path));
+                let mut read = self.operation(
+                    path,
+                    method,
+                    operation,
+                    shared.as_ref(),
+                    global_security.as_ref(),
+                    &pointer,
+                )?;
+                if !seen.insert(read.id.clone()) {
+                    let unique = format!("{}_{}", read.id, generated_id(method, path));
+                    self.warnings.push(format!(
+                        "operation id `{}` is used twice; {method} {path} is `{unique}`",
+                        read.id
+                    ));
+                    read.id = unique;
+                    seen.insert(read.id.clone());
+                }
+                operations.push(read);
+            }
+        }
+        if operations.is_empty() {
+            self.warnings.push("the spec has no operations".to_owned());
+        }
+        Ok(operations)
+    }
+
+    fn operation(
+        &mut self,
+        path: &str,
+        method: &str,
+        operation: &Value,
+        shared: Option<&Value>,
+        global_security: Option<&Value>,
+        pointer: &str,
+    ) -> Result<Operation, Error> {
+        let (id, generated) = match operation.get("operationId").and_then(Value::as_str) {
+            Some(id) if !id.trim().is_empty() => (id.to_owned(), false),
+            _ => (generated_id(method, path), true),
+        };
+        // Operation parameters override the path item's by (name, in).
+        let mut raw: Vec<Value> = Vec::new();
+        for list in [shared, operation.get("parameters")].into_iter().flatten() {
+            for parameter in list.as_array().into_iter().flatten() {
+                let parameter = self.inline(parameter)?;
+                let key = (text(parameter.get("name")), text(parameter.get("in")));
+                raw.retain(|known| (text(known.get("name")), text(known.get("in"))) != key);
+                raw.push(parameter);
+            }
+        }
+        let mut parameters = Vec::new();
+        let mut body = None;
+        let mut form_fields = Vec::new();
+        for parameter in &raw {
+            let name = text(parameter.get("name"));
+            let place = text(parameter.get("in"));
+            let required =
+                parameter.get("required").and_then(Value::as_bool) == Some(true) || place == "path";
+            // Swagger 2 puts the type on the parameter; OpenAPI 3 in its `schema`.
+            let schema = parameter.get("schema").cloned().unwrap_or(Value::Null);
+            let typed = if schema.is_object() {
+                &schema
+            } else {
+                parameter
+            };
+            let location = match place.as_str() {
+                "path" => Location::Path,
+                "query" => Location::Query,
+                "header" => Location::Header,
+                "cookie" => Location::Cookie,
+                "body" => {
+                    body = Some(self.body_of(
+                        &schema,
+                        &name,
+                        required,
+                        self.consumes(operation),
+                        &mut parameters,
+                    ));
+                    continue;
+                }
+                "formData" => {
+                    form_fields.push((name, required, parameter.clone()));
+                    continue;
+                }
+                other => {
+                    self.warnings.push(format!(
+                        "{}: parameter `{name}` is `in: {other}`, which is not known; left out",
+                        pointer
+                    ));
+                    continue;
+                }
+            };
+            let input = if location == Location::Path || location == Location::Query {
+                name.clone()
+            } else {
+                input_name(&name)
+            };
+            parameters.push(Parameter {
+                input,
+                location,
+                required,
+                kind: typed.get("type").and_then(Value::as_str).map(str::to_owned),
+                enum_values: enum_of(typed),
+                description: text(parameter.get("description")),
+                read_only: false,
+                name,
+            });
+        }
+        if !form_fields.is_empty() {
+            let content_type = self
+                .consumes(operation)
+                .filter(|kind| kind.contains("form"))
+                .unwrap_or_else(|| "application/x-www-form-urlencoded".to_owned());
+            let mut properties = Map::new();
+            let mut required = Vec::new();
+            for (name, needed, parameter) in form_fields {
+                if needed {
+                    required.push(Value::from(name.clone()));
+                }
+                properties.insert(name, parameter);
+            }
+            let schema = serde_json::json!({"type": "object", "properties": properties, "required": required});
+            body = Some(self.body_of(&schema, "body", false, Some(content_type), &mut parameters));
+        }
+        if let Some(request_body) = operation.get("requestBody") {
+            let request_body = self.inline(request_body)?;
+            let required = request_body.get("required").and_then(Value::as_bool) == Some(true);
+            if let Some((content_type, media)) = pick_media(request_body.get("content")) {
+                let schema = media.get("schema").cloned().unwrap_or(Value::Null);
+                body = Some(self.body_of(
+                    &schema,
+                    "body",
+                    required,
+                    Some(content_type),
+                    &mut parameters,
+                ));
+            }
+        }
+        let (success_status, response) = self.success(operation)?;
+        let outputs = response
+            .as_ref()
+            .and_then(|schema| schema.get("properties"))
+            .and_then(Value::as_object)
+            .map(|properties| properties.keys().cloned().collect())
+            .unwrap_or_default();
+        let resource = match response.as_ref() {
+            // A made-up id says little; the schema's own name says more.
+            Some(schema) if generated => schema
+                .get(super::refs::REF_NAME)
+                .or_else(|| schema.get("title"))
+                .and_then(Value::as_str)
+                .map_or_else(|| operation_resource(&id), str::to_owned),
+            _ => operation_resource(&id),
+        };
+        let states = response
+            .as_ref()
+            .map(|schema| self.record_states(schema, &resource))
+            .unwrap_or_default();
+        let security = operation
+            .get("security")
+            .or(global_security)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object)
+            .flat_map(|requirement| requirement.keys().cloned())
+            .collect();
+        let mut description = text(operation.get("description"));
+        description.truncate(description.trim_end().len());
+        Ok(Operation {
+            id,
+            generated_id: generated,
+            method: method.to_ascii_uppercase(),
+            path: path.to_owned(),
+            summary: text(operation.get("summary")).trim().to_owned(),
+            description,
+            tags: operation
+                .get("tags")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            parameters,
+            body,
+            success_status,
+            response,
+            outputs,
+            states,
+            security,
+            deprecated: operation.get("deprecated").and_then(Value::as_bool) == Some(true),
+        })
+    }
+
+    /// Swagger 2's `consumes` of the operation or the spec, first entry.
+    fn consumes(&self, operation: &Value) -> Option<String> {
+        operation
+            .get("consumes")
+            .or_else(|| self.root.get("consumes"))
+            .and_then(Value::as_array)
+            .and_then(|kinds| kinds.first())
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+
+    /// A body from its schema: an object's writable properties become body fields (inputs);
+    /// anything else is one input, `name`.
+    fn body_of(
+        &mut self,
+        schema: &Value,
+        name: &str,
+        required: bool,
+        content_type: Option<String>,
+        parameters: &mut Vec<Parameter>,
+    ) -> Body {
+        let schema = self.inline(schema).unwrap_or_else(|error| {
+            self.warnings.push(error.to_string());
+            Value::Null
+        });
+        let content_type = content_type.unwrap_or_else(|| "application/json".to_owned());
+        let properties = schema.get("properties").and_then(Value::as_object);
+        let Some(properties) = properties.filter(|properties| !properties.is_empty()) else {
+            let input = unique_input(&input_name(name), parameters);
+            parameters.push(Parameter {
+                name: name.to_owned(),
+                input: input.clone(),
+                location: Location::Body,
+                required,
+                kind: schema
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                enum_values: Vec::new(),
+                description: text(schema.get("description")),
+                read_only: false,
+            });
+            return Body {
+                content_type,
+                required,
+                schema,
+                whole: Some(input),
+            };
+        };
+        let needed: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        for (field, property) in properties {
+            let read_only = property.get("readOnly").and_then(Value::as_bool) == Some(true);
+            let input = unique_input(&input_name(field), parameters);
+            parameters.push(Parameter {
+                name: field.clone(),
+                input,
+                location: Location::Body,
+                required: needed.contains(&field.as_str()) && !read_only,
+                kind: property
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                enum_values: enum_of(property),
+                description: text(property.get("description")),
+                read_only,
+            });
+        }
+        Body {
+            content_type,
+            required,
+            schema,
+            whole: None,
+        }
+    }
+
+    /// The first 2xx response with a schema: its status and schema.
+    fn success(&mut self, operation: &Value) -> Result<(Option<u16>, Option<Value>), Error> {
+        let Some(Value::Object(responses)) = operation.get("responses") else {
+            return Ok((None, None));
+        };
+        let mut codes: Vec<(&String, &Value)> = responses
+            .iter()
+            .filter(|(code, _)| code.starts_with('2'))
+            .collect();
+        codes.sort_by(|a, b| a.0.cmp(b.0));
+        let mut first_status = None;
+        for (code, response) in codes {
+            let status = code.parse::<u16>().ok();
+            first_status = first_status.or(status);
+            let response = self.inline(response)?;
+            let schema = match self.version {
+                SpecVersion::Swagger2 => response.get("schema").cloned(),
+                SpecVersion::OpenApi3 => pick_media(response.get("content"))
+                    .and_then(|(_, media)| media.get("schema").cloned()),
+            };
+            if let Some(schema) = schema {
+                return Ok((status, Some(schema)));
+            }
+        }
+        Ok((first_status, None))
+    }
+
+    /// The state enum of a response (and of the objects it lists), recorded under `resource`.
+    fn record_states(&mut self, schema: &Value, resource: &str) -> Vec<String> {
+        let properties = schema.get("properties").and_then(Value::as_object);
+        let Some(properties) = properties else {
+            return Vec::new();
+        };
+        for field in STATE_FIELDS {
+            let values: Vec<String> = properties
+                .get(field)
+                .map(enum_of)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
+            if !values.is_empty() {
+                let known = self.states.entry(resource.to_owned()).or_default();
+                for value in &values {
+                    if !known.contains(value) {
+                        known.push(value.clone());
+                    }
+                }
+                return values;
+            }
+        }
+        Vec::new()
+    }
+}
+
+/// `wanted`, or `body_wanted` when an earlier parameter has that input already.
+fn unique_input(wanted: &str, parameters: &[Parameter]) -> String {
+    let taken = |name: &str| parameters.iter().any(|parameter| parameter.input == name);
+    if !taken(wanted) {
+        return wanted.to_owned();
+    }
+    let mut candidate = format!("body_{wanted}");
+    let mut n = 2;
+    while taken(&candidate) {
+        candidate = format!("body_{wanted}_{n}");
+        n += 1;
+    }
+    candidate
+}
+
+/// The enum values of a schema (or of its items).
+fn enum_of(schema: &Value) -> Vec<Value> {
+    schema
+        .get("enum")
+        .or_else(|| schema.get("items").and_then(|items| items.get("enum")))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The media type to use from an OpenAPI 3 `content` map: JSON first, then forms, then the
+/// first listed.
+fn pick_media(content: Option<&Value>) -> Option<(String, &Value)> {
+    let content = content?.as_object()?;
+    let preferred = content
+        .iter()
+        .find(|(kind, _)| kind.contains("json"))
+        .or_else(|| content.iter().find(|(kind, _)| kind.contains("form")))
+        .or_else(|| content.iter().next())?;
+    Some((preferred.0.clone(), preferred.1))
+}
+
+/// The resource an operation acts on, from its id: `ClusterService_GetCluster` → `Cluster`,
+/// `getPetById` → `PetById`; used to file the states an operation reports.
+pub(crate) fn operation_resource(id: &str) -> String {
+    let action = id.rsplit('_').next().unwrap_or(id);
+    let verbs = [
+        "Create",
+        "Get",
+        "List",
+        "Delete",
+        "Update",
+        "PartialUpdate",
+        "Reset",
+        "Cancel",
+        "create",
+        "get",
+        "list",
+        "delete",
+        "update",
+        "patch",
+        "put",
+        "post",
+    ];
+    let mut best = action;
+    for verb in verbs {
+        if let Some(rest) = action.strip_prefix(verb)
+            && rest.len() < best.len()
+            && !rest.is_empty()
+        {
+            best = rest;
+        }
+    }
+    singular(best)
+}
+
+/// An English plural made singular, for resource names (`Branches` → `Branch`).
+pub(crate) fn singular(word: &str) -> String {
+    if let Some(stem) = word.strip_suffix("ies") {
+        return format!("{stem}y");
+    }
+    for ending in ["ches", "shes", "sses", "xes"] {
+        if word.ends_with(ending) {
+            return word[..word.len() - 2].to_owned();
+        }
+    }
+    match word.strip_suffix('s') {
+        Some(stem) if !stem.ends_with('s') && !stem.is_empty() => stem.to_owned(),
+        _ => word.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_inputs_and_resources() {
+        assert_eq!(
+            generated_id("GET", "/clusters/{clusterId}/branches/{branchId}:reset"),
+            "get_clusters_clusterId_branches_branchId_reset"
+        );
+        assert_eq!(input_name("X-Request-Id"), "X_Request_Id");
+        assert_eq!(operation_resource("ClusterService_GetCluster"), "Cluster");
+        assert_eq!(operation_resource("BranchService_ListBranches"), "Branch");
+        assert_eq!(singular("Policies"), "Policy");
+        assert_eq!(singular("Address"), "Address");
+        assert_eq!(operation_resource("getPetById"), "PetById");
+    }
+}

@@ -1,0 +1,297 @@
+//! `$ref` resolution: references into the same document (`#/definitions/X`) and into other
+//! files relative to the referring one (`common.yaml#/components/schemas/X`, `other.json`).
+//! A reference that leads back to itself is cut where it repeats, and a schema nested deeper
+//! than [`MAX_DEPTH`] is cut too, so a recursive schema neither loops nor blows up.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use wayline_core::document::{self, Format};
+
+use crate::Error;
+
+/// The member an inlined `$ref` target gets, holding the name it was referred to by.
+pub(crate) const REF_NAME: &str = "x-ref-name";
+
+/// How deep inlined schemas go before they are cut.
+pub(crate) const MAX_DEPTH: usize = 24;
+
+/// A problem in a spec, with where it is.
+pub(crate) fn spec_error(origin: &str, pointer: &str, message: impl Into<String>) -> Error {
+    Error::Spec {
+        origin: origin.to_owned(),
+        pointer: pointer.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// The documents a spec is made of, loaded as they are referred to.
+#[derive(Debug)]
+pub(crate) struct Resolver {
+    documents: HashMap<PathBuf, Value>,
+    /// The root document's file (refs without a file part point into it).
+    root: PathBuf,
+}
+
+/// A place a value came from: the document and the JSON pointer inside it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Place {
+    pub(crate) document: PathBuf,
+    pub(crate) pointer: String,
+}
+
+impl Place {
+    fn label(&self) -> String {
+        format!("{}#{}", self.document.display(), self.pointer)
+    }
+}
+
+fn read_document(path: &Path) -> Result<Value, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse_document(&text, path)
+}
+
+/// Parses spec text: JSON when it starts with `{`, YAML otherwise (YAML also reads JSON).
+pub(crate) fn parse_document(text: &str, path: &Path) -> Result<Value, Error> {
+    let format = if text.trim_start().starts_with('{') {
+        Format::Json
+    } else {
+        Format::Yaml
+    };
+    document::parse::<Value>(text, format, &path.display().to_string()).map_err(Error::Document)
+}
+
+/// `~1` and `~0` decoded, as RFC 6901 says.
+fn unescape(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
+}
+
+impl Resolver {
+    /// A resolver whose root document is `root` (already parsed) from the file `path`.
+    pub(crate) fn new(path: &Path, root: Value) -> Self {
+        let path = path.to_path_buf();
+        let mut documents = HashMap::new();
+        documents.insert(path.clone(), root);
+        Resolver {
+            documents,
+            root: path,
+        }
+    }
+
+    /// The root document.
+    pub(crate) fn root(&self) -> &Value {
+        &self.documents[&self.root]
+    }
+
+    /// The root document's path.
+    pub(crate) fn root_path(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where `reference` (a `$ref` value found in `from`) points.
+    fn target(&self, from: &Path, reference: &str) -> Place {
+        let (file, pointer) = reference.split_once('#').unwrap_or((reference, ""));
+        let document = if file.is_empty() {
+            from.to_path_buf()
+        } else {
+            from.parent().unwrap_or(Path::new(".")).join(file)
+        };
+        Place {
+            document,
+            pointer: pointer.to_owned(),
+        }
+    }
+
+    /// The value at `place`, loading its document when first needed.
+    fn lookup(&mut self, place: &Place, origin: &str) -> Result<Value, Error> {
+        if !self.documents.contains_key(&place.document) {
+            let loaded = read_document(&place.document)?;
+            self.documents.insert(place.document.clone(), loaded);
+        }
+        let mut current = &self.documents[&place.document];
+        for token in place.pointer.split('/').skip(1) {
+            let token = unescape(token);
+            current = match current {
+                Value::Object(map) => map.get(&token),
+                Value::Array(items) => token.parse::<usize>().ok().and_then(|at| items.get(at)),
+                _ => None,
+            }
+            .ok_or_else(|| {
+                spec_error(
+                    origin,
+                    &place.pointer,
+                    format!("`$ref` to {} leads nowhere", place.label()),
+                )
+            })?;
+        }
+        Ok(current.clone())
+    }
+
+    /// `value` (found in `document`) with every `$ref` inlined, `allOf` merged, recursion cut.
+    pub(crate) fn inline(&mut self, document: &Path, value: &Value) -> Result<Value, Error> {
+        let mut stack = Vec::new();
+        self.inline_at(document, value, &mut stack, 0)
+    }
+
+    fn inline_at(
+        &mut self,
+        document: &Path,
+        value: &Value,
+        stack: &mut Vec<Place>,
+        depth: usize,
+    ) -> Result<Value, Error> {
+        if depth > MAX_DEPTH {
+            return Ok(Value::Object(Map::from_iter([(
+                "description".to_owned(),
+                Value::from("(nested too deep; cut)"),
+            )])));
+        }
+        match value {
+            Value::Object(map) => {
+                if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+                    let place = self.target(document, reference);
+                    if stack.contains(&place) {
+                        return Ok(Value::Object(Map::from_iter([
+                            ("x-recursive".to_owned(), Value::from(reference)),
+                            (
+                                "description".to_owned(),
+                                Value::from(format!("(recursive: {reference})")),
+                            ),
+                        ])));
+                    }
+                    let origin = document.display().to_string();
+                    let target = self.lookup(&place, &origin)?;
+                    stack.push(place.clone());
+                    let inlined = self.inline_at(&place.document, &target, stack, depth + 1);
+                    stack.pop();
+                    let mut inlined = inlined?;
+                    // Siblings of `$ref` (OpenAPI 3.1 allows them) override what it points at.
+                    if let Value::Object(fields) = &mut inlined {
+                        // The name it had (`Pet` of `#/components/schemas/Pet`): the
+                        // explorer names resources by it.
+                        if let Some(name) = place
+                            .pointer
+                            .rsplit('/')
+                            .next()
+                            .filter(|name| !name.is_empty())
+                        {
+                            fields.insert(REF_NAME.to_owned(), Value::from(unescape(name)));
+                        }
+                        for (key, sibling) in map.iter().filter(|(key, _)| *key != "$ref") {
+                            let sibling = self.inline_at(document, sibling, stack, depth + 1)?;
+                            fields.insert(key.clone(), sibling);
+                        }
+                    }
+                    return Ok(inlined);
+                }
+                let mut out = Map::with_capacity(map.len());
+                for (key, inner) in map {
+                    out.insert(
+                        key.clone(),
+                        self.inline_at(document, inner, stack, depth + 1)?,
+                    );
+                }
+                if let Some(Value::Array(parts)) = out.remove("allOf") {
+                    return Ok(Value::Object(merge_all_of(out, parts)));
+                }
+                Ok(Value::Object(out))
+            }
+            Value::Array(items) => items
+                .iter()
+                .map(|item| self.inline_at(document, item, stack, depth + 1))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array),
+            other => Ok(other.clone()),
+        }
+    }
+}
+
+/// `allOf` folded into one schema: properties and `required` united, the other keys of the
+/// parts filled in where the outer schema has none (the outer schema's own keys win).
+fn merge_all_of(mut outer: Map<String, Value>, parts: Vec<Value>) -> Map<String, Value> {
+    for part in parts {
+        let Value::Object(part) = part else {
+            continue;
+        };
+        for (key, value) in part {
+            match (key.as_str(), outer.get_mut(&key), value) {
+                ("properties", Some(Value::Object(mine)), Value::Object(theirs)) => {
+                    for (name, schema) in theirs {
+                        mine.entry(name).or_insert(schema);
+                    }
+                }
+                ("required", Some(Value::Array(mine)), Value::Array(theirs)) => {
+                    for name in theirs {
+                        if !mine.contains(&name) {
+                            mine.push(name);
+                        }
+                    }
+                }
+                (_, Some(_), _) => {}
+                (_, None, value) => {
+                    outer.insert(key, value);
+                }
+            }
+        }
+    }
+    outer
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn refs_inline_all_of_merges_and_recursion_is_cut() {
+        let spec = json!({
+            "definitions": {
+                "Node": {"type": "object", "properties": {"name": {"type": "string"}, "next": {"$ref": "#/definitions/Node"}}},
+                "State": {"type": "string", "enum": ["A", "B"]},
+                "Thing": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}},
+            }
+        });
+        let mut resolver = Resolver::new(Path::new("spec.json"), spec);
+        let node = resolver
+            .inline(
+                Path::new("spec.json"),
+                &json!({"$ref": "#/definitions/Node"}),
+            )
+            .unwrap();
+        assert_eq!(node["properties"]["name"]["type"], "string");
+        assert_eq!(
+            node["properties"]["next"]["x-recursive"],
+            "#/definitions/Node"
+        );
+        let state = resolver
+            .inline(
+                Path::new("spec.json"),
+                &json!({"readOnly": true, "allOf": [{"$ref": "#/definitions/State"}]}),
+            )
+            .unwrap();
+        assert_eq!(
+            state,
+            json!({"readOnly": true, "type": "string", "enum": ["A", "B"], "x-ref-name": "State"})
+        );
+        let merged = resolver
+            .inline(
+                Path::new("spec.json"),
+                &json!({"allOf": [{"$ref": "#/definitions/Thing"}, {"required": ["size"], "properties": {"size": {"type": "integer"}}}]}),
+            )
+            .unwrap();
+        assert_eq!(merged["required"], json!(["id", "size"]));
+        assert_eq!(merged["properties"]["size"]["type"], "integer");
+        let missing = resolver
+            .inline(
+                Path::new("spec.json"),
+                &json!({"$ref": "#/definitions/Nope"}),
+            )
+            .unwrap_err();
+        assert!(missing.to_string().contains("leads nowhere"), "{missing}");
+    }
+}

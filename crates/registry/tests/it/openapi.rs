@@ -1,0 +1,300 @@
+//! OpenAPI import: the fixture Swagger specs (tidbx, tidb-zero), Bay's OpenAPI 3.1 spec, and
+//! a split spec of our own; every imported tool loads back through the tool loader.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use wayline_core::ToolCatalog;
+use wayline_registry::ToolRegistry;
+use wayline_registry::openapi::{ApiSpec, Location, Security, SpecVersion, tool_yaml};
+use wayline_testkit::{fixture, read_json, testdata};
+
+/// Writes the spec's tools as YAML files into a fresh directory and loads them back.
+fn round_trip(spec: &ApiSpec, base_url: Option<&str>) -> (tempfile::TempDir, ToolRegistry) {
+    let dir = tempfile::tempdir().unwrap();
+    for imported in spec.imported_tools(base_url) {
+        let path = dir.path().join(format!("{}.yaml", imported.tool.id));
+        std::fs::write(&path, tool_yaml(&imported.document)).unwrap();
+    }
+    let report = ToolRegistry::load([dir.path()]);
+    assert!(report.errors.is_empty(), "{:#?}", report.errors);
+    (dir, report.registry)
+}
+
+fn location_name(location: Location) -> &'static str {
+    match location {
+        Location::Path => "path",
+        Location::Query => "query",
+        Location::Header => "header",
+        Location::Cookie => "cookie",
+        _ => "body",
+    }
+}
+
+#[test]
+fn the_tidbx_swagger_imports_its_20_operations_as_the_golden_list_says() {
+    let Some(path) = fixture("tidbcloud/tidbx-openapi.json") else {
+        return;
+    };
+    let spec = ApiSpec::load(&path).unwrap();
+    assert_eq!(spec.version, SpecVersion::Swagger2);
+    assert_eq!(
+        spec.base_url.as_deref(),
+        Some("https://serverless.tidbapi.com/v1beta1")
+    );
+    let golden = read_json(&testdata("openapi/tidbx-operations.json"));
+    let golden = golden["operations"].as_array().unwrap();
+    assert_eq!(spec.operations.len(), 20);
+    assert_eq!(golden.len(), 20);
+    for (operation, expected) in spec.operations.iter().zip(golden) {
+        let at = &operation.id;
+        assert_eq!(operation.id, expected["id"], "order and ids");
+        assert_eq!(operation.method, expected["method"], "{at}");
+        assert_eq!(operation.path, expected["path"], "{at}");
+        let parameters: Vec<Value> = operation
+            .parameters
+            .iter()
+            .filter(|parameter| parameter.location != Location::Body)
+            .map(|parameter| {
+                json!({"name": parameter.name, "in": location_name(parameter.location), "required": parameter.required})
+            })
+            .collect();
+        assert_eq!(Value::Array(parameters), expected["parameters"], "{at}");
+        let fields: BTreeSet<&str> = operation
+            .parameters
+            .iter()
+            .filter(|parameter| parameter.location == Location::Body && !parameter.read_only)
+            .map(|parameter| parameter.name.as_str())
+            .collect();
+        let required: BTreeSet<&str> = operation
+            .parameters
+            .iter()
+            .filter(|parameter| parameter.location == Location::Body && parameter.required)
+            .map(|parameter| parameter.name.as_str())
+            .collect();
+        match expected["body"].as_object() {
+            None => assert!(operation.body.is_none(), "{at} has no body"),
+            Some(body) => {
+                let golden_fields: BTreeSet<&str> = body["fields"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let golden_required: BTreeSet<&str> = body["required"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                assert_eq!(fields, golden_fields, "{at}: body fields");
+                assert_eq!(required, golden_required, "{at}: required body fields");
+            }
+        }
+    }
+    // The resource states of the state machine, from the response enums.
+    assert_eq!(
+        spec.states["Cluster"],
+        ["CREATING", "ACTIVE", "RESTORING", "DELETED"]
+    );
+    assert!(
+        spec.states.contains_key("Branch"),
+        "{:?}",
+        spec.states.keys()
+    );
+    let get = spec.operation("ClusterService_GetCluster").unwrap();
+    assert_eq!(get.success_status, Some(200));
+    assert!(get.outputs.iter().any(|field| field == "clusterId"));
+
+    let (_dir, registry) = round_trip(&spec, None);
+    assert_eq!(registry.len(), 20);
+    // A dotted path parameter, and a custom-method suffix, as the executor fills them.
+    let patch = registry
+        .tool("ClusterService_PartialUpdateCluster")
+        .unwrap();
+    assert_eq!(patch.path, "/clusters/{cluster.clusterId}");
+    let request = patch.request.as_ref().unwrap();
+    assert_eq!(request.path_params, ["cluster.clusterId"]);
+    assert_eq!(
+        request.body,
+        Some(json!({"cluster": "{{?cluster}}", "updateMask": "{{updateMask}}"}))
+    );
+    let reset = registry.tool("BranchService_ResetBranch").unwrap();
+    assert_eq!(
+        reset.path,
+        "/clusters/{clusterId}/branches/{branchId}:reset"
+    );
+    let create = registry.tool("ClusterService_CreateCluster").unwrap();
+    let body = create.request.as_ref().unwrap().body.clone().unwrap();
+    assert_eq!(body["displayName"], "{{displayName}}");
+    assert_eq!(body["labels"], "{{?labels}}");
+    assert!(
+        body.get("clusterId").is_none(),
+        "read-only fields are not sent"
+    );
+    let list = registry.tool("ClusterService_ListClusters").unwrap();
+    assert_eq!(
+        list.request.as_ref().unwrap().query_params,
+        ["pageSize", "pageToken", "filter", "skip"]
+    );
+    assert_eq!(list.base_url, "https://serverless.tidbapi.com/v1beta1");
+}
+
+#[test]
+fn tidb_zero_has_no_host_so_the_base_url_is_given_or_guessed_with_a_warning() {
+    let Some(path) = fixture("tidbcloud/tidb-zero-openapi.json") else {
+        return;
+    };
+    let spec = ApiSpec::load(&path).unwrap();
+    let ids: Vec<&str> = spec.operations.iter().map(|op| op.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "PublicShadowPoolService_RequireDatabase",
+            "PublicShadowPoolService_RequireActivationCode"
+        ]
+    );
+    assert_eq!(spec.base_url, None);
+    let imported = spec.imported_tools(None);
+    assert!(
+        imported[0].warnings[0].contains("names no host"),
+        "{:?}",
+        imported[0].warnings
+    );
+    let (_dir, registry) = round_trip(&spec, Some("http://127.0.0.1:9000/v1alpha1/"));
+    let tool = registry
+        .tool("PublicShadowPoolService_RequireDatabase")
+        .unwrap();
+    assert_eq!(tool.base_url, "http://127.0.0.1:9000/v1alpha1");
+    assert_eq!(tool.path, "/instances");
+}
+
+#[test]
+fn bays_openapi_31_spec_imports_every_operation() {
+    let Some(path) = fixture("bay/openapi.json") else {
+        return;
+    };
+    let spec = ApiSpec::load(&path).unwrap();
+    assert_eq!(spec.version, SpecVersion::OpenApi3);
+    assert_eq!(spec.operations.len(), 43);
+    let create = spec.operation("create_sandbox_v1_sandboxes_post").unwrap();
+    assert_eq!(
+        (create.method.as_str(), create.path.as_str()),
+        ("POST", "/v1/sandboxes")
+    );
+    assert!(
+        create
+            .parameters
+            .iter()
+            .any(|parameter| parameter.name == "Idempotency-Key"
+                && parameter.input == "Idempotency_Key"
+                && parameter.location == Location::Header),
+        "{:#?}",
+        create.parameters
+    );
+    assert!(create.body.is_some());
+    assert_eq!(create.success_status, Some(201));
+    let (_dir, registry) = round_trip(&spec, Some("http://127.0.0.1:8114"));
+    assert_eq!(registry.len(), 43);
+}
+
+#[test]
+fn a_spec_split_over_files_with_a_recursive_schema_imports() {
+    let spec = ApiSpec::load(&testdata("openapi/split/api.yaml")).unwrap();
+    assert_eq!(spec.title, "Split pets");
+    assert_eq!(
+        spec.base_url.as_deref(),
+        Some("https://eu.pets.example.com/api")
+    );
+    assert_eq!(
+        spec.security["key"],
+        Security::ApiKeyHeader {
+            name: "X-Pet-Key".into()
+        }
+    );
+    let ids: Vec<&str> = spec.operations.iter().map(|op| op.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["listPets", "post_pets", "getPetTree"],
+        "a missing id is made"
+    );
+    assert!(spec.operations[1].generated_id);
+    let list = &spec.operations[0];
+    assert_eq!(
+        list.parameters[0].name, "limit",
+        "a parameter from the other file"
+    );
+    assert_eq!(list.parameters[0].location, Location::Query);
+    let add = &spec.operations[1];
+    let required: Vec<&str> = add
+        .required_inputs()
+        .map(|parameter| parameter.name.as_str())
+        .collect();
+    assert_eq!(
+        required,
+        ["name", "kind"],
+        "allOf's required fields, united"
+    );
+    assert_eq!(spec.states["Pet"], ["AVAILABLE", "ADOPTED"]);
+    let tree = spec.operation("getPetTree").unwrap();
+    assert_eq!(tree.parameters[0].name, "petId", "a path-level parameter");
+    let response = tree.response.as_ref().unwrap();
+    assert_eq!(response["x-ref-name"], "Node");
+    // Where `Node` refers to itself, the recursion is cut and says so.
+    assert_eq!(
+        response["properties"]["children"]["items"]["x-recursive"],
+        "#/schemas/Node"
+    );
+    let (_dir, registry) = round_trip(&spec, None);
+    let tool = registry.tool("listPets").unwrap();
+    let auth = tool.auth.as_ref().unwrap();
+    assert_eq!(auth.header.as_deref(), Some("X-Pet-Key"));
+    assert_eq!(
+        tool.request.as_ref().unwrap().headers["X-Trace"],
+        "{{X_Trace}}"
+    );
+}
+
+#[test]
+fn documents_that_are_not_specs_get_errors_that_say_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let cases = [
+        (
+            "plain.yaml",
+            "name: not a spec\n",
+            "is this an OpenAPI document",
+        ),
+        (
+            "old.json",
+            r#"{"swagger": "1.2", "paths": {}}"#,
+            "is not supported",
+        ),
+        ("broken.yaml", "openapi: 3.0.0\npaths: [\n", "broken.yaml"),
+        (
+            "dangling.json",
+            r##"{"openapi": "3.0.0", "paths": {"/a": {"get": {"responses": {"200": {"description": "x", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Gone"}}}}}}}}}"##,
+            "leads nowhere",
+        ),
+        (
+            "elsewhere.json",
+            r#"{"openapi": "3.0.0", "paths": {"/a": {"get": {"responses": {"200": {"description": "x", "content": {"application/json": {"schema": {"$ref": "missing.yaml#/X"}}}}}}}}}"#,
+            "missing.yaml: cannot read",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let error = ApiSpec::load(&write(name, text)).unwrap_err().to_string();
+        assert!(error.contains(expected), "{name}: {error}");
+    }
+    assert!(
+        ApiSpec::load(Path::new("/no/such/spec.yaml"))
+            .unwrap_err()
+            .to_string()
+            .contains("cannot read")
+    );
+}
