@@ -1,0 +1,3 @@
+//! Integration tests of `wayline-planner` (one binary).
+
+mod sut;
