@@ -18,6 +18,7 @@
 
 mod cancel;
 mod command;
+mod digest;
 mod dry_run;
 pub mod durable;
 mod engine;
@@ -42,6 +43,7 @@ mod tool_call;
 mod validation;
 
 pub use cancel::CancelToken;
+pub use digest::DigestTransport;
 pub use dry_run::{PlannedStep, dry_run};
 pub use durable::{ResumeOptions, UnknownSteps};
 pub use engine::{DEFAULT_MAX_PARALLEL, Engine, EngineBuilder, RunOptions};
