@@ -5,7 +5,13 @@
 //! - [`sut`]: the system-under-test configuration (`sut.yaml`): connection and base URL, auth
 //!   with credentials from environment variables, the spec, preset variables, CLI tools, and the
 //!   execution settings (auto mode, checkpoints, confidence threshold, polling).
+//! - [`intervention`]: seed 000's intervention matrix (when to run a step alone, when to ask)
+//!   and an interventor that answers from a file.
 
+pub mod intervention;
 pub mod sut;
 
+pub use intervention::{
+    Action, Assessment, Decision, ScriptedInterventor, Source, Thresholds, decide,
+};
 pub use sut::{Auth, AuthKind, Credentials, Execution, SutConfig, SutError};

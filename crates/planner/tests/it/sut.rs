@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use wayline_planner::{AuthKind, Credentials, SutConfig};
+use wayline_planner::{
+    Action, Assessment, AuthKind, Credentials, Source, SutConfig, Thresholds, decide,
+};
 use wayline_testkit::fixture;
 
 fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -33,6 +35,19 @@ fn the_fixture_sut_files_load_unchanged() {
         assert_eq!(sut.execution.auto_mode.polling.max_retries, 6);
         assert_eq!(sut.execution.auto_mode.polling.delay_seconds, 10);
         assert!(sut.is_checkpoint("ClusterService_CreateCluster"));
+        // The matrix takes its lines from the SUT.
+        let thresholds = Thresholds::from_sut(&sut);
+        assert_eq!(
+            (
+                thresholds.dominant,
+                thresholds.max_silent_steps,
+                thresholds.auto
+            ),
+            (0.7, 10, true)
+        );
+        let mut create = Assessment::new(0.95, Source::KnownPattern);
+        create.checkpoint = sut.is_checkpoint("ClusterService_CreateCluster");
+        assert_eq!(decide(&create, &thresholds).action, Action::Confirm);
         assert!(sut.is_checkpoint("BranchService_DeleteBranch"));
         assert!(!sut.is_checkpoint("ClusterService_GetCluster"));
         // `${TIDBCLOUD_PROJECT_ID:-}` unset: empty, which YAML reads as null (not known yet).
