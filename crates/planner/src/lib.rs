@@ -5,9 +5,12 @@
 //! - [`sut`]: the system-under-test configuration (`sut.yaml`): connection and base URL, auth
 //!   with credentials from environment variables, the spec, preset variables, CLI tools, and the
 //!   execution settings (auto mode, checkpoints, confidence threshold, polling).
+//! - [`dataflow`]: producer/consumer inference over a spec (which operation provides the id
+//!   another needs).
 //! - [`intervention`]: seed 000's intervention matrix (when to run a step alone, when to ask)
 //!   and an interventor that answers from a file.
 
+pub mod dataflow;
 pub mod intervention;
 pub mod sut;
 

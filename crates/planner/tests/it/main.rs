@@ -1,3 +1,4 @@
 //! Integration tests of `wayline-planner` (one binary).
 
+mod dataflow;
 mod sut;

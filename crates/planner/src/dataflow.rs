@@ -1,0 +1,215 @@
+//! Producer/consumer inference over a spec: which operation produces the value another one
+//! needs (a path parameter, a required body field), so a step with a missing input points at
+//! the step that provides it — `GetCluster` needs `clusterId`, which `CreateCluster` returns.
+//!
+//! A producer returns a field of the input's name (the last segment of a dotted name:
+//! `cluster.clusterId` → `clusterId`), at the top of its response (it creates or reads one) or
+//! in the items of a listed array (it lists them). An operation that needs the same input
+//! only echoes it and is not a producer. A generic name (`id`, `name`) is produced only by the
+//! operation on the consumer's parent collection (`POST …/imports` for `GET …/imports/{id}`).
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
+use wayline_registry::openapi::{ApiSpec, Location, Operation};
+
+/// How a producer provides a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Provides {
+    /// It creates the resource and returns its field.
+    Creates,
+    /// It lists resources; the field is in each item.
+    Lists,
+    /// It reads or changes a resource and returns the field.
+    Returns,
+}
+
+/// One operation that provides a value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Producer {
+    /// The operation.
+    pub operation: String,
+    /// Where the value is in its response (`clusterId`, `clusters.0.clusterId`).
+    pub field: String,
+    /// How.
+    pub provides: Provides,
+}
+
+/// What each operation needs and who provides it.
+#[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
+pub struct DataFlow {
+    /// Operation → its required inputs (path parameters and required body fields).
+    pub needs: IndexMap<String, Vec<String>>,
+    /// (operation, input) → its producers, best first.
+    producers: IndexMap<(String, String), Vec<Producer>>,
+}
+
+/// Names too generic to match across resources.
+const GENERIC: [&str; 3] = ["id", "name", "uid"];
+
+/// The field a (possibly dotted) input name stands for.
+fn field_of(input: &str) -> &str {
+    input.rsplit('.').next().unwrap_or(input)
+}
+
+/// The collection path of an item path: `/clusters/{clusterId}/imports/{id}` →
+/// `/clusters/{clusterId}/imports`.
+fn parent_collection(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    match trimmed.rsplit_once('/') {
+        Some((parent, last)) if last.starts_with('{') => parent,
+        _ => trimmed,
+    }
+}
+
+/// Where `field` is in a response schema: at the top, or in the items of a top-level array.
+fn locate(response: &Value, field: &str) -> Option<(String, bool)> {
+    let properties = response.get("properties")?.as_object()?;
+    if properties.contains_key(field) {
+        return Some((field.to_owned(), false));
+    }
+    properties.iter().find_map(|(name, schema)| {
+        let items = schema.get("items")?;
+        items
+            .get("properties")?
+            .as_object()?
+            .contains_key(field)
+            .then(|| (format!("{name}.0.{field}"), true))
+    })
+}
+
+fn required_inputs(operation: &Operation) -> Vec<String> {
+    operation
+        .parameters
+        .iter()
+        .filter(|parameter| {
+            parameter.required
+                && matches!(parameter.location, Location::Path | Location::Body)
+                && !parameter.read_only
+        })
+        .map(|parameter| parameter.name.clone())
+        .collect()
+}
+
+/// Infers the data flow of `spec`.
+pub fn infer(spec: &ApiSpec) -> DataFlow {
+    let mut flow = DataFlow::default();
+    for operation in &spec.operations {
+        flow.needs
+            .insert(operation.id.clone(), required_inputs(operation));
+    }
+    for consumer in &spec.operations {
+        for input in &flow.needs[&consumer.id] {
+            let field = field_of(input);
+            let generic = GENERIC.contains(&field);
+            let collection = parent_collection(&consumer.path);
+            let mut found: Vec<(Producer, usize, usize)> = Vec::new();
+            for (order, producer) in spec.operations.iter().enumerate() {
+                if producer.id == consumer.id {
+                    continue;
+                }
+                // Needing it too makes it an echo, not a source.
+                let echoes = flow.needs[&producer.id]
+                    .iter()
+                    .any(|need| field_of(need) == field);
+                if echoes {
+                    continue;
+                }
+                if generic && producer.path.trim_end_matches('/') != collection {
+                    continue;
+                }
+                let Some((at, listed)) = producer
+                    .response
+                    .as_ref()
+                    .and_then(|response| locate(response, field))
+                else {
+                    continue;
+                };
+                let provides = if listed {
+                    Provides::Lists
+                } else if producer.method == "POST" {
+                    Provides::Creates
+                } else {
+                    Provides::Returns
+                };
+                let affinity = common_prefix(&producer.path, &consumer.path);
+                found.push((
+                    Producer {
+                        operation: producer.id.clone(),
+                        field: at,
+                        provides,
+                    },
+                    affinity,
+                    order,
+                ));
+            }
+            found.sort_by(|a, b| {
+                a.0.provides
+                    .cmp(&b.0.provides)
+                    .then(b.1.cmp(&a.1))
+                    .then(a.2.cmp(&b.2))
+            });
+            flow.producers.insert(
+                (consumer.id.clone(), input.clone()),
+                found.into_iter().map(|(producer, _, _)| producer).collect(),
+            );
+        }
+    }
+    flow
+}
+
+/// The length, in segments, of the path prefix two paths share.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.split('/')
+        .zip(b.split('/'))
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+impl DataFlow {
+    /// The producers of `operation`'s required `input`, best first (creators, then lists,
+    /// then the rest; nearer paths first).
+    pub fn producers_of(&self, operation: &str, input: &str) -> &[Producer] {
+        self.producers
+            .get(&(operation.to_owned(), input.to_owned()))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// `operation`'s required inputs for which `known` has no value.
+    pub fn missing_inputs<'a>(
+        &'a self,
+        operation: &str,
+        known: impl Fn(&str) -> bool,
+    ) -> Vec<&'a str> {
+        self.needs
+            .get(operation)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .filter(|input| !known(input) && !known(field_of(input)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents_and_fields() {
+        assert_eq!(
+            parent_collection("/clusters/{clusterId}/imports/{id}"),
+            "/clusters/{clusterId}/imports"
+        );
+        // A custom method acts on the item: its collection is the same.
+        assert_eq!(
+            parent_collection("/clusters/{clusterId}/imports/{id}:cancel"),
+            "/clusters/{clusterId}/imports"
+        );
+        assert_eq!(field_of("cluster.clusterId"), "clusterId");
+    }
+}
