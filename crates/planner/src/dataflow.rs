@@ -1,5 +1,5 @@
-//! Producer/consumer inference over a spec: which operation produces the value another one
-//! needs (a path parameter, a required body field), so a step with a missing input points at
+//! Producer/consumer inference over a spec: which operation produces the identifier another
+//! one needs (a path parameter, or a required body field named like an id), so a step with a missing input points at
 //! the step that provides it — `GetCluster` needs `clusterId`, which `CreateCluster` returns.
 //!
 //! A producer returns a field of the input's name (the last segment of a dotted name:
@@ -103,7 +103,18 @@ pub fn infer(spec: &ApiSpec) -> DataFlow {
             .insert(operation.id.clone(), required_inputs(operation));
     }
     for consumer in &spec.operations {
-        for input in &flow.needs[&consumer.id] {
+        // Only identifiers are produced by other operations; a name or a size is the caller's
+        // to give (a response that echoes a `displayName` does not provide one).
+        let identifiers: Vec<&String> = flow.needs[&consumer.id]
+            .iter()
+            .filter(|input| {
+                let path_parameter = consumer.parameters.iter().any(|parameter| {
+                    parameter.name == **input && parameter.location == Location::Path
+                });
+                path_parameter || is_identifier(field_of(input))
+            })
+            .collect();
+        for input in identifiers {
             let field = field_of(input);
             let generic = GENERIC.contains(&field);
             let collection = parent_collection(&consumer.path);
@@ -160,6 +171,11 @@ pub fn infer(spec: &ApiSpec) -> DataFlow {
         }
     }
     flow
+}
+
+/// A field name that names an identifier (`clusterId`, `cluster_id`, `id`).
+fn is_identifier(field: &str) -> bool {
+    field == "id" || field.ends_with("Id") || field.ends_with("_id") || field.ends_with("ID")
 }
 
 /// The length, in segments, of the path prefix two paths share.

@@ -7,11 +7,17 @@
 //!   execution settings (auto mode, checkpoints, confidence threshold, polling).
 //! - [`dataflow`]: producer/consumer inference over a spec (which operation provides the id
 //!   another needs).
+//! - [`intent`]: a target in plain words read as goals (verbs → CRUD, nouns → resources).
+//! - [`state`]: the explorer's resources and variables, in the seed's shape.
+//! - [`suggest`]: the next step toward the target (seed 000's suggestion algorithm).
 //! - [`intervention`]: seed 000's intervention matrix (when to run a step alone, when to ask)
 //!   and an interventor that answers from a file.
 
 pub mod dataflow;
+pub mod intent;
 pub mod intervention;
+pub mod state;
+pub mod suggest;
 pub mod sut;
 
 pub use intervention::{

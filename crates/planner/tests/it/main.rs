@@ -1,4 +1,5 @@
 //! Integration tests of `wayline-planner` (one binary).
 
 mod dataflow;
+mod suggest;
 mod sut;

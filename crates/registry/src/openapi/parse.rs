@@ -655,7 +655,14 @@ pub(crate) fn operation_resource(id: &str) -> String {
 }
 
 /// An English plural made singular, for resource names (`Branches` → `Branch`).
-pub(crate) fn singular(word: &str) -> String {
+///
+/// ```
+/// use wayline_registry::openapi::singular;
+/// assert_eq!(singular("branches"), "branch");
+/// assert_eq!(singular("policies"), "policy");
+/// assert_eq!(singular("clusters"), "cluster");
+/// ```
+pub fn singular(word: &str) -> String {
     if let Some(stem) = word.strip_suffix("ies") {
         return format!("{stem}y");
     }

@@ -1,0 +1,390 @@
+//! The next step toward a target (seed 000's suggestion algorithm): the first goal not yet
+//! done; its candidate operations; a wait when a resource it involves is still changing; a
+//! learned pattern's next step first; the step that provides a missing input before the step
+//! that needs it; candidates ranked by their success rate; known pitfalls; a confidence from
+//! these signals; and the alternatives.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
+use wayline_knowledge::Queries;
+use wayline_registry::openapi::{ApiSpec, Operation};
+
+use crate::dataflow::DataFlow;
+use crate::intent::{self, Goal, Verb, operation_resource};
+use crate::intervention::Source;
+use crate::state::ExploreState;
+
+/// A state that means "wait": the resource is still changing (`CREATING`, `DELETING`).
+pub fn is_transitional(state: &str) -> bool {
+    state.to_ascii_uppercase().ends_with("ING")
+}
+
+/// The state a resource of `resource` settles in, from the spec's enum (`ACTIVE`, `READY`,
+/// ...), `ACTIVE` when the spec does not say.
+pub fn settled_state(spec: &ApiSpec, resource: &str) -> String {
+    let settled = [
+        "ACTIVE",
+        "READY",
+        "AVAILABLE",
+        "SUCCEEDED",
+        "COMPLETED",
+        "RUNNING",
+    ];
+    spec.states
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(resource))
+        .and_then(|(_, states)| {
+            settled.iter().find(|wanted| {
+                states
+                    .iter()
+                    .any(|state| state.eq_ignore_ascii_case(wanted))
+            })
+        })
+        .map_or_else(|| "ACTIVE".to_owned(), |state| (*state).to_owned())
+}
+
+/// Wait for a resource to settle: poll its read operation until `state`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct WaitFor {
+    /// The resource type.
+    pub resource: String,
+    /// The state to wait for.
+    pub state: String,
+}
+
+/// A suggested step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Suggestion {
+    /// The operation (empty when nothing matches).
+    pub operation: String,
+    /// The goal it serves (`None` for a step another step needs first).
+    pub goal: Option<Goal>,
+    /// 0 to 1.
+    pub confidence: f64,
+    /// Where it came from.
+    pub source: Source,
+    /// Why, in words.
+    pub reason: String,
+    /// Other operations that could do it.
+    pub alternatives: Vec<String>,
+    /// Known pitfalls ahead (their names and why they apply).
+    pub pitfalls: Vec<String>,
+    /// The inputs filled from the state.
+    pub inputs: IndexMap<String, Value>,
+    /// Required inputs nothing known fills.
+    pub missing: Vec<String>,
+    /// When the step is a wait.
+    pub wait_for: Option<WaitFor>,
+}
+
+/// Suggests steps toward one target.
+#[derive(Debug)]
+pub struct Suggester<'a> {
+    spec: &'a ApiSpec,
+    flow: &'a DataFlow,
+    knowledge: Option<Queries<'a>>,
+    target: String,
+    goals: Vec<Goal>,
+}
+
+impl<'a> Suggester<'a> {
+    /// A suggester for `target` over `spec` (and its data flow), with learned knowledge when
+    /// there is some.
+    pub fn new(
+        spec: &'a ApiSpec,
+        flow: &'a DataFlow,
+        target: &str,
+        knowledge: Option<Queries<'a>>,
+    ) -> Self {
+        Suggester {
+            spec,
+            flow,
+            knowledge,
+            target: target.to_owned(),
+            goals: intent::parse(target, spec),
+        }
+    }
+
+    /// The goals the target was read as.
+    pub fn goals(&self) -> &[Goal] {
+        &self.goals
+    }
+
+    /// The next step, given the state, the goals done and the operations confirmed so far;
+    /// `None` when every goal is done.
+    pub fn next(
+        &self,
+        state: &ExploreState,
+        done: &[Goal],
+        confirmed: &[String],
+    ) -> Option<Suggestion> {
+        let goal = self.goals.iter().find(|goal| !done.contains(goal))?;
+        let candidates = intent::candidates(self.spec, goal);
+        if candidates.is_empty() {
+            return Some(self.no_match(goal));
+        }
+        if let Some(wait) = self.wait(goal, &candidates, state) {
+            return Some(wait);
+        }
+        let states = state.resource_states();
+        // A learned pattern's next step, when it is one of the candidates.
+        let pattern = self.knowledge.as_ref().and_then(|queries| {
+            let found = queries.find_matching_pattern(&self.target, &states)?;
+            let next = found
+                .pattern
+                .steps
+                .iter()
+                .find(|step| !confirmed.contains(&step.operation_id))?;
+            candidates
+                .iter()
+                .find(|candidate| candidate.id == next.operation_id)
+                .map(|candidate| (*candidate, found.confidence, found.pattern.name.clone()))
+        });
+        let ranked = self.rank(&candidates);
+        let (chosen, mut confidence, source, mut reason) = match pattern {
+            Some((operation, pattern_confidence, name)) => (
+                operation,
+                0.9 + 0.09 * pattern_confidence,
+                Source::KnownPattern,
+                format!("the learned pattern `{name}`"),
+            ),
+            None => {
+                let (top, top_rate) = ranked[0];
+                let (source, base) = match ranked.get(1) {
+                    None => (Source::SingleCandidate, 0.85),
+                    Some((_, second)) if top_rate - second >= 0.15 => (Source::Dominant, 0.75),
+                    Some(_) => (Source::Similar, 0.6),
+                };
+                (
+                    top,
+                    base,
+                    source,
+                    format!("{} {}", verb_word(&goal.verb), goal.resource),
+                )
+            }
+        };
+        // What the knowledge says of this operation moves the confidence.
+        if let Some(queries) = &self.knowledge {
+            let rank = queries.rank_by_success_rate(&[chosen.id.as_str()]);
+            if let Some(ranked) = rank.first().filter(|ranked| ranked.attempts > 0) {
+                confidence += (ranked.success_rate - 0.5) * 0.1;
+            }
+        }
+        // A needed input nothing known fills: the step that provides it comes first.
+        let resource = operation_resource(chosen);
+        let missing = self.missing(chosen, &resource, state);
+        if let Some(input) = missing.first()
+            && let Some(producer) = self
+                .flow
+                .producers_of(&chosen.id, input)
+                .iter()
+                .find(|producer| !confirmed.contains(&producer.operation))
+            && let Some(operation) = self.spec.operation(&producer.operation)
+        {
+            let resource = operation_resource(operation);
+            return Some(self.finish(
+                operation,
+                None,
+                0.8,
+                Source::SingleCandidate,
+                format!(
+                    "`{}` needs `{input}`, which `{}` provides",
+                    chosen.id, operation.id
+                ),
+                Vec::new(),
+                &resource,
+                state,
+            ));
+        }
+        let alternatives = ranked
+            .iter()
+            .map(|(operation, _)| operation.id.clone())
+            .filter(|id| *id != chosen.id)
+            .take(2)
+            .collect();
+        if !missing.is_empty() {
+            reason.push_str(&format!("; nothing known gives {}", missing.join(", ")));
+        }
+        Some(self.finish(
+            chosen,
+            Some(goal.clone()),
+            confidence,
+            source,
+            reason,
+            alternatives,
+            &resource,
+            state,
+        ))
+    }
+
+    fn no_match(&self, goal: &Goal) -> Suggestion {
+        Suggestion {
+            operation: String::new(),
+            goal: Some(goal.clone()),
+            confidence: 0.2,
+            source: Source::NoMatch,
+            reason: format!(
+                "no operation {}s a {}",
+                verb_word(&goal.verb),
+                goal.resource
+            ),
+            alternatives: Vec::new(),
+            pitfalls: Vec::new(),
+            inputs: IndexMap::new(),
+            missing: Vec::new(),
+            wait_for: None,
+        }
+    }
+
+    /// A wait, when a resource the goal involves is still changing: the goal's own resource
+    /// (for anything but create), or a resource whose id a candidate needs.
+    fn wait(
+        &self,
+        goal: &Goal,
+        candidates: &[&Operation],
+        state: &ExploreState,
+    ) -> Option<Suggestion> {
+        let mut involved: Vec<String> = Vec::new();
+        if goal.verb != Verb::Create {
+            involved.push(goal.resource.clone());
+        }
+        for candidate in candidates {
+            for input in self.flow.needs.get(&candidate.id).into_iter().flatten() {
+                let field = input.rsplit('.').next().unwrap_or(input);
+                if let Some(kind) = field.strip_suffix("Id") {
+                    involved.push(kind.to_lowercase());
+                }
+            }
+        }
+        // Deleting a changing resource is often refused too; waiting first is safe.
+        for resource in involved {
+            let Some((name, found)) = state.latest(&resource) else {
+                continue;
+            };
+            let Some(current) = found
+                .state
+                .as_deref()
+                .filter(|state| is_transitional(state))
+            else {
+                continue;
+            };
+            let Some(read) = self.spec.operations.iter().find(|operation| {
+                operation_resource(operation) == resource
+                    && intent::operation_verb(operation) == Verb::Read
+            }) else {
+                continue;
+            };
+            let settled = settled_state(self.spec, &resource);
+            let mut suggestion = self.finish(
+                read,
+                None,
+                0.85,
+                Source::SingleCandidate,
+                format!("{name} is {current}; wait until it is {settled}"),
+                Vec::new(),
+                &resource,
+                state,
+            );
+            suggestion.wait_for = Some(WaitFor {
+                resource,
+                state: settled,
+            });
+            return Some(suggestion);
+        }
+        None
+    }
+
+    /// Candidates with their smoothed success rates, best first (spec order on ties).
+    fn rank<'o>(&self, candidates: &[&'o Operation]) -> Vec<(&'o Operation, f64)> {
+        let mut ranked: Vec<(&Operation, f64)> = candidates
+            .iter()
+            .map(|operation| {
+                let rate = self.knowledge.as_ref().map_or(0.5, |queries| {
+                    queries
+                        .rank_by_success_rate(&[operation.id.as_str()])
+                        .first()
+                        .map_or(0.5, |ranked| ranked.success_rate)
+                });
+                (*operation, rate)
+            })
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+        ranked
+    }
+
+    fn missing(&self, operation: &Operation, resource: &str, state: &ExploreState) -> Vec<String> {
+        self.flow
+            .needs
+            .get(&operation.id)
+            .into_iter()
+            .flatten()
+            .filter(|input| state.value_for(input, resource).is_none())
+            .cloned()
+            .collect()
+    }
+
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one place builds every suggestion"
+    )]
+    fn finish(
+        &self,
+        operation: &Operation,
+        goal: Option<Goal>,
+        confidence: f64,
+        source: Source,
+        reason: String,
+        alternatives: Vec<String>,
+        resource: &str,
+        state: &ExploreState,
+    ) -> Suggestion {
+        let mut inputs = IndexMap::new();
+        for parameter in &operation.parameters {
+            if let Some(value) = state.value_for(&parameter.name, resource) {
+                inputs.insert(parameter.input.clone(), value);
+            }
+        }
+        let missing = self.missing(operation, resource, state);
+        let pitfalls: Vec<String> = self
+            .knowledge
+            .as_ref()
+            .map(|queries| {
+                let names: Vec<String> = state.variables.keys().cloned().collect();
+                queries
+                    .check_pitfalls(&operation.id, &state.resource_states(), &names)
+                    .iter()
+                    .map(|warning| {
+                        format!("{} ({})", warning.pitfall.name, warning.because.join("; "))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let confidence = (confidence - 0.1 * pitfalls.len() as f64).clamp(0.0, 1.0);
+        Suggestion {
+            operation: operation.id.clone(),
+            goal,
+            confidence,
+            source,
+            reason,
+            alternatives,
+            pitfalls,
+            inputs,
+            missing,
+            wait_for: None,
+        }
+    }
+}
+
+fn verb_word(verb: &Verb) -> String {
+    match verb {
+        Verb::Create => "create".to_owned(),
+        Verb::Read => "read".to_owned(),
+        Verb::List => "list".to_owned(),
+        Verb::Update => "update".to_owned(),
+        Verb::Delete => "delete".to_owned(),
+        Verb::Action(action) => action.clone(),
+    }
+}
