@@ -283,6 +283,17 @@ pub struct Poll {
     pub interval_ms: u64,
 }
 
+impl Poll {
+    /// Poll until `until` holds: at most `max_attempts` calls, `interval_ms` apart.
+    pub fn new(until: impl Into<String>, max_attempts: u32, interval_ms: u64) -> Self {
+        Poll {
+            until: until.into(),
+            max_attempts,
+            interval_ms,
+        }
+    }
+}
+
 fn default_poll_attempts() -> u32 {
     20
 }

@@ -10,12 +10,15 @@
 //! - [`intent`]: a target in plain words read as goals (verbs → CRUD, nouns → resources).
 //! - [`state`]: the explorer's resources and variables, in the seed's shape.
 //! - [`suggest`]: the next step toward the target (seed 000's suggestion algorithm).
+//! - [`output`]: the reusable scenario (the seed's output YAML) and its conversion into a
+//!   workflow.
 //! - [`intervention`]: seed 000's intervention matrix (when to run a step alone, when to ask)
 //!   and an interventor that answers from a file.
 
 pub mod dataflow;
 pub mod intent;
 pub mod intervention;
+pub mod output;
 pub mod state;
 pub mod suggest;
 pub mod sut;

@@ -1,0 +1,298 @@
+//! The explorer's reusable output: confirmed steps as a scenario in the shape of seed 000's
+//! project (`../shared/fixtures/tidbcloud/output-example.yaml`: `request`, `expect`, `save`
+//! and `meta` are JSON text inside YAML strings), and its conversion into a wayline workflow.
+//!
+//! Conversion: each step calls the tool named by its `operation_id` (as `wayline import
+//! openapi` names them). A step's `save` rules become its `outputs` (CEL over the response
+//! body). A value a step takes from a variable (`path_params`, `query_params`, `body_params`)
+//! becomes a reference to the step that saved it, or else a run input. An `expect.cel` with
+//! retries becomes a `poll`. `continue_on_unexpected` makes a step non-critical.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use wayline_core::workflow::{InputSpec, Poll, Severity, Step, StepKind, Workflow};
+
+/// The `scenario` block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ScenarioInfo {
+    /// Its id.
+    pub id: String,
+    /// Where it ran (`auth.type`, `base_path`, `host`).
+    #[serde(default)]
+    pub context: Value,
+    /// What it does.
+    #[serde(default)]
+    pub description: String,
+    /// Its name.
+    pub name: String,
+    /// Other fields, kept.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ScenarioStep {
+    /// The operation.
+    pub operation_id: String,
+    /// `http` or `cli`.
+    #[serde(default = "default_request_type")]
+    pub request_type: String,
+    /// The request, as JSON text.
+    pub request: String,
+    /// What to expect, as JSON text (`{"status_code", "cel"}`).
+    #[serde(default = "empty_object")]
+    pub expect: String,
+    /// What to save, as JSON text (`{"placeholder": [{"key", "eval"}]}`).
+    #[serde(default = "empty_object")]
+    pub save: String,
+    /// What it does.
+    #[serde(default)]
+    pub description: String,
+    /// Polls after the first call, until `expect` holds.
+    #[serde(default)]
+    pub max_retries: u32,
+    /// Seconds between polls.
+    #[serde(default)]
+    pub delay_after: u64,
+    /// Its name (unique in the scenario).
+    pub name: String,
+    /// Go on when it fails.
+    #[serde(default)]
+    pub continue_on_unexpected: bool,
+    /// `setup`, `test`, `teardown`, ...
+    #[serde(default)]
+    pub stage: String,
+    /// Anything else, as JSON text.
+    #[serde(default = "empty_object")]
+    pub meta: String,
+    /// The session that made it.
+    #[serde(default)]
+    pub generation_id: String,
+    /// Its position.
+    #[serde(default)]
+    pub order: u32,
+    /// Other fields, kept.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn default_request_type() -> String {
+    "http".to_owned()
+}
+
+fn empty_object() -> String {
+    "{}".to_owned()
+}
+
+/// A reusable scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Scenario {
+    /// Its description.
+    pub scenario: ScenarioInfo,
+    /// Its steps, in order.
+    pub steps: Vec<ScenarioStep>,
+}
+
+/// A save rule: `key` gets the value of the CEL expression `eval` over the response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SaveRule {
+    /// The variable.
+    pub key: String,
+    /// The expression (`body.clusterId`).
+    pub eval: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct SaveBlock {
+    #[serde(default)]
+    placeholder: Vec<SaveRule>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct ExpectBlock {
+    #[serde(default)]
+    cel: String,
+}
+
+fn parse_json<T: for<'de> Deserialize<'de> + Default>(
+    text: &str,
+    step: &str,
+    field: &str,
+) -> Result<T, String> {
+    if text.trim().is_empty() {
+        return Ok(T::default());
+    }
+    serde_json::from_str(text)
+        .map_err(|error| format!("step `{step}`: `{field}` is not the JSON it should be: {error}"))
+}
+
+impl ScenarioStep {
+    /// The request, parsed.
+    pub fn request_json(&self) -> Result<Value, String> {
+        serde_json::from_str(&self.request)
+            .map_err(|error| format!("step `{}`: `request` is not JSON: {error}", self.name))
+    }
+
+    /// The save rules, parsed.
+    pub fn save_rules(&self) -> Result<Vec<SaveRule>, String> {
+        Ok(parse_json::<SaveBlock>(&self.save, &self.name, "save")?.placeholder)
+    }
+
+    /// The `expect.cel` condition, if any.
+    pub fn expect_cel(&self) -> Result<Option<String>, String> {
+        let expect: ExpectBlock = parse_json(&self.expect, &self.name, "expect")?;
+        Ok(Some(expect.cel).filter(|cel| !cel.trim().is_empty()))
+    }
+}
+
+impl Scenario {
+    /// Reads a scenario from YAML text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario, String> {
+        let scenario: Scenario =
+            wayline_core::document::parse(text, wayline_core::document::Format::Yaml, origin)
+                .map_err(|error| error.to_string())?;
+        for step in &scenario.steps {
+            step.request_json()?;
+            step.save_rules()?;
+            step.expect_cel()?;
+        }
+        Ok(scenario)
+    }
+
+    /// The scenario as YAML.
+    pub fn to_yaml(&self) -> String {
+        serde_norway::to_string(self).unwrap_or_else(|error| format!("# cannot write: {error}\n"))
+    }
+
+    /// The scenario as a wayline workflow (see the module documentation), with the warnings
+    /// about what could not be carried over.
+    pub fn to_workflow(&self) -> Result<(Workflow, Vec<String>), String> {
+        let mut workflow = Workflow::new(step_id(&self.scenario.name), &self.scenario.name);
+        workflow.description = self.scenario.description.clone();
+        let mut warnings = Vec::new();
+        // Variable → the step that saved it.
+        let mut saved: IndexMap<String, String> = IndexMap::new();
+        let mut ids: Vec<String> = Vec::new();
+        for scenario_step in &self.steps {
+            let mut id = step_id(&scenario_step.name);
+            while ids.contains(&id) {
+                id.push('_');
+            }
+            ids.push(id.clone());
+            if scenario_step.request_type != "http" {
+                warnings.push(format!(
+                    "step `{id}` is a `{}` request; it calls the tool `{}` as an HTTP tool",
+                    scenario_step.request_type, scenario_step.operation_id
+                ));
+            }
+            let mut step = Step::new(&id, &scenario_step.operation_id);
+            step.description = scenario_step.description.clone();
+            let request = scenario_step.request_json()?;
+            let reference = |variable: &str, workflow: &mut Workflow| -> Value {
+                match saved.get(variable) {
+                    Some(from) => Value::from(format!("{from}.{variable}")),
+                    None => {
+                        workflow
+                            .inputs
+                            .entry(variable.to_owned())
+                            .or_insert_with(InputSpec::default);
+                        Value::from(format!("$input.{variable}"))
+                    }
+                }
+            };
+            for (name, variable) in string_map(request.get("path_params")) {
+                let value = reference(&variable, &mut workflow);
+                step.input_mapping.insert(name, value);
+            }
+            if let Some(Value::Object(query)) = request.get("query_params") {
+                for (name, value) in query {
+                    step.input_mapping.insert(name.clone(), value.clone());
+                }
+            }
+            let body_params = string_map(request.get("body_params"));
+            if let Some(Value::Object(body)) = request.get("body") {
+                for (field, value) in body {
+                    let mapped = match value.as_str().and_then(placeholder) {
+                        Some(name) => {
+                            let variable = body_params.get(name).map_or(name, String::as_str);
+                            reference(variable, &mut workflow)
+                        }
+                        None => {
+                            if mentions_placeholder(value) {
+                                warnings.push(format!(
+                                    "step `{id}`: `{field}` holds a placeholder inside a value; it is sent as written"
+                                ));
+                            }
+                            value.clone()
+                        }
+                    };
+                    step.input_mapping.insert(field.clone(), mapped);
+                }
+            }
+            for rule in scenario_step.save_rules()? {
+                step.outputs.insert(rule.key.clone(), rule.eval.clone());
+                saved.insert(rule.key, id.clone());
+            }
+            if let Some(until) = scenario_step.expect_cel()? {
+                step.poll = Some(Poll::new(
+                    until,
+                    scenario_step.max_retries.saturating_add(1),
+                    scenario_step.delay_after.saturating_mul(1_000),
+                ));
+            }
+            if scenario_step.continue_on_unexpected {
+                step.severity = Severity::NonCritical;
+            }
+            step.kind = StepKind::Action;
+            workflow.steps.push(step);
+        }
+        Ok((workflow, warnings))
+    }
+}
+
+/// `{name}` as a whole string: the name.
+fn placeholder(text: &str) -> Option<&str> {
+    let name = text.strip_prefix('{')?.strip_suffix('}')?;
+    (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some(name)
+}
+
+fn mentions_placeholder(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.contains('{') && text.contains('}'),
+        Value::Array(items) => items.iter().any(mentions_placeholder),
+        Value::Object(map) => map.values().any(mentions_placeholder),
+        _ => false,
+    }
+}
+
+fn string_map(value: Option<&Value>) -> IndexMap<String, String> {
+    value
+        .and_then(Value::as_object)
+        .map(|map| {
+            map.iter()
+                .filter_map(|(key, value)| Some((key.clone(), value.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A step id from a name: word characters kept, the rest `_`.
+fn step_id(name: &str) -> String {
+    let id: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if id.is_empty() { "step".to_owned() } else { id }
+}
