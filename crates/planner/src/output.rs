@@ -11,7 +11,7 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use wayline_core::workflow::{InputSpec, Poll, Severity, Step, StepKind, Workflow};
+use wayline_core::workflow::{Poll, Severity, Step, StepKind, Workflow};
 
 /// The `scenario` block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -198,10 +198,7 @@ impl Scenario {
                 match saved.get(variable) {
                     Some(from) => Value::from(format!("{from}.{variable}")),
                     None => {
-                        workflow
-                            .inputs
-                            .entry(variable.to_owned())
-                            .or_insert_with(InputSpec::default);
+                        workflow.inputs.entry(variable.to_owned()).or_default();
                         Value::from(format!("$input.{variable}"))
                     }
                 }
