@@ -15,10 +15,13 @@
 //! - [`intervention`]: seed 000's intervention matrix (when to run a step alone, when to ask)
 //!   and an interventor that answers from a file.
 
+pub mod auth;
 pub mod dataflow;
+pub mod explore;
 pub mod intent;
 pub mod intervention;
 pub mod output;
+pub mod session;
 pub mod state;
 pub mod suggest;
 pub mod sut;

@@ -6,12 +6,13 @@
 //! openapi` names them). A step's `save` rules become its `outputs` (CEL over the response
 //! body). A value a step takes from a variable (`path_params`, `query_params`, `body_params`)
 //! becomes a reference to the step that saved it, or else a run input. An `expect.cel` with
-//! retries becomes a `poll`. `continue_on_unexpected` makes a step non-critical.
+//! retries becomes a `poll`. `continue_on_unexpected` makes a step non-critical. Each step
+//! runs after the one before it, as the scenario was recorded.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use wayline_core::workflow::{Poll, Severity, Step, StepKind, Workflow};
+use wayline_core::workflow::{Edge, Poll, Severity, Step, StepKind, Workflow};
 
 /// The `scenario` block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -247,6 +248,13 @@ impl Scenario {
                 step.severity = Severity::NonCritical;
             }
             step.kind = StepKind::Action;
+            // A scenario is a script: each step after the one before, not only after the
+            // steps whose values it uses (a delete must wait for the reads before it).
+            if let Some(previous) = workflow.steps.last() {
+                workflow
+                    .edges
+                    .push(Edge::new(previous.id.clone(), id.clone()));
+            }
             workflow.steps.push(step);
         }
         Ok((workflow, warnings))

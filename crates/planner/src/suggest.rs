@@ -126,22 +126,23 @@ impl<'a> Suggester<'a> {
         if candidates.is_empty() {
             return Some(self.no_match(goal));
         }
-        if let Some(wait) = self.wait(goal, &candidates, state) {
+        // A learned pattern that the steps so far follow: its next step.
+        let guide = self.pattern_next(state, confirmed);
+        if let Some(mut wait) = self.wait(goal, &candidates, state) {
+            if let Some((next, pattern_confidence, name)) = &guide
+                && *next == wait.operation
+            {
+                wait.source = Source::KnownPattern;
+                wait.confidence = 0.9 + 0.09 * pattern_confidence;
+                wait.reason = format!("{} (the learned pattern `{name}`)", wait.reason);
+            }
             return Some(wait);
         }
-        let states = state.resource_states();
-        // A learned pattern's next step, when it is one of the candidates.
-        let pattern = self.knowledge.as_ref().and_then(|queries| {
-            let found = queries.find_matching_pattern(&self.target, &states)?;
-            let next = found
-                .pattern
-                .steps
-                .iter()
-                .find(|step| !confirmed.contains(&step.operation_id))?;
+        let pattern = guide.and_then(|(next, pattern_confidence, name)| {
             candidates
                 .iter()
-                .find(|candidate| candidate.id == next.operation_id)
-                .map(|candidate| (*candidate, found.confidence, found.pattern.name.clone()))
+                .find(|candidate| candidate.id == next)
+                .map(|candidate| (*candidate, pattern_confidence, name))
         });
         let ranked = self.rank(&candidates);
         let (chosen, mut confidence, source, mut reason) = match pattern {
@@ -218,6 +219,41 @@ impl<'a> Suggester<'a> {
             &resource,
             state,
         ))
+    }
+
+    /// The next step of the best learned pattern for the target whose first steps are the
+    /// steps confirmed so far, with the pattern's confidence and name.
+    fn pattern_next(
+        &self,
+        state: &ExploreState,
+        confirmed: &[String],
+    ) -> Option<(String, f64, String)> {
+        let queries = self.knowledge.as_ref()?;
+        // The precondition is about the start: it is checked against the empty state then,
+        // and needs to hold no longer once the steps follow the pattern.
+        let start = if confirmed.is_empty() {
+            state.resource_states()
+        } else {
+            IndexMap::new()
+        };
+        queries
+            .matching_patterns(&self.target, &start)
+            .into_iter()
+            .find_map(|found| {
+                let steps = &found.pattern.steps;
+                let follows = steps.len() > confirmed.len()
+                    && steps
+                        .iter()
+                        .zip(confirmed)
+                        .all(|(step, done)| step.operation_id == *done);
+                follows.then(|| {
+                    (
+                        steps[confirmed.len()].operation_id.clone(),
+                        found.confidence,
+                        found.pattern.name.clone(),
+                    )
+                })
+            })
     }
 
     fn no_match(&self, goal: &Goal) -> Suggestion {

@@ -1,0 +1,189 @@
+//! An exploration session, persisted as YAML after every step in seed 000's shape
+//! (`session`, `current_state`, `confirmed_steps`, `pending_step`, `rejected_steps`), so a
+//! killed session resumes where it stopped without repeating a confirmed step.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::intent::Goal;
+use crate::state::ExploreState;
+
+/// Where a session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SessionStatus {
+    /// Going on (or stopped before the end; resume it).
+    InProgress,
+    /// The target was reached.
+    Completed,
+    /// A person stopped it.
+    Aborted,
+    /// It could not go on.
+    Failed,
+}
+
+/// The `session` block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SessionInfo {
+    /// `ses_<hex>`.
+    pub id: String,
+    /// The SUT's name.
+    pub sut: String,
+    /// The target, as given.
+    pub target: String,
+    /// `auto` or `manual`.
+    pub mode: String,
+    /// When it began.
+    pub created_at: DateTime<Utc>,
+    /// When it was last saved.
+    pub updated_at: DateTime<Utc>,
+    /// Where it is.
+    pub status: SessionStatus,
+}
+
+/// A step that ran and was kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ConfirmedStep {
+    /// Its position.
+    pub order: u32,
+    /// The operation.
+    pub operation_id: String,
+    /// The request as sent (secrets left out) and its inputs.
+    pub request: Value,
+    /// The response: status and the fields read.
+    pub response: Value,
+    /// The variables it saved.
+    #[serde(default)]
+    pub saved_variables: Vec<String>,
+    /// The goal it served, if any (a wait or a dependency serves none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<Goal>,
+    /// The condition it polled until, if it polled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// How many calls it took.
+    #[serde(default = "one")]
+    pub attempts: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A step that was not kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RejectedStep {
+    /// The operation.
+    pub operation_id: String,
+    /// Why it was not kept.
+    pub error: String,
+    /// What the person (or the auto mode) did about it.
+    pub user_action: String,
+}
+
+/// A session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Session {
+    /// Who and what.
+    pub session: SessionInfo,
+    /// Resources and variables.
+    pub current_state: ExploreState,
+    /// The steps kept, in order.
+    #[serde(default)]
+    pub confirmed_steps: Vec<ConfirmedStep>,
+    /// The step running when the session was last saved (set before it runs, cleared after).
+    #[serde(default)]
+    pub pending_step: Option<Value>,
+    /// Steps not kept.
+    #[serde(default)]
+    pub rejected_steps: Vec<RejectedStep>,
+    /// The goals reached (or skipped by a person).
+    #[serde(default)]
+    pub goals_done: Vec<Goal>,
+    /// Questions asked of a person.
+    #[serde(default)]
+    pub interventions: u32,
+    /// The suggestions' confidences, in order (to see learning at work).
+    #[serde(default)]
+    pub confidences: Vec<f64>,
+}
+
+impl Session {
+    /// A new session.
+    pub fn new(sut: &str, target: &str, mode: &str, now: DateTime<Utc>) -> Self {
+        Session {
+            session: SessionInfo {
+                id: format!("ses_{:012x}", fastrand::u64(..) & 0xffff_ffff_ffff),
+                sut: sut.to_owned(),
+                target: target.to_owned(),
+                mode: mode.to_owned(),
+                created_at: now,
+                updated_at: now,
+                status: SessionStatus::InProgress,
+            },
+            current_state: ExploreState::default(),
+            confirmed_steps: Vec::new(),
+            pending_step: None,
+            rejected_steps: Vec::new(),
+            goals_done: Vec::new(),
+            interventions: 0,
+            confidences: Vec::new(),
+        }
+    }
+
+    /// The operations confirmed so far, in order.
+    pub fn confirmed_operations(&self) -> Vec<String> {
+        self.confirmed_steps
+            .iter()
+            .map(|step| step.operation_id.clone())
+            .collect()
+    }
+
+    /// The file of session `id` in `dir`.
+    pub fn path(dir: &Path, id: &str) -> PathBuf {
+        dir.join(format!("{id}.yaml"))
+    }
+
+    /// Writes the session to `dir` (a temporary file renamed over the old one).
+    pub fn save(&mut self, dir: &Path, now: DateTime<Utc>) -> Result<PathBuf, String> {
+        self.session.updated_at = now;
+        std::fs::create_dir_all(dir)
+            .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
+        let path = Session::path(dir, &self.session.id);
+        let text = serde_norway::to_string(self)
+            .map_err(|error| format!("cannot write the session: {error}"))?;
+        let temporary = path.with_extension("yaml.tmp");
+        std::fs::write(&temporary, text)
+            .and_then(|()| std::fs::rename(&temporary, &path))
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+        Ok(path)
+    }
+
+    /// Reads session `id` from `dir`.
+    pub fn load(dir: &Path, id: &str) -> Result<Session, String> {
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(format!("`{id}` is not a session id (ses_...)"));
+        }
+        let path = Session::path(dir, id);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        wayline_core::document::parse(
+            &text,
+            wayline_core::document::Format::Yaml,
+            &path.display().to_string(),
+        )
+        .map_err(|error| error.to_string())
+    }
+}

@@ -1,0 +1,214 @@
+//! The explorer against the loopback simulation: it reaches "create a cluster, create a
+//! branch on it, delete both" in auto mode, its output converts to a workflow that runs
+//! green, a second session asks fewer questions with more confidence and is warned of the
+//! pitfall the first one hit, and a stopped session resumes without repeating a step.
+
+use std::sync::Arc;
+
+use wayline_core::intervene::QuestionKind;
+use wayline_core::{MemoryCatalog, RunStatus};
+use wayline_executor::{Engine, ReqwestTransport, RunOptions};
+use wayline_knowledge::{KnowledgeStore, MemoryKnowledge};
+use wayline_planner::ScriptedInterventor;
+use wayline_planner::explore::Explorer;
+use wayline_planner::session::SessionStatus;
+use wayline_planner::sut::SutConfig;
+use wayline_registry::openapi::ApiSpec;
+use wayline_testkit::fixture;
+
+use crate::simulation::{self, calls, count};
+
+const TARGET: &str = "create a cluster, create a branch on it, delete both";
+const REGION: &str = r#"{"region": {"name": "regions/aws-us-east-1"}}"#;
+
+fn sut(base: &str, threshold: f64) -> SutConfig {
+    SutConfig::parse(
+        &format!(
+            "name: sim\nconnection: {{host: '{base}', base_path: /v1beta1}}\n\
+             preset_variables: {{displayName: e2e}}\n\
+             execution:\n  mode: auto\n  auto_mode:\n    confidence_threshold: {threshold}\n    polling: {{max_retries: 5, delay_seconds: 0}}\n"
+        ),
+        "sim.yaml",
+        &|_| None,
+    )
+    .unwrap()
+}
+
+fn answers() -> Arc<ScriptedInterventor> {
+    Arc::new(
+        ScriptedInterventor::parse(
+            &format!(
+                "answers:\n  - {{kind: error, answer: {{text: '{REGION}'}}}}\n  - {{kind: pitfall, answer: {{text: '{REGION}'}}}}\n  - {{kind: choose, answer: {{choose: 0}}}}\ndefault: abort\n"
+            ),
+            "answers.yaml",
+        )
+        .unwrap(),
+    )
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explore_reaches_the_target_learns_and_asks_less_the_second_time() {
+    let Some(spec_path) = fixture("tidbcloud/tidbx-openapi.json") else {
+        return;
+    };
+    let (base, sim) = simulation::start().await;
+    let spec = ApiSpec::load(&spec_path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn KnowledgeStore> = Arc::new(MemoryKnowledge::new());
+    let transport = Arc::new(ReqwestTransport::new().unwrap());
+    // The SUT's threshold is high: without knowledge, each step is asked about.
+    let first_answers = answers();
+    let explorer = Explorer::new(
+        sut(&base, 0.9),
+        spec.clone(),
+        transport.clone(),
+        first_answers.clone(),
+    )
+    .unwrap()
+    .knowledge(Arc::clone(&store))
+    .session_dir(dir.path());
+    let mut first = explorer.start(TARGET).unwrap();
+    explorer.run(&mut first).await.unwrap();
+    assert_eq!(first.session.status, SessionStatus::Completed, "{first:#?}");
+    assert_eq!(
+        first.confirmed_operations(),
+        [
+            "ClusterService_CreateCluster",
+            "ClusterService_GetCluster",
+            "BranchService_CreateBranch",
+            "BranchService_GetBranch",
+            "BranchService_DeleteBranch",
+            "ClusterService_DeleteCluster",
+        ]
+    );
+    // The 400 for the missing region was asked about once, and fixed by the answer.
+    assert_eq!(count(&sim, 400), 1);
+    assert_eq!(
+        count(&sim, 409),
+        0,
+        "children were deleted first; no create on a CREATING cluster"
+    );
+    assert_eq!(first.rejected_steps.len(), 0);
+    let first_questions = first.interventions;
+    assert!(first_questions >= 6, "{first_questions}");
+    // The session is on disk in the seed's shape.
+    let saved =
+        std::fs::read_to_string(dir.path().join(format!("{}.yaml", first.session.id))).unwrap();
+    for key in [
+        "session:",
+        "current_state:",
+        "confirmed_steps:",
+        "pending_step:",
+        "rejected_steps:",
+    ] {
+        assert!(saved.contains(key), "{key} in {saved}");
+    }
+
+    // The output is a reusable scenario that converts into a workflow that runs green.
+    let scenario = explorer.output(&first);
+    assert_eq!(scenario.steps.len(), 6);
+    let (workflow, warnings) = scenario.to_workflow().unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let catalog = Arc::new(MemoryCatalog::from_tools(
+        spec.tools(Some(&format!("{base}/v1beta1"))),
+    ));
+    let report = wayline_graph::validate(&workflow, catalog.as_ref());
+    assert!(report.is_valid(), "{:?}", report.errors);
+    let before = calls(&sim, "POST", "/clusters");
+    let engine = Engine::builder(catalog)
+        .transport(transport.clone())
+        .build();
+    let run = engine.run(&workflow, RunOptions::new()).await.unwrap();
+    assert_eq!(run.status, RunStatus::Success, "{run:#?}");
+    assert_eq!(calls(&sim, "POST", "/clusters"), before + 1);
+
+    // A second session on the same target: the learned pattern runs on its own, and the
+    // pitfall (no region) is warned about before the call, not hit.
+    let second_answers = answers();
+    let explorer = Explorer::new(
+        sut(&base, 0.9),
+        spec.clone(),
+        transport,
+        second_answers.clone(),
+    )
+    .unwrap()
+    .knowledge(Arc::clone(&store))
+    .session_dir(dir.path());
+    let mut second = explorer.start(TARGET).unwrap();
+    explorer.run(&mut second).await.unwrap();
+    assert_eq!(second.session.status, SessionStatus::Completed);
+    assert_eq!(count(&sim, 400), 1, "the pitfall was not hit again");
+    assert!(
+        second_answers
+            .asked()
+            .iter()
+            .any(|question| question.kind == QuestionKind::Pitfall),
+        "{:?}",
+        second_answers.asked()
+    );
+    eprintln!(
+        "learning: questions {first_questions} -> {}, mean confidence {:.3} -> {:.3}",
+        second.interventions,
+        mean(&first.confidences),
+        mean(&second.confidences)
+    );
+    assert!(
+        second.interventions < first_questions,
+        "second session asked {} questions, the first {first_questions}",
+        second.interventions
+    );
+    assert!(
+        mean(&second.confidences) > mean(&first.confidences),
+        "confidence {:?} then {:?}",
+        first.confidences,
+        second.confidences
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_session_resumes_without_repeating_a_confirmed_step() {
+    let Some(spec_path) = fixture("tidbcloud/tidbx-openapi.json") else {
+        return;
+    };
+    let (base, sim) = simulation::start().await;
+    let spec = ApiSpec::load(&spec_path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let transport = Arc::new(ReqwestTransport::new().unwrap());
+    let mut config = sut(&base, 0.7);
+    config
+        .preset_variables
+        .insert("region".into(), serde_json::json!({"name": "regions/x"}));
+    // Stopped after three steps, as a killed process would be.
+    let explorer = Explorer::new(config.clone(), spec.clone(), transport.clone(), answers())
+        .unwrap()
+        .session_dir(dir.path())
+        .max_steps(3);
+    let mut session = explorer.start(TARGET).unwrap();
+    explorer.run(&mut session).await.unwrap();
+    assert_eq!(session.session.status, SessionStatus::InProgress);
+    assert_eq!(session.confirmed_steps.len(), 3);
+    let id = session.session.id.clone();
+    drop(session);
+    // A new explorer, from the file alone.
+    let explorer = Explorer::new(config, spec, transport, answers())
+        .unwrap()
+        .session_dir(dir.path());
+    let mut resumed = explorer.resume(&id).unwrap();
+    explorer.run(&mut resumed).await.unwrap();
+    assert_eq!(resumed.session.status, SessionStatus::Completed);
+    assert_eq!(resumed.confirmed_steps.len(), 6);
+    assert_eq!(
+        calls(&sim, "POST", "/clusters"),
+        1,
+        "the cluster was made once"
+    );
+    assert_eq!(
+        calls(&sim, "POST", "/clusters/{id}/branches"),
+        1,
+        "and the branch once"
+    );
+}

@@ -1,0 +1,240 @@
+//! A loopback simulation of the fixture API's cluster and branch operations, and the explorer
+//! run against it: a cluster is `CREATING` for a few polls, then `ACTIVE`; a missing required
+//! field is a 400; deleting a cluster that still has branches is a 409. Every call is counted.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+/// How many polls a new cluster or branch stays `CREATING`.
+pub(crate) const POLLS: u32 = 2;
+
+#[derive(Debug, Default)]
+pub(crate) struct Sim {
+    clusters: HashMap<String, (u32, Value)>,
+    branches: HashMap<String, (u32, Value)>,
+    next: u32,
+    /// Every call: method, route, status answered.
+    pub(crate) calls: Vec<(String, String, u16)>,
+}
+
+type Shared = Arc<Mutex<Sim>>;
+
+fn answer(sim: &Shared, method: &str, route: &str, status: StatusCode, body: Value) -> Response {
+    sim.lock()
+        .unwrap()
+        .calls
+        .push((method.to_owned(), route.to_owned(), status.as_u16()));
+    (status, Json(body)).into_response()
+}
+
+fn refuse(sim: &Shared, method: &str, route: &str, status: StatusCode, message: &str) -> Response {
+    answer(
+        sim,
+        method,
+        route,
+        status,
+        json!({"code": status.as_u16(), "message": message}),
+    )
+}
+
+async fn create_cluster(State(sim): State<Shared>, Json(body): Json<Value>) -> Response {
+    for field in ["displayName", "region"] {
+        if body.get(field).is_none() {
+            return refuse(
+                &sim,
+                "POST",
+                "/clusters",
+                StatusCode::BAD_REQUEST,
+                &format!("{field} is required"),
+            );
+        }
+    }
+    let cluster = {
+        let mut state = sim.lock().unwrap();
+        state.next += 1;
+        let id = format!("c-{}", state.next);
+        let cluster = json!({"clusterId": id, "displayName": body["displayName"], "region": body["region"], "state": "CREATING"});
+        state.clusters.insert(id, (POLLS, cluster.clone()));
+        cluster
+    };
+    answer(&sim, "POST", "/clusters", StatusCode::OK, cluster)
+}
+
+async fn get_cluster(State(sim): State<Shared>, Path(id): Path<String>) -> Response {
+    let found = {
+        let mut state = sim.lock().unwrap();
+        state.clusters.get_mut(&id).map(|(polls, cluster)| {
+            if *polls > 0 {
+                *polls -= 1;
+            } else {
+                cluster["state"] = json!("ACTIVE");
+            }
+            cluster.clone()
+        })
+    };
+    match found {
+        Some(cluster) => answer(&sim, "GET", "/clusters/{id}", StatusCode::OK, cluster),
+        None => refuse(
+            &sim,
+            "GET",
+            "/clusters/{id}",
+            StatusCode::NOT_FOUND,
+            "no such cluster",
+        ),
+    }
+}
+
+async fn delete_cluster(State(sim): State<Shared>, Path(id): Path<String>) -> Response {
+    let verdict = {
+        let mut state = sim.lock().unwrap();
+        let busy = state
+            .branches
+            .values()
+            .any(|(_, branch)| branch["clusterId"] == json!(id));
+        match (state.clusters.contains_key(&id), busy) {
+            (false, _) => Err((StatusCode::NOT_FOUND, "no such cluster")),
+            (true, true) => Err((StatusCode::CONFLICT, "the cluster still has branches")),
+            (true, false) => {
+                state.clusters.remove(&id);
+                Ok(())
+            }
+        }
+    };
+    match verdict {
+        Ok(()) => answer(&sim, "DELETE", "/clusters/{id}", StatusCode::OK, json!({})),
+        Err((status, message)) => refuse(&sim, "DELETE", "/clusters/{id}", status, message),
+    }
+}
+
+async fn create_branch(
+    State(sim): State<Shared>,
+    Path(cluster): Path<String>,
+    Json(body): Json<Value>,
+) -> Response {
+    let route = "/clusters/{id}/branches";
+    if body.get("displayName").is_none() {
+        return refuse(
+            &sim,
+            "POST",
+            route,
+            StatusCode::BAD_REQUEST,
+            "displayName is required",
+        );
+    }
+    let created = {
+        let mut state = sim.lock().unwrap();
+        let active = state
+            .clusters
+            .get(&cluster)
+            .map(|(_, found)| found["state"] == json!("ACTIVE"));
+        match active {
+            None => Err((StatusCode::NOT_FOUND, "no such cluster")),
+            Some(false) => Err((StatusCode::CONFLICT, "the cluster is not ACTIVE")),
+            Some(true) => {
+                state.next += 1;
+                let id = format!("b-{}", state.next);
+                let branch = json!({"branchId": id, "clusterId": cluster, "displayName": body["displayName"], "state": "CREATING"});
+                state.branches.insert(id, (POLLS, branch.clone()));
+                Ok(branch)
+            }
+        }
+    };
+    match created {
+        Ok(branch) => answer(&sim, "POST", route, StatusCode::OK, branch),
+        Err((status, message)) => refuse(&sim, "POST", route, status, message),
+    }
+}
+
+async fn get_branch(
+    State(sim): State<Shared>,
+    Path((_, branch)): Path<(String, String)>,
+) -> Response {
+    let route = "/clusters/{id}/branches/{branch}";
+    let found = {
+        let mut state = sim.lock().unwrap();
+        state.branches.get_mut(&branch).map(|(polls, found)| {
+            if *polls > 0 {
+                *polls -= 1;
+            } else {
+                found["state"] = json!("ACTIVE");
+            }
+            found.clone()
+        })
+    };
+    match found {
+        Some(branch) => answer(&sim, "GET", route, StatusCode::OK, branch),
+        None => refuse(&sim, "GET", route, StatusCode::NOT_FOUND, "no such branch"),
+    }
+}
+
+async fn delete_branch(
+    State(sim): State<Shared>,
+    Path((_, branch)): Path<(String, String)>,
+) -> Response {
+    let route = "/clusters/{id}/branches/{branch}";
+    let removed = sim.lock().unwrap().branches.remove(&branch).is_some();
+    if removed {
+        answer(&sim, "DELETE", route, StatusCode::OK, json!({}))
+    } else {
+        refuse(
+            &sim,
+            "DELETE",
+            route,
+            StatusCode::NOT_FOUND,
+            "no such branch",
+        )
+    }
+}
+
+/// The simulation on a loopback port: its base URL (with `/v1beta1`) and its state.
+pub(crate) async fn start() -> (String, Shared) {
+    let sim: Shared = Arc::default();
+    let app = Router::new()
+        .route("/v1beta1/clusters", post(create_cluster))
+        .route(
+            "/v1beta1/clusters/{id}",
+            get(get_cluster).delete(delete_cluster),
+        )
+        .route("/v1beta1/clusters/{id}/branches", post(create_branch))
+        .route(
+            "/v1beta1/clusters/{id}/branches/{branch}",
+            get(get_branch).delete(delete_branch),
+        )
+        .with_state(Arc::clone(&sim));
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("http://{address}"), sim)
+}
+
+/// Calls answered with `status`.
+pub(crate) fn count(sim: &Shared, status: u16) -> usize {
+    sim.lock()
+        .unwrap()
+        .calls
+        .iter()
+        .filter(|(_, _, answered)| *answered == status)
+        .count()
+}
+
+/// Calls of `method` `route`.
+pub(crate) fn calls(sim: &Shared, method: &str, route: &str) -> usize {
+    sim.lock()
+        .unwrap()
+        .calls
+        .iter()
+        .filter(|(m, r, _)| m == method && r == route)
+        .count()
+}
