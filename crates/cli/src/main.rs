@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod explore;
 mod guard;
 mod import;
 mod knowledge;
@@ -79,6 +80,9 @@ enum Command {
     /// decision-table suite, verify an audit log.
     #[command(subcommand)]
     Guard(guard::GuardCommand),
+    /// Explore an API toward a target: suggested steps, run or asked about, kept as a
+    /// session and a reusable scenario.
+    Explore(explore::ExploreArgs),
     /// Import tools: one tool YAML per operation of an OpenAPI (or Swagger) spec.
     #[command(subcommand)]
     Import(import::ImportCommand),
@@ -167,6 +171,7 @@ fn main() -> ExitCode {
         Command::Guard(command) => guard::guard_command(command),
         Command::Sandbox(command) => sandbox::sandbox_command(command),
         Command::Import(command) => import::import_command(command),
+        Command::Explore(args) => explore::explore_command(args),
         Command::Validate {
             workflow,
             tools,

@@ -25,6 +25,8 @@ pub mod session;
 pub mod state;
 pub mod suggest;
 pub mod sut;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use intervention::{
     Action, Assessment, Decision, ScriptedInterventor, Source, Thresholds, decide,

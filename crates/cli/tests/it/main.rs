@@ -7,6 +7,7 @@ use serde_json::Value;
 use wayline_testkit::{fixture, testdata};
 
 mod durable;
+mod explore;
 mod guard;
 mod import;
 mod knowledge;

@@ -16,7 +16,7 @@ use wayline_planner::sut::SutConfig;
 use wayline_registry::openapi::ApiSpec;
 use wayline_testkit::fixture;
 
-use crate::simulation::{self, calls, count};
+use wayline_planner::testing::{self as simulation, calls, count};
 
 const TARGET: &str = "create a cluster, create a branch on it, delete both";
 const REGION: &str = r#"{"region": {"name": "regions/aws-us-east-1"}}"#;

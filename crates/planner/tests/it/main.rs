@@ -3,6 +3,5 @@
 mod dataflow;
 mod explore;
 mod output;
-mod simulation;
 mod suggest;
 mod sut;

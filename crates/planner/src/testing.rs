@@ -1,6 +1,8 @@
-//! A loopback simulation of the fixture API's cluster and branch operations, and the explorer
-//! run against it: a cluster is `CREATING` for a few polls, then `ACTIVE`; a missing required
-//! field is a 400; deleting a cluster that still has branches is a 409. Every call is counted.
+//! Test support (feature `testing`): a loopback simulation of the tidbx fixture API's cluster
+//! and branch operations, for exercising the explorer. A cluster (and a branch) is `CREATING`
+//! for [`POLLS`] polls, then `ACTIVE`; a missing required field is a 400; a branch on a
+//! cluster that is not `ACTIVE`, or deleting a cluster that still has branches, is a 409.
+//! Every call is counted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,22 +16,24 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 /// How many polls a new cluster or branch stays `CREATING`.
-pub(crate) const POLLS: u32 = 2;
+pub const POLLS: u32 = 2;
 
+/// The simulation's state.
 #[derive(Debug, Default)]
-pub(crate) struct Sim {
+pub struct Sim {
     clusters: HashMap<String, (u32, Value)>,
     branches: HashMap<String, (u32, Value)>,
     next: u32,
     /// Every call: method, route, status answered.
-    pub(crate) calls: Vec<(String, String, u16)>,
+    pub calls: Vec<(String, String, u16)>,
 }
 
-type Shared = Arc<Mutex<Sim>>;
+/// The simulation, shared with its server.
+pub type Shared = Arc<Mutex<Sim>>;
 
 fn answer(sim: &Shared, method: &str, route: &str, status: StatusCode, body: Value) -> Response {
     sim.lock()
-        .unwrap()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .calls
         .push((method.to_owned(), route.to_owned(), status.as_u16()));
     (status, Json(body)).into_response()
@@ -58,7 +62,9 @@ async fn create_cluster(State(sim): State<Shared>, Json(body): Json<Value>) -> R
         }
     }
     let cluster = {
-        let mut state = sim.lock().unwrap();
+        let mut state = sim
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         state.next += 1;
         let id = format!("c-{}", state.next);
         let cluster = json!({"clusterId": id, "displayName": body["displayName"], "region": body["region"], "state": "CREATING"});
@@ -70,7 +76,9 @@ async fn create_cluster(State(sim): State<Shared>, Json(body): Json<Value>) -> R
 
 async fn get_cluster(State(sim): State<Shared>, Path(id): Path<String>) -> Response {
     let found = {
-        let mut state = sim.lock().unwrap();
+        let mut state = sim
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         state.clusters.get_mut(&id).map(|(polls, cluster)| {
             if *polls > 0 {
                 *polls -= 1;
@@ -94,7 +102,9 @@ async fn get_cluster(State(sim): State<Shared>, Path(id): Path<String>) -> Respo
 
 async fn delete_cluster(State(sim): State<Shared>, Path(id): Path<String>) -> Response {
     let verdict = {
-        let mut state = sim.lock().unwrap();
+        let mut state = sim
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let busy = state
             .branches
             .values()
@@ -130,7 +140,9 @@ async fn create_branch(
         );
     }
     let created = {
-        let mut state = sim.lock().unwrap();
+        let mut state = sim
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let active = state
             .clusters
             .get(&cluster)
@@ -159,7 +171,9 @@ async fn get_branch(
 ) -> Response {
     let route = "/clusters/{id}/branches/{branch}";
     let found = {
-        let mut state = sim.lock().unwrap();
+        let mut state = sim
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         state.branches.get_mut(&branch).map(|(polls, found)| {
             if *polls > 0 {
                 *polls -= 1;
@@ -180,7 +194,12 @@ async fn delete_branch(
     Path((_, branch)): Path<(String, String)>,
 ) -> Response {
     let route = "/clusters/{id}/branches/{branch}";
-    let removed = sim.lock().unwrap().branches.remove(&branch).is_some();
+    let removed = sim
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .branches
+        .remove(&branch)
+        .is_some();
     if removed {
         answer(&sim, "DELETE", route, StatusCode::OK, json!({}))
     } else {
@@ -194,8 +213,10 @@ async fn delete_branch(
     }
 }
 
-/// The simulation on a loopback port: its base URL (with `/v1beta1`) and its state.
-pub(crate) async fn start() -> (String, Shared) {
+/// Starts the simulation on a loopback port (panics when no loopback port can be bound: it
+/// is for tests): its origin (`http://127.0.0.1:PORT`; the API is
+/// under `/v1beta1`) and its state.
+pub async fn start() -> (String, Shared) {
     let sim: Shared = Arc::default();
     let app = Router::new()
         .route("/v1beta1/clusters", post(create_cluster))
@@ -211,8 +232,8 @@ pub(crate) async fn start() -> (String, Shared) {
         .with_state(Arc::clone(&sim));
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
         .await
-        .unwrap();
-    let address = listener.local_addr().unwrap();
+        .expect("a loopback port for the simulation");
+    let address = listener.local_addr().expect("the simulation's address");
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
@@ -220,9 +241,9 @@ pub(crate) async fn start() -> (String, Shared) {
 }
 
 /// Calls answered with `status`.
-pub(crate) fn count(sim: &Shared, status: u16) -> usize {
+pub fn count(sim: &Shared, status: u16) -> usize {
     sim.lock()
-        .unwrap()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .calls
         .iter()
         .filter(|(_, _, answered)| *answered == status)
@@ -230,9 +251,9 @@ pub(crate) fn count(sim: &Shared, status: u16) -> usize {
 }
 
 /// Calls of `method` `route`.
-pub(crate) fn calls(sim: &Shared, method: &str, route: &str) -> usize {
+pub fn calls(sim: &Shared, method: &str, route: &str) -> usize {
     sim.lock()
-        .unwrap()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .calls
         .iter()
         .filter(|(m, r, _)| m == method && r == route)

@@ -1,0 +1,208 @@
+//! `wayline explore`: from a SUT, its spec and a target in plain words to confirmed steps and
+//! a reusable scenario (seed 000), asking a person — at the terminal, from an answers file,
+//! or not at all with `--auto` — when the intervention matrix says so.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::json;
+use wayline_core::intervene::{Answer, AutoApprove, Interventor, Question, QuestionKind};
+use wayline_planner::ScriptedInterventor;
+use wayline_planner::auth::sut_transport;
+use wayline_planner::explore::Explorer;
+use wayline_planner::session::SessionStatus;
+use wayline_planner::sut::SutConfig;
+use wayline_registry::openapi::ApiSpec;
+
+use crate::knowledge::KnowledgeArg;
+use crate::run::{runtime, transport, unreadable};
+use crate::{Outcome, ReportFormat, print_json};
+
+/// `wayline explore` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExploreArgs {
+    /// The SUT config (`sut.yaml`).
+    #[arg(long, value_name = "FILE")]
+    sut: PathBuf,
+    /// What to reach, in plain words ("create a cluster, create a branch on it, delete both").
+    #[arg(long, value_name = "TEXT", required_unless_present = "resume")]
+    target: Option<String>,
+    /// The OpenAPI spec (default: the SUT's `specs.openapi`, relative to the SUT file).
+    #[arg(long, value_name = "FILE")]
+    spec: Option<PathBuf>,
+    /// Run without asking: auto mode, and every question answered without a person (yes to
+    /// confirmations, the first choice; stop where only a person can help).
+    #[arg(long)]
+    auto: bool,
+    /// Answer questions from this file (`answers: [{kind, operation, answer, times}]`).
+    #[arg(long, value_name = "FILE")]
+    answers: Option<PathBuf>,
+    /// Go on with this session (its id, `ses_...`).
+    #[arg(long, value_name = "ID")]
+    resume: Option<String>,
+    /// Where sessions are kept (default: `$WAYLINE_HOME/sessions`).
+    #[arg(long, value_name = "DIR")]
+    session_dir: Option<PathBuf>,
+    /// Write the confirmed steps as a wayline workflow to this file.
+    #[arg(long, value_name = "FILE")]
+    emit_workflow: Option<PathBuf>,
+    #[command(flatten)]
+    knowledge: KnowledgeArg,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
+}
+
+/// Asks at the terminal: the question on stderr, the answer from stdin (`y`, `n`, `a` to
+/// stop, a number to choose, other text as given). End of input stops.
+#[derive(Debug)]
+struct TerminalInterventor;
+
+#[async_trait::async_trait]
+impl Interventor for TerminalInterventor {
+    async fn ask(&self, question: &Question) -> Answer {
+        let mut stderr = std::io::stderr();
+        let _ = writeln!(stderr, "\n? {}", question.message);
+        for (index, option) in question.options.iter().enumerate() {
+            let _ = writeln!(stderr, "  {index}) {option}");
+        }
+        let hint = match question.kind {
+            QuestionKind::Choose => "number, n to skip, a to stop",
+            QuestionKind::Clarify | QuestionKind::Credentials | QuestionKind::Error => {
+                "y to retry, n to skip, a to stop, or JSON values to use"
+            }
+            _ => "y/n, a to stop",
+        };
+        let _ = write!(stderr, "  [{hint}] ");
+        let _ = stderr.flush();
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+            return Answer::Abort;
+        }
+        let line = line.trim();
+        match line.to_lowercase().as_str() {
+            "y" | "yes" => Answer::Yes,
+            "n" | "no" => Answer::No,
+            "a" | "abort" | "q" | "quit" | "" => Answer::Abort,
+            other => match other.parse::<usize>() {
+                Ok(index) => Answer::Choose(index),
+                Err(_) => Answer::Text(line.to_owned()),
+            },
+        }
+    }
+}
+
+fn home_dir(name: &str) -> Option<PathBuf> {
+    wayline_store::default_location().and_then(|db| db.parent().map(|home| home.join(name)))
+}
+
+pub(crate) fn explore_command(args: ExploreArgs) -> Outcome {
+    match explore(args) {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
+    let sut = SutConfig::load(&args.sut).map_err(unreadable)?;
+    let spec_path = args
+        .spec
+        .clone()
+        .or_else(|| sut.spec_path())
+        .ok_or_else(|| unreadable("the SUT names no spec (specs.openapi); pass --spec FILE"))?;
+    let spec = ApiSpec::load(&spec_path).map_err(unreadable)?;
+    let credentials = sut
+        .credentials(&|name| std::env::var(name).ok())
+        .map_err(unreadable)?;
+    let interventor: Arc<dyn Interventor> = match (&args.answers, args.auto) {
+        (Some(path), _) => Arc::new(ScriptedInterventor::load(path).map_err(unreadable)?),
+        (None, true) => Arc::new(AutoApprove),
+        (None, false) => Arc::new(TerminalInterventor),
+    };
+    let session_dir = args
+        .session_dir
+        .clone()
+        .or_else(|| home_dir("sessions"))
+        .ok_or_else(|| unreadable("no --session-dir given and no home directory known"))?;
+    let knowledge = args.knowledge.open(None)?;
+    let transport = sut_transport(&credentials, Arc::new(transport()?));
+    let mut explorer = Explorer::new(sut, spec, transport, interventor)
+        .map_err(unreadable)?
+        .knowledge(knowledge)
+        .session_dir(&session_dir);
+    if args.auto {
+        explorer = explorer.auto();
+    }
+    let runtime = runtime()?;
+    let mut session = match (&args.resume, &args.target) {
+        (Some(id), _) => explorer.resume(id).map_err(unreadable)?,
+        (None, Some(target)) => explorer.start(target).map_err(unreadable)?,
+        (None, None) => return Err(unreadable("give --target TEXT, or --resume ID")),
+    };
+    runtime
+        .block_on(explorer.run(&mut session))
+        .map_err(unreadable)?;
+    let scenario = explorer.output(&session);
+    let output = session_dir.join(format!("{}-output.yaml", session.session.id));
+    write(&output, &scenario.to_yaml())?;
+    if let Some(path) = &args.emit_workflow {
+        let (workflow, warnings) = scenario.to_workflow().map_err(unreadable)?;
+        for warning in warnings {
+            eprintln!("warning: {warning}");
+        }
+        let text = serde_norway::to_string(&workflow)
+            .map_err(|error| unreadable(format!("cannot write the workflow: {error}")))?;
+        write(path, &text)?;
+    }
+    let status = serde_json::to_value(session.session.status).unwrap_or_default();
+    match args.format {
+        ReportFormat::Json => print_json(&json!({
+            "session_id": session.session.id,
+            "status": status,
+            "confirmed_steps": session.confirmed_steps.len(),
+            "interventions": session.interventions,
+            "output": output.display().to_string(),
+        })),
+        ReportFormat::Text => {
+            for step in &session.confirmed_steps {
+                println!("  ok  {} ({} call(s))", step.operation_id, step.attempts);
+            }
+            for step in &session.rejected_steps {
+                println!(
+                    "  --  {}: {} ({})",
+                    step.operation_id, step.error, step.user_action
+                );
+            }
+            println!(
+                "session {}: {} — {} step(s), {} question(s); output {}",
+                session.session.id,
+                status.as_str().unwrap_or("?"),
+                session.confirmed_steps.len(),
+                session.interventions,
+                output.display()
+            );
+            if session.session.status == SessionStatus::InProgress {
+                println!("resume it with --resume {}", session.session.id);
+            }
+        }
+    }
+    Ok(if session.session.status == SessionStatus::Completed {
+        Outcome::Ok
+    } else {
+        Outcome::Failed
+    })
+}
+
+fn write(path: &Path, text: &str) -> Result<(), Outcome> {
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)
+            .map_err(|error| unreadable(format!("cannot create {}: {error}", parent.display())))?;
+    }
+    let temporary = path.with_extension("tmp");
+    std::fs::write(&temporary, text)
+        .and_then(|()| std::fs::rename(&temporary, path))
+        .map_err(|error| unreadable(format!("cannot write {}: {error}", path.display())))
+}
