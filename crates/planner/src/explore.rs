@@ -431,13 +431,24 @@ impl Explorer {
         status: Option<u16>,
     ) -> Recovery {
         let (kind, message) = match status {
-            Some(400) => (
-                QuestionKind::Error,
-                format!(
-                    "400 Bad Request from {}: {error}; give the missing or wrong values (as JSON) to retry",
-                    operation.id
-                ),
-            ),
+            Some(400) => {
+                let named = wayline_knowledge::words::missing_names(error);
+                let fix = match named.first() {
+                    None => "give the missing or wrong values as JSON to retry".to_owned(),
+                    Some(first) => format!(
+                        "suggested fix: give {} (as JSON: {{\"{first}\": ...}}) to retry",
+                        named
+                            .iter()
+                            .map(|name| format!("`{name}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                (
+                    QuestionKind::Error,
+                    format!("400 Bad Request from {}: {error}; {fix}", operation.id),
+                )
+            }
             Some(401 | 403) => (
                 QuestionKind::Credentials,
                 format!(

@@ -85,8 +85,19 @@ async fn explore_reaches_the_target_learns_and_asks_less_the_second_time() {
             "ClusterService_DeleteCluster",
         ]
     );
-    // The 400 for the missing region was asked about once, and fixed by the answer.
+    // The 400 for the missing region was asked about once, with the fix, and fixed by the
+    // answer.
     assert_eq!(count(&sim, 400), 1);
+    let error = first_answers
+        .asked()
+        .into_iter()
+        .find(|question| question.kind == QuestionKind::Error)
+        .unwrap();
+    assert!(
+        error.message.contains("suggested fix: give `region`"),
+        "{}",
+        error.message
+    );
     assert_eq!(
         count(&sim, 409),
         0,
