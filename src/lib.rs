@@ -14,6 +14,7 @@
 //! | `knowledge` | `wayline-knowledge`: patterns, pitfalls and statistics learned from runs, their stores, the recorder, queries | `knowledge` (`knowledge-sqlite` adds SQLite) |
 //! | `guard` | `wayline-guard`: the diagnostic state machine — phase-gated tools, panic detection, break-glass, audit log | `guard` |
 //! | `sandbox` | `wayline-sandbox`: code sandboxes — the `SandboxProvider` trait, the embedded local provider, `BayClient`, the code runner for code steps | `sandbox` (`sandbox-server` adds the Bay-compatible HTTP server) |
+//! | `planner` | `wayline-planner`: the explorer — SUT configs, suggestions, the intervention matrix, sessions, reusable scenarios | `planner` |
 //! | `testing` | the tool test harness and a loopback mock server | `testing` |
 //!
 //! ```
@@ -37,6 +38,8 @@ pub use wayline_graph as graph;
 pub use wayline_guard as guard;
 #[cfg(feature = "knowledge")]
 pub use wayline_knowledge as knowledge;
+#[cfg(feature = "planner")]
+pub use wayline_planner as planner;
 #[cfg(feature = "registry")]
 pub use wayline_registry as registry;
 #[cfg(feature = "sandbox")]
