@@ -47,6 +47,9 @@ pub(crate) struct ExploreArgs {
     /// Write the confirmed steps as a wayline workflow to this file.
     #[arg(long, value_name = "FILE")]
     emit_workflow: Option<PathBuf>,
+    /// Replace the `--emit-workflow` file when it exists with other content.
+    #[arg(long)]
+    force: bool,
     #[command(flatten)]
     knowledge: KnowledgeArg,
     /// Output format.
@@ -152,6 +155,13 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
         }
         let text = serde_norway::to_string(&workflow)
             .map_err(|error| unreadable(format!("cannot write the workflow: {error}")))?;
+        if !args.force && std::fs::read_to_string(path).is_ok_and(|existing| existing != text) {
+            return Err(unreadable(format!(
+                "{} exists with other content; pass --force to replace it (the session is saved: {})",
+                path.display(),
+                session.session.id
+            )));
+        }
         write(path, &text)?;
     }
     let status = serde_json::to_value(session.session.status).unwrap_or_default();
@@ -193,6 +203,14 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
     })
 }
 
+/// A suffix for temporary files, so two writers never share one.
+fn fastrand_suffix() -> u32 {
+    std::process::id()
+        ^ (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.subsec_nanos()))
+}
+
 fn write(path: &Path, text: &str) -> Result<(), Outcome> {
     if let Some(parent) = path
         .parent()
@@ -201,7 +219,7 @@ fn write(path: &Path, text: &str) -> Result<(), Outcome> {
         std::fs::create_dir_all(parent)
             .map_err(|error| unreadable(format!("cannot create {}: {error}", parent.display())))?;
     }
-    let temporary = path.with_extension("tmp");
+    let temporary = path.with_extension(format!("{:08x}.tmp", fastrand_suffix()));
     std::fs::write(&temporary, text)
         .and_then(|()| std::fs::rename(&temporary, path))
         .map_err(|error| unreadable(format!("cannot write {}: {error}", path.display())))

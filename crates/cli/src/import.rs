@@ -90,7 +90,20 @@ fn import_openapi(
             )
         })
         .collect();
-    // Check everything before writing anything: no half-written import.
+    // Check everything before writing anything: no half-written import. Two ids that make
+    // one file name (`a b` and `a_b`, or `A` and `a` on a case-insensitive disk) would lose
+    // a tool.
+    let mut names: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    for (tool, (path, _)) in imported.iter().zip(&files) {
+        let key = path.display().to_string().to_lowercase();
+        if let Some(first) = names.insert(key, &tool.tool.id) {
+            return Err(unreadable(format!(
+                "operations `{first}` and `{}` would both be written to {}; give one of them another operationId",
+                tool.tool.id,
+                path.display()
+            )));
+        }
+    }
     let mut clashes = Vec::new();
     for (path, text) in &files {
         if let Ok(existing) = std::fs::read_to_string(path)

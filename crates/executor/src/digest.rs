@@ -255,11 +255,12 @@ impl DigestTransport {
 #[async_trait::async_trait]
 impl Transport for DigestTransport {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
-        let had_challenge = self
+        let answered_nonce = self
             .current
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .is_some();
+            .as_ref()
+            .map(|(challenge, _)| challenge.nonce.clone());
         let response = self.inner.send(self.authorized(&request)).await?;
         if response.status != 401 {
             return Ok(response);
@@ -267,9 +268,10 @@ impl Transport for DigestTransport {
         let Some(challenge) = Self::challenge_in(&response) else {
             return Ok(response);
         };
-        // A first challenge, or a stale nonce: answer it. Refused credentials (a fresh,
-        // non-stale challenge to an answer) are the caller's 401.
-        if had_challenge && !challenge.stale {
+        // A first challenge, a stale nonce, or a new nonce (a server that rotates them
+        // without saying `stale`): answer it, once. The same nonce challenged again means
+        // refused credentials: the caller's 401.
+        if answered_nonce.as_deref() == Some(challenge.nonce.as_str()) && !challenge.stale {
             return Ok(response);
         }
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some((challenge, 0));
@@ -333,6 +335,9 @@ mod tests {
     struct Server {
         nonce: Mutex<String>,
         calls: Mutex<Vec<Option<String>>>,
+        /// Whether an old nonce is answered with `stale=true` (some servers just send a
+        /// new challenge).
+        says_stale: bool,
     }
 
     impl Server {
@@ -363,7 +368,7 @@ mod tests {
             };
             let nonce = self.nonce.lock().unwrap().clone();
             if field("nonce").as_deref() != Some(nonce.as_str()) {
-                return Ok(self.challenge(true));
+                return Ok(self.challenge(self.says_stale));
             }
             let nc = u32::from_str_radix(&field("nc").unwrap(), 16).unwrap();
             let expected = answer(
@@ -391,6 +396,7 @@ mod tests {
         let server = Arc::new(Server {
             nonce: Mutex::new("n1".into()),
             calls: Mutex::new(Vec::new()),
+            says_stale: true,
         });
         let client =
             DigestTransport::new(server.clone(), Secret::new("user"), Secret::new("right"));
@@ -421,9 +427,22 @@ mod tests {
         // The password is never shown.
         assert!(!format!("{client:?}").contains("right"));
         // Wrong credentials: the 401 comes back after one answer, not a loop.
+        // A server that rotates nonces without saying `stale`: the new one is answered once.
+        let rotating = Arc::new(Server {
+            nonce: Mutex::new("n1".into()),
+            calls: Mutex::new(Vec::new()),
+            says_stale: false,
+        });
+        let client =
+            DigestTransport::new(rotating.clone(), Secret::new("user"), Secret::new("right"));
+        assert_eq!(client.send(get("/a")).await.unwrap().status, 200);
+        *rotating.nonce.lock().unwrap() = "n9".into();
+        assert_eq!(client.send(get("/b")).await.unwrap().status, 200);
+        assert_eq!(rotating.calls.lock().unwrap().len(), 4);
         let server = Arc::new(Server {
             nonce: Mutex::new("n1".into()),
             calls: Mutex::new(Vec::new()),
+            says_stale: true,
         });
         let wrong = DigestTransport::new(server.clone(), Secret::new("user"), Secret::new("wrong"));
         assert_eq!(wrong.send(get("/x")).await.unwrap().status, 401);

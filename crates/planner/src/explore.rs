@@ -25,7 +25,7 @@ use crate::intent::{Verb, operation_resource, operation_verb};
 use crate::intervention::{Action, Assessment, Thresholds, decide};
 use crate::output::{Scenario, ScenarioInfo, ScenarioStep};
 use crate::session::{ConfirmedStep, RejectedStep, Session, SessionStatus};
-use crate::state::{ExploreState, Resource, plural};
+use crate::state::{ExploreState, Resource, is_secret_name, plural, redact};
 use crate::suggest::{Suggester, Suggestion};
 use crate::sut::SutConfig;
 
@@ -162,6 +162,15 @@ impl Explorer {
     /// Session `id` from the session directory, to go on with.
     pub fn resume(&self, id: &str) -> Result<Session, String> {
         let mut session = Session::load(&self.session_dir, id)?;
+        // Secret variables are not saved; the SUT's presets give them again.
+        for (name, value) in &self.sut.preset_variables {
+            if !value.is_null() && !session.current_state.variables.contains_key(name) {
+                session
+                    .current_state
+                    .variables
+                    .insert(name.clone(), value.clone());
+            }
+        }
         if session.session.status == SessionStatus::Aborted {
             session.session.status = SessionStatus::InProgress;
         }
@@ -195,8 +204,12 @@ impl Explorer {
     /// the session is saved after every step.
     pub async fn run(&self, session: &mut Session) -> Result<(), String> {
         let started = Instant::now();
+        let began_in_progress = session.session.status == SessionStatus::InProgress;
         let mut silent = 0u32;
         let mut steps = 0u32;
+        // Failures and refusals per operation: a step that keeps failing (or being declined)
+        // ends the session instead of being suggested forever.
+        let mut strikes: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         while session.session.status == SessionStatus::InProgress {
             if steps >= self.max_steps {
                 break; // stays in progress: resume it
@@ -229,8 +242,25 @@ impl Explorer {
                     .ask(session, &suggestion, decision.action, &decision.reason)
                     .await
                 {
-                    Asked::Go(operation) => suggestion.operation = operation,
-                    Asked::Skip => continue,
+                    Asked::Go(operation) if operation != suggestion.operation => {
+                        // Another candidate was chosen: its own inputs, pitfalls and goal.
+                        match suggester.suggestion_for(
+                            &operation,
+                            suggestion.goal.clone(),
+                            &session.current_state,
+                        ) {
+                            Some(chosen) => suggestion = chosen,
+                            None => break,
+                        }
+                    }
+                    Asked::Go(_) => {}
+                    Asked::Skip => {
+                        if self.strike(session, &mut strikes, &suggestion.operation, "declined") {
+                            break;
+                        }
+                        session.save(&self.session_dir, Utc::now())?;
+                        continue;
+                    }
                     Asked::Stop => break,
                 }
             } else {
@@ -242,13 +272,10 @@ impl Explorer {
             };
             session.pending_step = Some(json!({
                 "operation_id": operation.id,
-                "inputs": suggestion.inputs,
+                "inputs": redact(&json!(suggestion.inputs)),
             }));
             session.save(&self.session_dir, Utc::now())?;
-            let until = suggestion
-                .wait_for
-                .as_ref()
-                .map(|wait| format!("body.state == '{}'", wait.state));
+            let until = suggestion.wait_for.as_ref().map(|wait| wait.condition());
             let ran = self
                 .execute(&operation, &suggestion.inputs, until.as_deref())
                 .await;
@@ -268,8 +295,8 @@ impl Explorer {
                 session.confirmed_steps.push(ConfirmedStep {
                     order: u32::try_from(session.confirmed_steps.len()).unwrap_or(u32::MAX),
                     operation_id: operation.id.clone(),
-                    request: ran.request,
-                    response: json!({"status_code": ran.status, "body": ran.output}),
+                    request: redact(&ran.request),
+                    response: json!({"status_code": ran.status, "body": redact(&ran.output)}),
                     saved_variables: saved,
                     goal: suggestion.goal.clone(),
                     until,
@@ -292,6 +319,10 @@ impl Explorer {
                 ))
                 .await;
                 silent = 0;
+                if self.strike(session, &mut strikes, &operation.id, "failed") {
+                    session.save(&self.session_dir, Utc::now())?;
+                    break;
+                }
                 match self.recover(session, &operation, &error, ran.status).await {
                     Recovery::Retry => {}
                     Recovery::Skip(action) => {
@@ -316,8 +347,12 @@ impl Explorer {
             }
             session.save(&self.session_dir, Utc::now())?;
         }
-        if session.session.status == SessionStatus::Completed {
-            // The whole session, once, as a pattern for the target.
+        // The whole session, once, as a pattern for the target: when it was completed by this
+        // call (a resumed completed session is not learned again) and no goal was skipped.
+        if began_in_progress
+            && session.session.status == SessionStatus::Completed
+            && session.rejected_steps.is_empty()
+        {
             let mut observation = RunObservation::default();
             observation.goal = session.session.target.clone();
             observation.succeeded = true;
@@ -335,6 +370,29 @@ impl Explorer {
         }
         session.save(&self.session_dir, Utc::now())?;
         Ok(())
+    }
+
+    /// Counts a failure or refusal of `operation`; at the third, the session fails (and says
+    /// why). True when it did.
+    fn strike(
+        &self,
+        session: &mut Session,
+        strikes: &mut std::collections::HashMap<String, u32>,
+        operation: &str,
+        what: &str,
+    ) -> bool {
+        let count = strikes.entry(operation.to_owned()).or_default();
+        *count += 1;
+        if *count < MAX_STRIKES {
+            return false;
+        }
+        session.rejected_steps.push(RejectedStep {
+            operation_id: operation.to_owned(),
+            error: format!("{what} {MAX_STRIKES} times"),
+            user_action: "the session stopped".to_owned(),
+        });
+        session.session.status = SessionStatus::Failed;
+        true
     }
 
     /// A step's attempts and outcome as an observation (stats and pitfalls).
@@ -406,6 +464,14 @@ impl Explorer {
                 if let Some(goal) = &suggestion.goal {
                     session.goals_done.push(goal.clone());
                 }
+                Asked::Skip
+            }
+            // For a target nothing matched, words are a new target; JSON is values to use.
+            Answer::Text(text)
+                if kind == QuestionKind::Clarify
+                    && serde_json::from_str::<Value>(&text).is_err() =>
+            {
+                session.session.target = text;
                 Asked::Skip
             }
             Answer::Text(text) => {
@@ -480,7 +546,18 @@ impl Explorer {
             .operation(operation.id.clone())
             .context(json!({"status": status, "error": error}));
         session.interventions += 1;
-        match self.interventor.ask(&question).await {
+        let answer = self.interventor.ask(&question).await;
+        if kind == QuestionKind::Credentials {
+            // Credentials come from the SUT's environment variables, never from an answer (it
+            // would land in the session file); retrying with the same ones cannot help.
+            return match answer {
+                Answer::No => Recovery::Skip("skipped".to_owned()),
+                _ => Recovery::Stop(
+                    "stopped: set the SUT's credential variables and resume".to_owned(),
+                ),
+            };
+        }
+        match answer {
             Answer::Yes => Recovery::Retry,
             Answer::Text(text) => {
                 merge_variables(&mut session.current_state, &text);
@@ -582,6 +659,12 @@ impl Explorer {
                             Value::from(format!("{{{variable}}}")),
                         );
                         body_params.insert(variable.clone(), Value::from(variable));
+                    }
+                    // A secret is never written out: it becomes a value to give at run time.
+                    (Location::Body, None) if is_secret_name(&parameter.name) => {
+                        let input = parameter.input.clone();
+                        body.insert(parameter.name.clone(), Value::from(format!("{{{input}}}")));
+                        body_params.insert(input.clone(), Value::from(input));
                     }
                     (Location::Body, None) => {
                         body.insert(parameter.name.clone(), value.clone());
@@ -686,6 +769,9 @@ impl Explorer {
     }
 }
 
+/// Failures or refusals of one operation before the session gives up.
+const MAX_STRIKES: u32 = 3;
+
 /// The answer to a question about a suggestion.
 enum Asked {
     Go(String),
@@ -755,16 +841,21 @@ pub fn apply(
 ) -> Vec<String> {
     let resource = operation_resource(operation);
     let kind = plural(&resource);
-    let reported = output
-        .get("state")
-        .and_then(Value::as_str)
+    let reported = ["state", "status", "phase"]
+        .iter()
+        .find_map(|field| output.get(*field).and_then(Value::as_str))
         .map(str::to_owned);
     let attributes: IndexMap<String, Value> = output
         .as_object()
         .map(|object| {
             object
                 .iter()
-                .filter(|(_, value)| !value.is_null() && !value.is_object() && !value.is_array())
+                .filter(|(key, value)| {
+                    !value.is_null()
+                        && !value.is_object()
+                        && !value.is_array()
+                        && !is_secret_name(key)
+                })
                 .map(|(key, value)| (key.clone(), value.clone()))
                 .collect()
         })
@@ -784,20 +875,27 @@ pub fn apply(
         .rfind(|parameter| parameter.location == Location::Path)
         .and_then(|parameter| inputs.get(&parameter.input))
         .and_then(|value| value.as_str().map(str::to_owned));
-    let parent = operation
-        .parameters
-        .iter()
-        .filter(|parameter| parameter.location == Location::Path)
-        .filter_map(|parameter| inputs.get(&parameter.input).and_then(Value::as_str))
-        .next()
-        .map(str::to_owned);
+    // A create's parent is the resource its path ends in (`/clusters/{clusterId}/branches`).
+    let parent = id_in_path.clone();
     match operation_verb(operation) {
         Verb::Create => {
             let Some(id) = id_of_output else {
                 return Vec::new();
             };
+            // The next number after the highest used, so a name freed by a delete is never
+            // given to another resource (its variable may still be referred to).
+            let prefix = format!("{resource}_");
+            let highest = state
+                .resources
+                .get(&kind)
+                .into_iter()
+                .flat_map(|named| named.keys())
+                .chain(state.variables.keys())
+                .filter_map(|name| name.strip_prefix(&prefix)?.parse::<u64>().ok())
+                .max()
+                .unwrap_or(0);
+            let name = format!("{prefix}{}", highest + 1);
             let named = state.resources.entry(kind).or_default();
-            let name = format!("{resource}_{}", named.len() + 1);
             named.insert(
                 name.clone(),
                 Resource {
@@ -858,5 +956,71 @@ fn scenario_name(target: &str) -> String {
         "explored".to_owned()
     } else {
         words.join("_")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn operation(method: &str, path: &str, parameters: &[&str]) -> Operation {
+        let spec = serde_json::json!({
+            "openapi": "3.0.0",
+            "paths": {path: {method.to_lowercase(): {
+                "operationId": "op",
+                "parameters": parameters.iter().map(|name| json!({"name": name, "in": "path", "required": true})).collect::<Vec<_>>(),
+                "responses": {"200": {"description": "ok"}}}}}
+        });
+        ApiSpec::parse(&spec.to_string(), Path::new("spec.json"))
+            .unwrap()
+            .operations
+            .remove(0)
+    }
+
+    #[test]
+    fn a_name_freed_by_a_delete_is_not_given_again() {
+        let create = operation("POST", "/clusters", &[]);
+        let delete = operation("DELETE", "/clusters/{clusterId}", &["clusterId"]);
+        let mut state = ExploreState::default();
+        let none = IndexMap::new();
+        assert_eq!(
+            apply(
+                &mut state,
+                &create,
+                &none,
+                &json!({"clusterId": "c1", "state": "CREATING"})
+            ),
+            ["cluster_1"]
+        );
+        assert_eq!(
+            apply(&mut state, &create, &none, &json!({"clusterId": "c2"})),
+            ["cluster_2"]
+        );
+        let mut inputs = IndexMap::new();
+        inputs.insert("clusterId".to_owned(), json!("c1"));
+        apply(&mut state, &delete, &inputs, &json!({}));
+        assert_eq!(
+            apply(
+                &mut state,
+                &create,
+                &none,
+                &json!({"clusterId": "c3", "rootPassword": "p"})
+            ),
+            ["cluster_3"]
+        );
+        assert_eq!(state.variables["cluster_2"], "c2", "untouched");
+        let third = &state.resources["clusters"]["cluster_3"];
+        assert!(
+            !third.attributes.contains_key("rootPassword"),
+            "secrets are not kept"
+        );
+        // A branch's parent is the resource its path ends in.
+        let branch = operation("POST", "/clusters/{clusterId}/branches", &["clusterId"]);
+        inputs.insert("clusterId".to_owned(), json!("c3"));
+        apply(&mut state, &branch, &inputs, &json!({"branchId": "b1"}));
+        assert_eq!(
+            state.resources["branches"]["branch_1"].parent_id.as_deref(),
+            Some("c3")
+        );
     }
 }

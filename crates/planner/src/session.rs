@@ -158,9 +158,15 @@ impl Session {
         std::fs::create_dir_all(dir)
             .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
         let path = Session::path(dir, &self.session.id);
-        let text = serde_norway::to_string(self)
+        // Secret variables stay in memory only (the SUT's presets give them on resume).
+        let mut saved = self.clone();
+        saved
+            .current_state
+            .variables
+            .retain(|name, _| !crate::state::is_secret_name(name));
+        let text = serde_norway::to_string(&saved)
             .map_err(|error| format!("cannot write the session: {error}"))?;
-        let temporary = path.with_extension("yaml.tmp");
+        let temporary = path.with_extension(format!("yaml.{:08x}.tmp", fastrand::u32(..)));
         std::fs::write(&temporary, text)
             .and_then(|()| std::fs::rename(&temporary, &path))
             .map_err(|error| format!("cannot write {}: {error}", path.display()))?;

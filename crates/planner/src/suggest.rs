@@ -44,14 +44,38 @@ pub fn settled_state(spec: &ApiSpec, resource: &str) -> String {
         .map_or_else(|| "ACTIVE".to_owned(), |state| (*state).to_owned())
 }
 
-/// Wait for a resource to settle: poll its read operation until `state`.
+/// Wait for a resource to settle: poll its read operation until `field` is `state`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct WaitFor {
     /// The resource type.
     pub resource: String,
+    /// The response field that reports the state (`state`, `status` or `phase`).
+    pub field: String,
     /// The state to wait for.
     pub state: String,
+}
+
+impl WaitFor {
+    /// The CEL condition the poll waits for.
+    pub fn condition(&self) -> String {
+        format!("body.{} == '{}'", self.field, self.state.replace('\'', ""))
+    }
+}
+
+/// The field a resource's read operation reports its state in: `state`, `status` or `phase`
+/// (the first its response has), `state` when none.
+pub fn state_field(operation: &Operation) -> String {
+    let properties = operation
+        .response
+        .as_ref()
+        .and_then(|schema| schema.get("properties"))
+        .and_then(Value::as_object);
+    ["state", "status", "phase"]
+        .into_iter()
+        .find(|field| properties.is_some_and(|properties| properties.contains_key(*field)))
+        .unwrap_or("state")
+        .to_owned()
 }
 
 /// A suggested step.
@@ -121,6 +145,9 @@ impl<'a> Suggester<'a> {
         done: &[Goal],
         confirmed: &[String],
     ) -> Option<Suggestion> {
+        if self.goals.is_empty() {
+            return Some(self.unclear());
+        }
         let goal = self.goals.iter().find(|goal| !done.contains(goal))?;
         let candidates = intent::candidates(self.spec, goal);
         if candidates.is_empty() {
@@ -256,6 +283,49 @@ impl<'a> Suggester<'a> {
             })
     }
 
+    /// The suggestion for running `operation_id` (a person's choice among the candidates):
+    /// its inputs from the state, its pitfalls, and the goal it serves.
+    pub fn suggestion_for(
+        &self,
+        operation_id: &str,
+        goal: Option<Goal>,
+        state: &ExploreState,
+    ) -> Option<Suggestion> {
+        let operation = self.spec.operation(operation_id)?;
+        let resource = operation_resource(operation);
+        Some(self.finish(
+            operation,
+            goal,
+            1.0,
+            Source::Similar,
+            "chosen by a person".to_owned(),
+            Vec::new(),
+            &resource,
+            state,
+        ))
+    }
+
+    /// A target read as no goal at all: ask what is meant.
+    fn unclear(&self) -> Suggestion {
+        let known = intent::resources(self.spec);
+        Suggestion {
+            operation: String::new(),
+            goal: None,
+            confidence: 0.0,
+            source: Source::NoMatch,
+            reason: format!(
+                "`{}` names no action on a resource of this API (it has: {})",
+                self.target,
+                known.join(", ")
+            ),
+            alternatives: Vec::new(),
+            pitfalls: Vec::new(),
+            inputs: IndexMap::new(),
+            missing: Vec::new(),
+            wait_for: None,
+        }
+    }
+
     fn no_match(&self, goal: &Goal) -> Suggestion {
         Suggestion {
             operation: String::new(),
@@ -326,6 +396,7 @@ impl<'a> Suggester<'a> {
             );
             suggestion.wait_for = Some(WaitFor {
                 resource,
+                field: state_field(read),
                 state: settled,
             });
             return Some(suggestion);

@@ -125,6 +125,31 @@ fn the_fixture_spec_imports_into_tools_that_check_and_build_the_right_requests()
 }
 
 #[test]
+fn two_operations_that_would_share_a_file_stop_the_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "openapi: 3.0.0\npaths:\n  /a: {get: {operationId: 'list things', responses: {'200': {description: ok}}}}\n  /b: {get: {operationId: list_things, responses: {'200': {description: ok}}}}\n",
+    )
+    .unwrap();
+    let out = wayline(&[
+        "import",
+        "openapi",
+        path(&spec),
+        "--out",
+        path(&dir.path().join("t")),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`list things` and `list_things`"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("t").exists(), "nothing written");
+}
+
+#[test]
 fn a_document_that_is_not_a_spec_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let bogus = dir.path().join("bogus.yaml");

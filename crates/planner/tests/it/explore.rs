@@ -223,3 +223,95 @@ async fn a_stopped_session_resumes_without_repeating_a_confirmed_step() {
         "and the branch once"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unclear_targets_are_asked_about_failing_steps_stop_and_secrets_stay_out_of_files() {
+    let Some(spec_path) = fixture("tidbcloud/tidbx-openapi.json") else {
+        return;
+    };
+    let (base, sim) = simulation::start().await;
+    let spec = ApiSpec::load(&spec_path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let transport = Arc::new(ReqwestTransport::new().unwrap());
+    let mut config = sut(&base, 0.7);
+    config
+        .preset_variables
+        .insert("region".into(), serde_json::json!({"name": "regions/x"}));
+    config
+        .preset_variables
+        .insert("rootPassword".into(), serde_json::json!("hunter2-secret"));
+    // A target that names nothing of this API: the explorer asks, and the answer is the
+    // target it goes on with.
+    let clarify = Arc::new(
+        ScriptedInterventor::parse(
+            "answers:\n  - {kind: clarify, answer: {text: 'create a cluster, then delete it'}}\ndefault: abort\n",
+            "answers.yaml",
+        )
+        .unwrap(),
+    );
+    let explorer = Explorer::new(
+        config.clone(),
+        spec.clone(),
+        transport.clone(),
+        clarify.clone(),
+    )
+    .unwrap()
+    .session_dir(dir.path());
+    let mut session = explorer.start("make everything nice").unwrap();
+    explorer.run(&mut session).await.unwrap();
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    assert_eq!(clarify.asked()[0].kind, QuestionKind::Clarify);
+    assert_eq!(session.session.target, "create a cluster, then delete it");
+    assert_eq!(
+        session.confirmed_operations(),
+        [
+            "ClusterService_CreateCluster",
+            "ClusterService_GetCluster",
+            "ClusterService_DeleteCluster"
+        ]
+    );
+    // The root password was sent (it is a preset) but is in no file.
+    let saved =
+        std::fs::read_to_string(dir.path().join(format!("{}.yaml", session.session.id))).unwrap();
+    assert!(!saved.contains("hunter2"), "{saved}");
+    let output = explorer.output(&session).to_yaml();
+    assert!(!output.contains("hunter2"), "{output}");
+    assert!(
+        output.contains("{rootPassword}"),
+        "a run input instead: {output}"
+    );
+
+    // A step that keeps failing (the answer retries without fixing anything) stops the
+    // session after three tries instead of looping.
+    let stubborn = Arc::new(
+        ScriptedInterventor::parse(
+            "answers:\n  - {kind: error, answer: yes}\ndefault: abort\n",
+            "a.yaml",
+        )
+        .unwrap(),
+    );
+    let mut no_region = sut(&base, 0.7);
+    no_region.preset_variables.shift_remove("region");
+    let explorer = Explorer::new(no_region, spec, transport, stubborn)
+        .unwrap()
+        .session_dir(dir.path());
+    let before = count(&sim, 400);
+    let mut failing = explorer.start("create a cluster").unwrap();
+    explorer.run(&mut failing).await.unwrap();
+    assert_eq!(failing.session.status, SessionStatus::Failed);
+    assert_eq!(count(&sim, 400), before + 3);
+    assert!(
+        failing
+            .rejected_steps
+            .last()
+            .unwrap()
+            .error
+            .contains("failed 3 times"),
+        "{:?}",
+        failing.rejected_steps
+    );
+}

@@ -63,8 +63,14 @@ pub(crate) fn read(mut resolver: Resolver) -> Result<ApiSpec, Error> {
     let Value::Object(root) = root else {
         return Err(spec_error(&origin, "", "a spec is an object with `paths`"));
     };
-    let version = if root.get("swagger").is_some() {
-        let declared = text(root.get("swagger"));
+    // `swagger: 2.0` and `openapi: 3.1` unquoted are numbers in YAML.
+    let declared_version = |key: &str| {
+        root.get(key).map(|value| match value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+    };
+    let version = if let Some(declared) = declared_version("swagger") {
         if !declared.starts_with('2') {
             return Err(spec_error(
                 &origin,
@@ -73,7 +79,7 @@ pub(crate) fn read(mut resolver: Resolver) -> Result<ApiSpec, Error> {
             ));
         }
         SpecVersion::Swagger2
-    } else if let Some(declared) = root.get("openapi").and_then(Value::as_str) {
+    } else if let Some(declared) = declared_version("openapi") {
         if !declared.starts_with('3') {
             return Err(spec_error(
                 &origin,

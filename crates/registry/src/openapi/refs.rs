@@ -30,6 +30,8 @@ pub(crate) fn spec_error(origin: &str, pointer: &str, message: impl Into<String>
 #[derive(Debug)]
 pub(crate) struct Resolver {
     documents: HashMap<PathBuf, Value>,
+    /// Schema nodes produced so far (see [`MAX_NODES`]).
+    nodes: usize,
     /// The root document's file (refs without a file part point into it).
     root: PathBuf,
 }
@@ -65,6 +67,25 @@ pub(crate) fn parse_document(text: &str, path: &Path) -> Result<Value, Error> {
     document::parse::<Value>(text, format, &path.display().to_string()).map_err(Error::Document)
 }
 
+/// `path` with `.` and `dir/..` taken out, lexically.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir if out.file_name().is_some() => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The most schema nodes one inlining may produce: a spec whose shared references fan out
+/// enough to pass it is cut there, not expanded without end.
+pub(crate) const MAX_NODES: usize = 1_000_000;
+
 /// `~1` and `~0` decoded, as RFC 6901 says.
 fn unescape(token: &str) -> String {
     token.replace("~1", "/").replace("~0", "~")
@@ -73,11 +94,12 @@ fn unescape(token: &str) -> String {
 impl Resolver {
     /// A resolver whose root document is `root` (already parsed) from the file `path`.
     pub(crate) fn new(path: &Path, root: Value) -> Self {
-        let path = path.to_path_buf();
+        let path = normalize(path);
         let mut documents = HashMap::new();
         documents.insert(path.clone(), root);
         Resolver {
             documents,
+            nodes: 0,
             root: path,
         }
     }
@@ -92,18 +114,29 @@ impl Resolver {
         &self.root
     }
 
-    /// Where `reference` (a `$ref` value found in `from`) points.
-    fn target(&self, from: &Path, reference: &str) -> Place {
+    /// Where `reference` (a `$ref` value found in `from`) points: the same document, or a
+    /// file relative to `from` (normalized, so `a/../b.yaml` and `b.yaml` are one place).
+    /// URLs and absolute paths are refused: a spec reads only files beside it.
+    fn target(&self, from: &Path, reference: &str, origin: &str) -> Result<Place, Error> {
         let (file, pointer) = reference.split_once('#').unwrap_or((reference, ""));
+        if file.contains("://") || file.starts_with('/') {
+            return Err(spec_error(
+                origin,
+                pointer,
+                format!(
+                    "`$ref: {reference}` points outside the spec's directory (URLs and absolute paths are not followed); copy the document beside the spec and refer to it relatively"
+                ),
+            ));
+        }
         let document = if file.is_empty() {
             from.to_path_buf()
         } else {
-            from.parent().unwrap_or(Path::new(".")).join(file)
+            normalize(&from.parent().unwrap_or(Path::new(".")).join(file))
         };
-        Place {
+        Ok(Place {
             document,
             pointer: pointer.to_owned(),
-        }
+        })
     }
 
     /// The value at `place`, loading its document when first needed.
@@ -144,7 +177,8 @@ impl Resolver {
         stack: &mut Vec<Place>,
         depth: usize,
     ) -> Result<Value, Error> {
-        if depth > MAX_DEPTH {
+        self.nodes += 1;
+        if depth > MAX_DEPTH || self.nodes > MAX_NODES {
             return Ok(Value::Object(Map::from_iter([(
                 "description".to_owned(),
                 Value::from("(nested too deep; cut)"),
@@ -153,7 +187,8 @@ impl Resolver {
         match value {
             Value::Object(map) => {
                 if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
-                    let place = self.target(document, reference);
+                    let origin = document.display().to_string();
+                    let place = self.target(document, reference, &origin)?;
                     if stack.contains(&place) {
                         return Ok(Value::Object(Map::from_iter([
                             ("x-recursive".to_owned(), Value::from(reference)),
@@ -163,7 +198,6 @@ impl Resolver {
                             ),
                         ])));
                     }
-                    let origin = document.display().to_string();
                     let target = self.lookup(&place, &origin)?;
                     stack.push(place.clone());
                     let inlined = self.inline_at(&place.document, &target, stack, depth + 1);

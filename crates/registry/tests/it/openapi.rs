@@ -287,6 +287,24 @@ fn documents_that_are_not_specs_get_errors_that_say_where() {
             "missing.yaml: cannot read",
         ),
     ];
+    // Unquoted versions are numbers in YAML, and fine.
+    let unquoted = ApiSpec::load(&write(
+        "unquoted.yaml",
+        "swagger: 2.0\nhost: h\npaths: {/a: {get: {responses: {'200': {description: ok}}}}}\n",
+    ))
+    .unwrap();
+    assert_eq!(unquoted.operations[0].id, "get_a");
+    // A reference out of the spec's directory is refused, not followed.
+    let outside = ApiSpec::load(&write(
+        "outside.json",
+        r#"{"openapi": "3.0.0", "paths": {"/a": {"get": {"responses": {"200": {"description": "x", "content": {"application/json": {"schema": {"$ref": "/etc/hosts#/x"}}}}}}}}}"#,
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        outside.contains("outside the spec's directory"),
+        "{outside}"
+    );
     for (name, text, expected) in cases {
         let error = ApiSpec::load(&write(name, text)).unwrap_err().to_string();
         assert!(error.contains(expected), "{name}: {error}");
