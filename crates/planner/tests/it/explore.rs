@@ -46,6 +46,34 @@ fn answers() -> Arc<ScriptedInterventor> {
     )
 }
 
+/// A simulation, the fixture spec, a session directory, a transport, and a SUT config (auto,
+/// threshold 0.7) that knows a region.
+struct Setup {
+    base: String,
+    sim: simulation::Shared,
+    spec: ApiSpec,
+    dir: tempfile::TempDir,
+    transport: Arc<ReqwestTransport>,
+    config: SutConfig,
+}
+
+async fn setup() -> Option<Setup> {
+    let spec_path = fixture("tidbcloud/tidbx-openapi.json")?;
+    let (base, sim) = simulation::start().await;
+    let mut config = sut(&base, 0.7);
+    config
+        .preset_variables
+        .insert("region".into(), serde_json::json!({"name": "regions/x"}));
+    Some(Setup {
+        spec: ApiSpec::load(&spec_path).unwrap(),
+        dir: tempfile::tempdir().unwrap(),
+        transport: Arc::new(ReqwestTransport::new().unwrap()),
+        base,
+        sim,
+        config,
+    })
+}
+
 fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len().max(1) as f64
 }
@@ -182,17 +210,17 @@ async fn explore_reaches_the_target_learns_and_asks_less_the_second_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_session_resumes_without_repeating_a_confirmed_step() {
-    let Some(spec_path) = fixture("tidbcloud/tidbx-openapi.json") else {
+    let Some(Setup {
+        sim,
+        spec,
+        dir,
+        transport,
+        config,
+        ..
+    }) = setup().await
+    else {
         return;
     };
-    let (base, sim) = simulation::start().await;
-    let spec = ApiSpec::load(&spec_path).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let transport = Arc::new(ReqwestTransport::new().unwrap());
-    let mut config = sut(&base, 0.7);
-    config
-        .preset_variables
-        .insert("region".into(), serde_json::json!({"name": "regions/x"}));
     // Stopped after three steps, as a killed process would be.
     let explorer = Explorer::new(config.clone(), spec.clone(), transport.clone(), answers())
         .unwrap()
@@ -226,17 +254,17 @@ async fn a_stopped_session_resumes_without_repeating_a_confirmed_step() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unclear_targets_are_asked_about_failing_steps_stop_and_secrets_stay_out_of_files() {
-    let Some(spec_path) = fixture("tidbcloud/tidbx-openapi.json") else {
+    let Some(Setup {
+        base,
+        sim,
+        spec,
+        dir,
+        transport,
+        mut config,
+    }) = setup().await
+    else {
         return;
     };
-    let (base, sim) = simulation::start().await;
-    let spec = ApiSpec::load(&spec_path).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let transport = Arc::new(ReqwestTransport::new().unwrap());
-    let mut config = sut(&base, 0.7);
-    config
-        .preset_variables
-        .insert("region".into(), serde_json::json!({"name": "regions/x"}));
     config
         .preset_variables
         .insert("rootPassword".into(), serde_json::json!("hunter2-secret"));
