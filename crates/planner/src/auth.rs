@@ -72,3 +72,73 @@ pub fn sut_transport(credentials: &Credentials, inner: Arc<dyn Transport>) -> Ar
         Credentials::ApiKey { header: name, key } => header(name, key.expose().to_owned()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Remembers the last request.
+    #[derive(Debug, Default)]
+    struct Last(Mutex<Option<HttpRequest>>);
+
+    #[async_trait::async_trait]
+    impl Transport for Last {
+        async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
+            *self.0.lock().unwrap() = Some(request);
+            Ok(HttpResponse::new(200, "{}"))
+        }
+    }
+
+    #[tokio::test]
+    async fn each_auth_type_is_applied_and_marked_sensitive() {
+        let cases = [
+            (
+                Credentials::Bearer(Secret::new("t0k")),
+                "authorization",
+                "Bearer t0k",
+            ),
+            (
+                Credentials::UserPassword {
+                    kind: AuthKind::Basic,
+                    username: Secret::new("u"),
+                    password: Secret::new("p"),
+                },
+                "authorization",
+                "Basic dTpw",
+            ),
+            (
+                Credentials::ApiKey {
+                    header: "X-Key".into(),
+                    key: Secret::new("k3y"),
+                },
+                "x-key",
+                "k3y",
+            ),
+        ];
+        for (credentials, header, value) in cases {
+            let last = Arc::new(Last::default());
+            let transport = sut_transport(&credentials, last.clone());
+            transport
+                .send(HttpRequest::new("GET", "http://127.0.0.1:1/a"))
+                .await
+                .unwrap();
+            let sent = last.0.lock().unwrap().take().unwrap();
+            assert_eq!(sent.header(header), Some(value));
+            assert!(
+                !format!("{sent:?}{transport:?}").contains(value),
+                "hidden in Debug"
+            );
+        }
+        let digest = sut_transport(
+            &Credentials::UserPassword {
+                kind: AuthKind::Digest,
+                username: Secret::new("u"),
+                password: Secret::new("p"),
+            },
+            Arc::new(Last::default()),
+        );
+        assert!(format!("{digest:?}").starts_with("DigestTransport"));
+    }
+}

@@ -93,3 +93,144 @@ fn explore_reaches_the_target_and_its_workflow_runs_green() {
     assert_eq!(record["status"], "success");
     assert_eq!(calls(&sim, "POST", "/clusters"), before + 1);
 }
+
+/// The SUT file for the simulation at `base` (auto mode, instant polls unless `delay`).
+fn sut_file(dir: &std::path::Path, base: &str, delay: u32) -> std::path::PathBuf {
+    let sut = dir.join("sut.yaml");
+    std::fs::write(
+        &sut,
+        format!(
+            "name: sim\nconnection: {{host: '{base}', base_path: /v1beta1}}\n\
+             preset_variables: {{displayName: e2e, region: {{name: regions/x}}}}\n\
+             execution:\n  mode: auto\n  auto_mode: {{confidence_threshold: 0.9, polling: {{max_retries: 30, delay_seconds: {delay}}}}}\n"
+        ),
+    )
+    .unwrap();
+    sut
+}
+
+#[test]
+fn questions_are_asked_at_the_terminal_and_a_killed_session_resumes() {
+    use std::io::Write;
+
+    let Some(spec) = fixture("tidbcloud/tidbx-openapi.json") else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (base, sim) = runtime.block_on(simulation::start());
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    // With a high threshold every step is a choice; the terminal answers `0` (the first).
+    let sut = sut_file(dir.path(), &base, 0);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["explore", "--sut", path(&sut), "--spec", path(&spec)])
+        .args([
+            "--target",
+            "create a cluster",
+            "--session-dir",
+            path(&sessions),
+        ])
+        .args([
+            "--knowledge",
+            path(&dir.path().join("k")),
+            "--format",
+            "json",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"0\n0\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("ClusterService_CreateCluster"),
+        "the question shows the step: {stderr}"
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["interventions"], 1);
+
+    // Killed while it waits for the cluster (polls a second apart), then resumed.
+    let slow = sut_file(dir.path(), &base, 1);
+    let before = calls(&sim, "POST", "/clusters");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args([
+            "explore",
+            "--sut",
+            path(&slow),
+            "--spec",
+            path(&spec),
+            "--auto",
+        ])
+        .args([
+            "--target",
+            "create a cluster, delete it",
+            "--session-dir",
+            path(&sessions),
+        ])
+        .args([
+            "--knowledge",
+            path(&dir.path().join("k2")),
+            "--format",
+            "json",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the create is confirmed (the session file says so), then kill.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let id = loop {
+        let found = std::fs::read_dir(&sessions).unwrap().find_map(|entry| {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).ok()?;
+            // `- order: 0` is the first confirmed step (a pending one has no order).
+            (text.contains("create a cluster, delete it") && text.contains("- order: 0"))
+                .then(|| path.file_stem().unwrap().to_string_lossy().into_owned())
+        });
+        if let Some(id) = found {
+            break id;
+        }
+        assert!(std::time::Instant::now() < deadline, "the create never ran");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let resumed = std::process::Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args([
+            "explore",
+            "--sut",
+            path(&sut_file(dir.path(), &base, 0)),
+            "--spec",
+            path(&spec),
+        ])
+        .args(["--auto", "--resume", &id, "--session-dir", path(&sessions)])
+        .args([
+            "--knowledge",
+            path(&dir.path().join("k2")),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&resumed.stdout).unwrap();
+    assert_eq!(summary["status"], "completed");
+    assert_eq!(
+        calls(&sim, "POST", "/clusters"),
+        before + 1,
+        "the create was not repeated"
+    );
+    assert_eq!(calls(&sim, "DELETE", "/clusters/{id}"), 1);
+}
