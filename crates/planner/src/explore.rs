@@ -276,9 +276,24 @@ impl Explorer {
             }));
             session.save(&self.session_dir, Utc::now())?;
             let until = suggestion.wait_for.as_ref().map(|wait| wait.condition());
-            let ran = self
+            let mut ran = self
                 .execute(&operation, &suggestion.inputs, until.as_deref())
                 .await;
+            // A wait that ended in a failed state is a failure of the step, not a success.
+            if let Some(wait) = &suggestion.wait_for
+                && ran.success
+            {
+                let reached = ran.output.get(&wait.field).and_then(Value::as_str);
+                if reached != Some(wait.state.as_str()) {
+                    ran.success = false;
+                    ran.error = Some(format!(
+                        "the {} reached {}, not {}",
+                        wait.resource,
+                        reached.unwrap_or("no state"),
+                        wait.state
+                    ));
+                }
+            }
             session.pending_step = None;
             if ran.success {
                 let saved = apply(

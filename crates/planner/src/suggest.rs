@@ -54,13 +54,46 @@ pub struct WaitFor {
     pub field: String,
     /// The state to wait for.
     pub state: String,
+    /// States that end the wait in failure (`FAILED`, `DELETED`, ... from the spec's enum).
+    pub failed: Vec<String>,
 }
 
 impl WaitFor {
-    /// The CEL condition the poll waits for.
+    /// The CEL condition the poll waits for: the settled state, or a failed one (which ends
+    /// the wait at once rather than after every poll).
     pub fn condition(&self) -> String {
-        format!("body.{} == '{}'", self.field, self.state.replace('\'', ""))
+        let quote = |state: &str| format!("'{}'", state.replace('\'', ""));
+        let settled = format!("body.{} == {}", self.field, quote(&self.state));
+        if self.failed.is_empty() {
+            return settled;
+        }
+        let failed: Vec<String> = self.failed.iter().map(|state| quote(state)).collect();
+        format!(
+            "{settled} || body.{} in [{}]",
+            self.field,
+            failed.join(", ")
+        )
     }
+}
+
+/// The states of `resource` in the spec that end a wait in failure.
+pub fn failed_states(spec: &ApiSpec, resource: &str) -> Vec<String> {
+    spec.states
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(resource))
+        .map(|(_, states)| {
+            states
+                .iter()
+                .filter(|state| {
+                    let upper = state.to_ascii_uppercase();
+                    ["FAIL", "ERROR", "CANCEL", "DELETED", "EXPIRED"]
+                        .iter()
+                        .any(|word| upper.contains(word))
+                })
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The field a resource's read operation reports its state in: `state`, `status` or `phase`
@@ -395,6 +428,7 @@ impl<'a> Suggester<'a> {
                 state,
             );
             suggestion.wait_for = Some(WaitFor {
+                failed: failed_states(self.spec, &resource),
                 resource,
                 field: state_field(read),
                 state: settled,

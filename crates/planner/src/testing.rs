@@ -1,6 +1,7 @@
 //! Test support (feature `testing`): a loopback simulation of the tidbx fixture API's cluster
 //! and branch operations, for exercising the explorer. A cluster (and a branch) is `CREATING`
-//! for [`POLLS`] polls, then `ACTIVE`; a missing required field is a 400; a branch on a
+//! for [`POLLS`] polls, then `ACTIVE` (a cluster named `doomed` ends `DELETED` instead); a
+//! missing required field is a 400; a branch on a
 //! cluster that is not `ACTIVE`, or deleting a cluster that still has branches, is a 409.
 //! Every call is counted.
 
@@ -82,6 +83,8 @@ async fn get_cluster(State(sim): State<Shared>, Path(id): Path<String>) -> Respo
         state.clusters.get_mut(&id).map(|(polls, cluster)| {
             if *polls > 0 {
                 *polls -= 1;
+            } else if cluster["displayName"] == json!("doomed") {
+                cluster["state"] = json!("DELETED");
             } else {
                 cluster["state"] = json!("ACTIVE");
             }

@@ -342,4 +342,40 @@ async fn unclear_targets_are_asked_about_failing_steps_stop_and_secrets_stay_out
         "{:?}",
         failing.rejected_steps
     );
+
+    // A cluster that ends in a failed state ends the wait at once (not after every poll),
+    // and the step is a failure a person is asked about.
+    let mut doomed = config.clone();
+    doomed
+        .preset_variables
+        .insert("displayName".into(), serde_json::json!("doomed"));
+    let told =
+        Arc::new(ScriptedInterventor::parse("answers: []\ndefault: abort\n", "a.yaml").unwrap());
+    let spec = ApiSpec::load(&fixture("tidbcloud/tidbx-openapi.json").unwrap()).unwrap();
+    let explorer = Explorer::new(
+        doomed,
+        spec,
+        Arc::new(ReqwestTransport::new().unwrap()),
+        told.clone(),
+    )
+    .unwrap()
+    .session_dir(dir.path());
+    let reads = calls(&sim, "GET", "/clusters/{id}");
+    let mut session = explorer.start("create a cluster, then delete it").unwrap();
+    explorer.run(&mut session).await.unwrap();
+    assert_eq!(session.session.status, SessionStatus::Aborted);
+    assert_eq!(
+        calls(&sim, "GET", "/clusters/{id}"),
+        reads + simulation::POLLS as usize + 1,
+        "the poll stopped at DELETED"
+    );
+    let error = &told.asked()[0];
+    assert_eq!(error.kind, QuestionKind::Error);
+    assert!(
+        error
+            .message
+            .contains("the cluster reached DELETED, not ACTIVE"),
+        "{}",
+        error.message
+    );
 }
