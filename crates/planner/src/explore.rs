@@ -21,7 +21,7 @@ use wayline_knowledge::{Knowledge, KnowledgeStore, Queries};
 use wayline_registry::openapi::{ApiSpec, Location, Operation};
 
 use crate::dataflow::{self, DataFlow};
-use crate::intent::{Verb, operation_resource, operation_verb};
+use crate::intent::{CLI_METHOD, Verb, operation_resource, operation_verb};
 use crate::intervention::{Action, Assessment, Thresholds, decide};
 use crate::output::{Scenario, ScenarioInfo, ScenarioStep};
 use crate::session::{ConfirmedStep, RejectedStep, Session, SessionStatus};
@@ -60,7 +60,7 @@ impl Explorer {
     /// already applied; see [`crate::auth::sut_transport`]), asking `interventor`.
     pub fn new(
         sut: SutConfig,
-        spec: ApiSpec,
+        mut spec: ApiSpec,
         transport: Arc<dyn Transport>,
         interventor: Arc<dyn Interventor>,
     ) -> Result<Explorer, String> {
@@ -90,6 +90,26 @@ impl Explorer {
             .transport(transport)
             .max_parallel(1)
             .build();
+        // Each command-line tool of the SUT is an operation too: `cli_NAME`, run with its usual
+        // command unless the target quotes another.
+        for (name, tool) in &sut.cli_tools {
+            let mut operation =
+                Operation::new(format!("cli_{name}"), CLI_METHOD, format!("/{name}"));
+            operation.summary = tool.description.clone();
+            operation.description = tool
+                .common_operations
+                .first()
+                .or_else(|| tool.explore_hints.first())
+                .map(|command| {
+                    if command.split_whitespace().next() == Some(name.as_str()) {
+                        command.clone()
+                    } else {
+                        format!("{name} {command}")
+                    }
+                })
+                .unwrap_or_else(|| name.clone());
+            spec.operations.push(operation);
+        }
         let flow = dataflow::infer(&spec);
         let thresholds = Thresholds::from_sut(&sut);
         Ok(Explorer {
@@ -590,6 +610,9 @@ impl Explorer {
         inputs: &IndexMap<String, Value>,
         until: Option<&str>,
     ) -> Ran {
+        if operation.method == CLI_METHOD {
+            return self.execute_command(operation, inputs).await;
+        }
         let mut step = Step::new("call", &operation.id);
         for (name, value) in inputs {
             step.input_mapping.insert(name.clone(), value.clone());
@@ -636,6 +659,66 @@ impl Explorer {
         }
     }
 
+    /// Runs a command-line tool's step: the command line split into words (quotes group),
+    /// its first word the tool, run without a shell through the engine's `cli` tools.
+    async fn execute_command(
+        &self,
+        operation: &Operation,
+        inputs: &IndexMap<String, Value>,
+    ) -> Ran {
+        let name = operation_resource(operation);
+        let line = inputs
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let words = split_command(line);
+        let failed = |error: String| Ran {
+            success: false,
+            status: None,
+            output: Value::Null,
+            error: Some(error),
+            request: json!({"name": name, "args": []}),
+            attempts: 0,
+            seconds: 0.0,
+        };
+        let Some((program, args)) = words.split_first() else {
+            return failed(format!("no command to run for `{name}`"));
+        };
+        if *program != name {
+            return failed(format!(
+                "`{line}` does not run `{name}`; a step of this tool runs only it"
+            ));
+        }
+        let tool = json!({
+            "id": operation.id, "name": name, "kind": "cli",
+            "command": {"program": program, "args": args},
+        });
+        let tool = match serde_json::from_value::<wayline_core::ToolDefinition>(tool) {
+            Ok(tool) => tool,
+            Err(error) => return failed(error.to_string()),
+        };
+        let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools([tool]))).build();
+        let mut workflow = Workflow::new("explore", &operation.id);
+        workflow.steps.push(Step::new("call", &operation.id));
+        let clock = Instant::now();
+        let request = json!({"name": program, "args": args});
+        match engine.run(&workflow, RunOptions::new()).await {
+            Err(error) => failed(error.to_string()),
+            Ok(run) => {
+                let result = &run.step_results[0];
+                Ran {
+                    success: result.status == StepStatus::Success,
+                    status: None,
+                    output: result.output_data.clone(),
+                    error: result.error.clone(),
+                    request,
+                    attempts: result.attempts,
+                    seconds: clock.elapsed().as_secs_f64(),
+                }
+            }
+        }
+    }
+
     /// The confirmed steps as the reusable scenario (the seed's output YAML).
     pub fn output(&self, session: &Session) -> Scenario {
         let base = self.sut.base_url().unwrap_or_default();
@@ -646,6 +729,31 @@ impl Explorer {
             let Some(operation) = self.spec.operation(&confirmed.operation_id) else {
                 continue;
             };
+            if operation.method == CLI_METHOD {
+                // The seed's CLI request shape: the tool's name and its arguments.
+                let request = json!({
+                    "name": confirmed.request["name"],
+                    "args": confirmed.request["args"],
+                });
+                steps.push(ScenarioStep {
+                    operation_id: operation.id.clone(),
+                    request_type: "cli".to_owned(),
+                    request: serde_json::to_string_pretty(&request).unwrap_or_default(),
+                    expect: json!({"exit_code": 0, "cel": ""}).to_string(),
+                    save: json!({ "placeholder": [] }).to_string(),
+                    description: operation.summary.clone(),
+                    max_retries: 0,
+                    delay_after: 0,
+                    name: format!("{}_{index}", operation.id.to_lowercase()),
+                    continue_on_unexpected: false,
+                    stage: "test".to_owned(),
+                    meta: "{}".to_owned(),
+                    generation_id: session.session.id.clone(),
+                    order: u32::try_from(index).unwrap_or(u32::MAX),
+                    extra: serde_json::Map::new(),
+                });
+                continue;
+            }
             let inputs = confirmed.request.get("inputs").and_then(Value::as_object);
             let mut path_params = serde_json::Map::new();
             let mut body = serde_json::Map::new();
@@ -782,6 +890,35 @@ impl Explorer {
             steps,
         }
     }
+}
+
+/// A command line split into words: whitespace separates, `"…"` and `'…'` group.
+fn split_command(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    let mut quote: Option<char> = None;
+    let mut started = false;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(open), c) if c == open => quote = None,
+            (Some(_), c) => current.push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                started = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if started || !current.is_empty() {
+                    words.push(std::mem::take(&mut current));
+                }
+                started = false;
+            }
+            (None, c) => current.push(c),
+        }
+    }
+    if started || !current.is_empty() {
+        words.push(current);
+    }
+    words
 }
 
 /// Failures or refusals of one operation before the session gives up.

@@ -31,12 +31,20 @@ pub enum Verb {
 pub struct Goal {
     /// What to do.
     pub verb: Verb,
-    /// To which resource (singular, lower case: `cluster`).
+    /// To which resource (singular, lower case: `cluster`), or the command-line tool to run.
     pub resource: String,
+    /// For a command-line tool: the command line the target quoted, if it quoted one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
 }
 
+/// The method of the operations that stand for a SUT's command-line tools.
+pub const CLI_METHOD: &str = "CLI";
+
 /// Words and the verbs they mean.
-const VERBS: [(&str, &str); 27] = [
+const VERBS: [(&str, &str); 29] = [
+    ("run", "run"),
+    ("execute", "run"),
     ("create", "create"),
     ("add", "create"),
     ("make", "create"),
@@ -78,6 +86,9 @@ fn words(text: &str) -> Vec<String> {
 
 /// The CRUD verb of an operation, from its method and path.
 pub fn operation_verb(operation: &Operation) -> Verb {
+    if operation.method == CLI_METHOD {
+        return Verb::Action("run".to_owned());
+    }
     let path = operation.path.trim_end_matches('/');
     let last = path.rsplit('/').next().unwrap_or_default();
     if let Some((_, action)) = last.rsplit_once(':')
@@ -99,6 +110,10 @@ pub fn operation_verb(operation: &Operation) -> Verb {
 /// The resource an operation acts on: the last collection segment of its path, singular
 /// (`/clusters/{clusterId}/branches/{branchId}:reset` → `branch`).
 pub fn operation_resource(operation: &Operation) -> String {
+    if operation.method == CLI_METHOD {
+        // A tool's name, as it is (`aws` is no plural).
+        return operation.path.trim_start_matches('/').to_owned();
+    }
     let collection = operation
         .path
         .split('/')
@@ -139,6 +154,7 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
         for word in &words {
             if let Some((_, meaning)) = VERBS.iter().find(|(text, _)| text == word) {
                 verb = Some(match *meaning {
+                    "run" => Verb::Action("run".to_owned()),
                     "create" => Verb::Create,
                     "read" => Verb::Read,
                     "list" => Verb::List,
@@ -152,7 +168,10 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
                 continue;
             }
             let singular = wayline_registry::openapi::singular(word);
-            if let Some(resource) = known.iter().find(|resource| **resource == singular) {
+            if let Some(resource) = known
+                .iter()
+                .find(|resource| **resource == singular || **resource == *word)
+            {
                 clause_resources.push(resource.clone());
             } else if let Some(action) = spec_action(spec, word) {
                 verb = Some(Verb::Action(action));
@@ -170,10 +189,14 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
                 named.iter().rev().cloned().collect()
             };
         }
+        let quoted = quoted_text(clause_original(target, clause));
         for resource in targets {
             let goal = Goal {
                 verb: current.clone(),
                 resource: resource.clone(),
+                command: (current == Verb::Action("run".to_owned()))
+                    .then(|| quoted.clone())
+                    .flatten(),
             };
             if !goals.contains(&goal) {
                 goals.push(goal);
@@ -184,6 +207,33 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
         }
     }
     goals
+}
+
+/// The text of `clause` (lower-cased) as written in `target` (quotes keep their case).
+fn clause_original<'a>(target: &'a str, clause: &str) -> &'a str {
+    let lowered = target.to_lowercase();
+    match lowered.find(clause.trim()) {
+        // Lower-casing keeps byte offsets for ASCII; anything else keeps the whole target.
+        Some(start) if lowered.len() == target.len() => target
+            .get(start..start + clause.trim().len())
+            .unwrap_or(target),
+        _ => target,
+    }
+}
+
+/// The first text in `"…"`, `'…'` or `` `…` `` in `text`.
+fn quoted_text(text: &str) -> Option<String> {
+    for quote in ['"', '`', '\''] {
+        if let Some(start) = text.find(quote)
+            && let Some(length) = text[start + 1..].find(quote)
+        {
+            let inner = text[start + 1..start + 1 + length].trim();
+            if !inner.is_empty() {
+                return Some(inner.to_owned());
+            }
+        }
+    }
+    None
 }
 
 /// A word that is a custom method of the spec (`reset` of `…:reset`).

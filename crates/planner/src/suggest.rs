@@ -488,6 +488,23 @@ impl<'a> Suggester<'a> {
                 inputs.insert(parameter.input.clone(), value);
             }
         }
+        if operation.method == intent::CLI_METHOD {
+            // The command line: what the target quoted (with the tool's name put first when
+            // the quote leaves it out), else the tool's usual command (its description).
+            let tool = operation_resource(operation);
+            let command = goal
+                .as_ref()
+                .and_then(|goal| goal.command.clone())
+                .map(|quoted| {
+                    if quoted.split_whitespace().next() == Some(tool.as_str()) {
+                        quoted
+                    } else {
+                        format!("{tool} {quoted}")
+                    }
+                })
+                .unwrap_or_else(|| operation.description.clone());
+            inputs.insert("command".to_owned(), Value::from(command));
+        }
         let missing = self.missing(operation, resource, state);
         let pitfalls: Vec<String> = self
             .knowledge

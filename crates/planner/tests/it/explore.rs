@@ -379,3 +379,96 @@ async fn unclear_targets_are_asked_about_failing_steps_stop_and_secrets_stay_out
         error.message
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_suts_command_line_tools_are_steps_too() {
+    let Some(Setup {
+        spec,
+        dir,
+        transport,
+        mut config,
+        ..
+    }) = setup().await
+    else {
+        return;
+    };
+    let tools = SutConfig::parse(
+        "name: x\nconnection: {host: h}\ncli_tools:\n  echo: {description: prints its arguments, common_operations: ['echo hello-from-cli']}\n",
+        "tools.yaml",
+        &|_| None,
+    )
+    .unwrap();
+    config.cli_tools = tools.cli_tools;
+    let explorer = Explorer::new(config, spec, transport, answers())
+        .unwrap()
+        .session_dir(dir.path());
+    let mut session = explorer
+        .start("create a cluster, then run echo 'quoted words', run echo")
+        .unwrap();
+    explorer.run(&mut session).await.unwrap();
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    let ran: Vec<&serde_json::Value> = session
+        .confirmed_steps
+        .iter()
+        .filter(|step| step.operation_id == "cli_echo")
+        .map(|step| &step.request)
+        .collect();
+    // The quoted command, then the tool's usual one.
+    assert_eq!(ran.len(), 2);
+    assert_eq!(ran[0]["args"], serde_json::json!(["quoted", "words"]));
+    assert_eq!(ran[1]["args"], serde_json::json!(["hello-from-cli"]));
+    let cli = session
+        .confirmed_steps
+        .iter()
+        .find(|step| step.operation_id == "cli_echo")
+        .unwrap();
+    assert_eq!(
+        cli.response["body"]["body"], "quoted words\n",
+        "{:?}",
+        cli.response
+    );
+    let output = explorer.output(&session);
+    let step = output
+        .steps
+        .iter()
+        .find(|step| step.request_type == "cli")
+        .unwrap();
+    assert!(
+        step.request.contains("\"name\": \"echo\""),
+        "{}",
+        step.request
+    );
+    assert!(step.expect.contains("\"exit_code\":0"), "{}", step.expect);
+    // A command line always runs the tool itself: another program in it is only an argument.
+    let guarded = Explorer::new(
+        {
+            let mut other = sut("http://127.0.0.1:9", 0.7);
+            other.cli_tools = SutConfig::parse(
+                "name: x\nconnection: {host: h}\ncli_tools: {echo: {common_operations: ['rm -rf /tmp/nothing']}}\n",
+                "t.yaml",
+                &|_| None,
+            )
+            .unwrap()
+            .cli_tools;
+            other
+        },
+        ApiSpec::load(&fixture("tidbcloud/tidbx-openapi.json").unwrap()).unwrap(),
+        Arc::new(ReqwestTransport::new().unwrap()),
+        answers(),
+    )
+    .unwrap()
+    .session_dir(dir.path());
+    let mut session = guarded.start("run echo").unwrap();
+    guarded.run(&mut session).await.unwrap();
+    assert_eq!(session.session.status, SessionStatus::Completed);
+    let request = &session.confirmed_steps[0].request;
+    assert_eq!(request["name"], "echo");
+    assert_eq!(
+        request["args"],
+        serde_json::json!(["rm", "-rf", "/tmp/nothing"])
+    );
+}

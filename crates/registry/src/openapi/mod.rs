@@ -137,6 +137,28 @@ pub struct Operation {
 }
 
 impl Operation {
+    /// An operation with no parameters, body or response (for callers that add operations of
+    /// their own, as the explorer does for a SUT's command-line tools).
+    pub fn new(id: impl Into<String>, method: impl Into<String>, path: impl Into<String>) -> Self {
+        Operation {
+            id: id.into(),
+            generated_id: false,
+            method: method.into(),
+            path: path.into(),
+            summary: String::new(),
+            description: String::new(),
+            tags: Vec::new(),
+            parameters: Vec::new(),
+            body: None,
+            success_status: None,
+            response: None,
+            outputs: Vec::new(),
+            states: Vec::new(),
+            security: Vec::new(),
+            deprecated: false,
+        }
+    }
+
     /// The parameters the operation cannot do without.
     pub fn required_inputs(&self) -> impl Iterator<Item = &Parameter> {
         self.parameters
