@@ -220,6 +220,92 @@ async fn delete_branch(
 /// is for tests): its origin (`http://127.0.0.1:PORT`; the API is
 /// under `/v1beta1`) and its state.
 pub async fn start() -> (String, Shared) {
+    serve(None).await
+}
+
+/// As [`start`], with the API behind HTTP digest auth (MD5, qop `auth`) for `username` and
+/// `password`: a request without a right answer gets a 401 challenge (counted as a call).
+pub async fn start_with_digest(username: &str, password: &str) -> (String, Shared) {
+    serve(Some((username.to_owned(), password.to_owned()))).await
+}
+
+const REALM: &str = "simulation";
+const NONCE: &str = "sim-nonce-1";
+
+fn md5_hex(text: &str) -> String {
+    use md5::Digest as _;
+    md5::Md5::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// A parameter of a `Digest` Authorization value.
+fn digest_field<'a>(value: &'a str, name: &str) -> Option<&'a str> {
+    let start = value.find(&format!("{name}="))? + name.len() + 1;
+    let rest = &value[start..];
+    match rest.strip_prefix('"') {
+        Some(quoted) => quoted.split('"').next(),
+        None => rest.split(',').next().map(str::trim),
+    }
+}
+
+/// True when `authorization` answers the simulation's challenge for `method` as `credentials`.
+fn digest_holds(authorization: &str, method: &str, credentials: &(String, String)) -> bool {
+    let (username, password) = credentials;
+    let field = |name| digest_field(authorization, name).unwrap_or_default();
+    if !authorization.starts_with("Digest ")
+        || field("username") != username
+        || field("nonce") != NONCE
+    {
+        return false;
+    }
+    let ha1 = md5_hex(&format!("{username}:{REALM}:{password}"));
+    let ha2 = md5_hex(&format!("{method}:{}", field("uri")));
+    let expected = md5_hex(&format!(
+        "{ha1}:{NONCE}:{}:{}:auth:{ha2}",
+        field("nc"),
+        field("cnonce")
+    ));
+    field("response") == expected
+}
+
+async fn guard(
+    State((sim, credentials)): State<(Shared, Option<(String, String)>)>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let Some(credentials) = credentials else {
+        return next.run(request).await;
+    };
+    let authorization = request
+        .headers()
+        .get("authorization")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    if digest_holds(authorization, request.method().as_str(), &credentials) {
+        return next.run(request).await;
+    }
+    sim.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .calls
+        .push((
+            request.method().to_string(),
+            request.uri().path().to_owned(),
+            401,
+        ));
+    (
+        StatusCode::UNAUTHORIZED,
+        [(
+            "www-authenticate",
+            format!(r#"Digest realm="{REALM}", qop="auth", nonce="{NONCE}", algorithm=MD5"#),
+        )],
+        "authentication required",
+    )
+        .into_response()
+}
+
+async fn serve(credentials: Option<(String, String)>) -> (String, Shared) {
     let sim: Shared = Arc::default();
     let app = Router::new()
         .route("/v1beta1/clusters", post(create_cluster))
@@ -232,6 +318,10 @@ pub async fn start() -> (String, Shared) {
             "/v1beta1/clusters/{id}/branches/{branch}",
             get(get_branch).delete(delete_branch),
         )
+        .layer(axum::middleware::from_fn_with_state(
+            (Arc::clone(&sim), credentials),
+            guard,
+        ))
         .with_state(Arc::clone(&sim));
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
         .await

@@ -472,3 +472,67 @@ async fn the_suts_command_line_tools_are_steps_too() {
         serde_json::json!(["rm", "-rf", "/tmp/nothing"])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sut_behind_digest_auth_is_explored_with_one_challenge() {
+    let Some(spec_path) = fixture("tidbcloud/tidbx-openapi.json") else {
+        return;
+    };
+    let (base, sim) = simulation::start_with_digest("pub-key", "priv-key").await;
+    let spec = ApiSpec::load(&spec_path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = SutConfig::parse(
+        &format!(
+            "name: sim\nconnection:\n  host: '{base}'\n  base_path: /v1beta1\n  auth:\n    type: digest\n    env_vars: {{public_key: SIM_PUBLIC_KEY, private_key: SIM_PRIVATE_KEY}}\n\
+             preset_variables: {{displayName: e2e, region: {{name: regions/x}}}}\n\
+             execution:\n  mode: auto\n  auto_mode: {{polling: {{max_retries: 5, delay_seconds: 0}}}}\n"
+        ),
+        "sim.yaml",
+        &|_| None,
+    )
+    .unwrap();
+    let explore = |password: &'static str| {
+        let credentials = config
+            .credentials(&move |name| match name {
+                "SIM_PUBLIC_KEY" => Some("pub-key".to_owned()),
+                "SIM_PRIVATE_KEY" => Some(password.to_owned()),
+                _ => None,
+            })
+            .unwrap();
+        let transport = wayline_planner::auth::sut_transport(
+            &credentials,
+            Arc::new(ReqwestTransport::new().unwrap()),
+        );
+        Explorer::new(config.clone(), spec.clone(), transport, answers())
+            .unwrap()
+            .session_dir(dir.path())
+    };
+    let explorer = explore("priv-key");
+    let mut session = explorer.start("create a cluster, then delete it").unwrap();
+    explorer.run(&mut session).await.unwrap();
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    assert_eq!(count(&sim, 401), 1, "one challenge, then answered at once");
+    // A wrong key: refused, asked about as credentials, and the session stops.
+    let wrong = explore("not-the-key");
+    let mut refused = wrong.start("create a cluster").unwrap();
+    wrong.run(&mut refused).await.unwrap();
+    assert_eq!(refused.session.status, SessionStatus::Aborted);
+    assert!(
+        refused
+            .rejected_steps
+            .iter()
+            .any(|step| step.user_action.contains("credential")),
+        "{:?}",
+        refused.rejected_steps
+    );
+    let saved =
+        std::fs::read_to_string(dir.path().join(format!("{}.yaml", refused.session.id))).unwrap();
+    assert!(
+        !saved.contains("not-the-key") && !saved.contains("priv-key"),
+        "{saved}"
+    );
+}
