@@ -10,6 +10,8 @@
 //! - [`intent`]: a target in plain words read as goals (verbs → CRUD, nouns → resources).
 //! - [`state`]: the explorer's resources and variables, in the seed's shape.
 //! - [`suggest`]: the next step toward the target (seed 000's suggestion algorithm).
+//! - [`llm`]: language models — the trait, an OpenAI-compatible chat-completions client, and a
+//!   scripted model.
 //! - [`output`]: the reusable scenario (the seed's output YAML) and its conversion into a
 //!   workflow.
 //! - [`intervention`]: seed 000's intervention matrix (when to run a step alone, when to ask)
@@ -20,6 +22,7 @@ pub mod dataflow;
 pub mod explore;
 pub mod intent;
 pub mod intervention;
+pub mod llm;
 pub mod output;
 pub mod session;
 pub mod state;

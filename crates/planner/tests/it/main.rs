@@ -2,6 +2,7 @@
 
 mod dataflow;
 mod explore;
+mod llm;
 mod output;
 mod suggest;
 mod sut;
