@@ -4,5 +4,6 @@ mod dataflow;
 mod explore;
 mod llm;
 mod output;
+mod prompt;
 mod suggest;
 mod sut;
