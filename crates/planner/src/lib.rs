@@ -12,6 +12,8 @@
 //! - [`suggest`]: the next step toward the target (seed 000's suggestion algorithm).
 //! - [`llm`]: language models — the trait, an OpenAI-compatible chat-completions client, and a
 //!   scripted model.
+//! - [`plan`]: planning — the model's answer validated, and repaired from the validation
+//!   report a bounded number of times.
 //! - [`prompt`]: the planner's prompt (the catalog within a token budget, most relevant tools
 //!   first) and reading a model's answer into a workflow.
 //! - [`output`]: the reusable scenario (the seed's output YAML) and its conversion into a
@@ -26,6 +28,7 @@ pub mod intent;
 pub mod intervention;
 pub mod llm;
 pub mod output;
+pub mod plan;
 pub mod prompt;
 pub mod session;
 pub mod state;

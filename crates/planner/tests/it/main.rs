@@ -4,6 +4,7 @@ mod dataflow;
 mod explore;
 mod llm;
 mod output;
+mod plan;
 mod prompt;
 mod suggest;
 mod sut;

@@ -1,0 +1,144 @@
+//! Planning (seed 004's design phase): a goal in plain words, through a language model, to a
+//! validated workflow. The answer is read as a workflow and validated by the graph crate; on
+//! problems the validation report goes back to the model, which is asked to repair its plan, a
+//! bounded number of times. The result is a draft with its simplified view, ready for approval.
+
+use std::sync::Arc;
+
+use wayline_core::ToolCatalog;
+use wayline_core::workflow::{Workflow, WorkflowStatus};
+use wayline_graph::{ValidationReport, ViewFormat, render, validate};
+
+use crate::llm::{CompletionRequest, LanguageModel, Message, ModelError, Usage};
+use crate::prompt::{self, DEFAULT_BUDGET};
+
+/// How a planner is set up.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PlanOptions {
+    /// Repairs after the first answer (2).
+    pub max_repairs: u32,
+    /// The prompt's token budget.
+    pub budget: usize,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            max_repairs: 2,
+            budget: DEFAULT_BUDGET,
+        }
+    }
+}
+
+/// A plan that came out valid.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Plan {
+    /// The workflow, a draft.
+    pub workflow: Workflow,
+    /// Its simplified view (text).
+    pub view: String,
+    /// Answers it took (1 when the first was valid).
+    pub answers: u32,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
+/// Why no valid plan came out.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// The model could not be asked.
+    #[error("the model gave no answer: {0}")]
+    Model(#[from] ModelError),
+    /// Every answer had problems; the last ones are given.
+    #[error("no valid plan after {answers} answer(s); the last one's problems: {}", problems.join("; "))]
+    Invalid {
+        /// Answers read.
+        answers: u32,
+        /// The last answer's problems (a parse error, or the validation report's errors).
+        problems: Vec<String>,
+    },
+}
+
+/// Plans with a model over a catalog.
+#[derive(Clone)]
+pub struct Planner {
+    model: Arc<dyn LanguageModel>,
+    catalog: Arc<dyn ToolCatalog>,
+    options: PlanOptions,
+}
+
+impl std::fmt::Debug for Planner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Planner")
+            .field("model", &self.model)
+            .field("tools", &self.catalog.tool_ids().len())
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl Planner {
+    /// A planner asking `model` about the tools of `catalog`.
+    pub fn new(model: Arc<dyn LanguageModel>, catalog: Arc<dyn ToolCatalog>) -> Self {
+        Planner {
+            model,
+            catalog,
+            options: PlanOptions::default(),
+        }
+    }
+
+    /// With `options`.
+    pub fn options(mut self, options: PlanOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// A valid draft workflow for `goal` with the run inputs `inputs`, or why none came out.
+    pub async fn plan(&self, goal: &str, inputs: &[String]) -> Result<Plan, PlanError> {
+        let prompt = prompt::build(self.catalog.as_ref(), goal, inputs, self.options.budget);
+        let mut messages = prompt.messages;
+        let mut usage = Usage::default();
+        let mut answers = 0;
+        loop {
+            let completion = self
+                .model
+                .complete(&CompletionRequest::new(messages.clone()))
+                .await?;
+            answers += 1;
+            usage.prompt_tokens += completion.usage.prompt_tokens;
+            usage.completion_tokens += completion.usage.completion_tokens;
+            let problems = match prompt::parse_answer(&completion.text) {
+                Err(problem) => vec![problem],
+                Ok(mut workflow) => {
+                    let report = validate(&workflow, self.catalog.as_ref());
+                    if report.is_valid() {
+                        workflow.status = WorkflowStatus::Draft;
+                        let view = render(&workflow, &report, ViewFormat::Text);
+                        return Ok(Plan {
+                            workflow,
+                            view,
+                            answers,
+                            usage,
+                        });
+                    }
+                    problems_of(&report)
+                }
+            };
+            if answers > self.options.max_repairs {
+                return Err(PlanError::Invalid { answers, problems });
+            }
+            messages.push(Message::assistant(completion.text));
+            messages.push(Message::user(format!(
+                "That plan has problems:\n- {}\nAnswer with the whole corrected workflow as one JSON object.",
+                problems.join("\n- ")
+            )));
+        }
+    }
+}
+
+fn problems_of(report: &ValidationReport) -> Vec<String> {
+    report.errors.iter().map(ToString::to_string).collect()
+}
