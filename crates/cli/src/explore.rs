@@ -3,7 +3,7 @@
 //! or not at all with `--auto` — when the intervention matrix says so.
 
 use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -17,7 +17,7 @@ use wayline_registry::openapi::ApiSpec;
 
 use crate::knowledge::KnowledgeArg;
 use crate::run::{runtime, transport, unreadable};
-use crate::{Outcome, ReportFormat, print_json};
+use crate::{Outcome, ReportFormat, print_json, write_atomically};
 
 /// `wayline explore` arguments.
 #[derive(Debug, clap::Args)]
@@ -147,7 +147,7 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
         .map_err(unreadable)?;
     let scenario = explorer.output(&session);
     let output = session_dir.join(format!("{}-output.yaml", session.session.id));
-    write(&output, &scenario.to_yaml())?;
+    write_atomically(&output, &scenario.to_yaml())?;
     if let Some(path) = &args.emit_workflow {
         let (workflow, warnings) = scenario.to_workflow().map_err(unreadable)?;
         for warning in warnings {
@@ -162,7 +162,7 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
                 session.session.id
             )));
         }
-        write(path, &text)?;
+        write_atomically(path, &text)?;
     }
     let status = serde_json::to_value(session.session.status).unwrap_or_default();
     match args.format {
@@ -201,26 +201,4 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
     } else {
         Outcome::Failed
     })
-}
-
-/// A suffix for temporary files, so two writers never share one.
-fn fastrand_suffix() -> u32 {
-    std::process::id()
-        ^ (std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.subsec_nanos()))
-}
-
-fn write(path: &Path, text: &str) -> Result<(), Outcome> {
-    if let Some(parent) = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-    {
-        std::fs::create_dir_all(parent)
-            .map_err(|error| unreadable(format!("cannot create {}: {error}", parent.display())))?;
-    }
-    let temporary = path.with_extension(format!("{:08x}.tmp", fastrand_suffix()));
-    std::fs::write(&temporary, text)
-        .and_then(|()| std::fs::rename(&temporary, path))
-        .map_err(|error| unreadable(format!("cannot write {}: {error}", path.display())))
 }

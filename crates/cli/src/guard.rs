@@ -347,10 +347,7 @@ fn save_session(path: &Path, session: &Session) -> Result<(), Outcome> {
         Some(Format::Json) => serde_json::to_string_pretty(session).map_err(unreadable)?,
         _ => serde_norway::to_string(session).map_err(unreadable)?,
     };
-    let temp = path.with_extension("tmp");
-    std::fs::write(&temp, text)
-        .and_then(|()| std::fs::rename(&temp, path))
-        .map_err(|error| unreadable(format!("cannot write {}: {error}", path.display())))
+    crate::write_atomically(path, &text)
 }
 
 fn print_decision(decision: &Decision, session: &Session) {

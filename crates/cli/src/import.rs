@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use wayline_registry::openapi::{ApiSpec, tool_yaml};
 
-use crate::{Outcome, ReportFormat, print_json};
+use crate::{Outcome, ReportFormat, print_json, write_atomically};
 
 /// `wayline import ...`
 #[derive(Debug, clap::Subcommand)]
@@ -119,13 +119,8 @@ fn import_openapi(
             clashes.join(", ")
         )));
     }
-    std::fs::create_dir_all(out)
-        .map_err(|error| unreadable(format!("cannot create {}: {error}", out.display())))?;
     for (path, text) in &files {
-        let temporary = path.with_extension("yaml.tmp");
-        std::fs::write(&temporary, text)
-            .and_then(|()| std::fs::rename(&temporary, path))
-            .map_err(|error| unreadable(format!("cannot write {}: {error}", path.display())))?;
+        write_atomically(path, text)?;
     }
     let warnings: Vec<&String> = spec
         .warnings

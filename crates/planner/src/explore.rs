@@ -207,7 +207,12 @@ impl Explorer {
         }
     }
 
-    async fn learn(&self, observation: RunObservation) {
+    /// Learns `observation` into the store, and into `knowledge` (this run's copy of it, so
+    /// the store is read once per run). Without a store nothing is learned.
+    async fn learn(&self, knowledge: &mut Knowledge, observation: RunObservation) {
+        if self.knowledge.is_some() {
+            knowledge.learn(&observation);
+        }
         if let Some(store) = &self.knowledge
             && let Err(error) = store
                 .update(
@@ -230,12 +235,13 @@ impl Explorer {
         // Failures and refusals per operation: a step that keeps failing (or being declined)
         // ends the session instead of being suggested forever.
         let mut strikes: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        // Read once; what this run learns is applied to it as well as to the store.
+        let mut knowledge = self.load_knowledge().await;
         while session.session.status == SessionStatus::InProgress {
             if steps >= self.max_steps {
                 break; // stays in progress: resume it
             }
             steps += 1;
-            let knowledge = self.load_knowledge().await;
             let queries = Queries::new(&knowledge).min_support(1);
             let suggester = Suggester::new(
                 &self.spec,
@@ -337,21 +343,27 @@ impl Explorer {
                     until,
                     attempts: ran.attempts,
                 });
-                self.learn(self.observe(
-                    session,
-                    &operation,
-                    &ran_outcome(&operation, true, None, ran.status),
-                    ran.seconds,
-                ))
+                self.learn(
+                    &mut knowledge,
+                    self.observe(
+                        session,
+                        &operation,
+                        &ran_outcome(&operation, true, None, ran.status),
+                        ran.seconds,
+                    ),
+                )
                 .await;
             } else {
                 let error = ran.error.clone().unwrap_or_else(|| "failed".to_owned());
-                self.learn(self.observe(
-                    session,
-                    &operation,
-                    &ran_outcome(&operation, false, Some(error.clone()), ran.status),
-                    ran.seconds,
-                ))
+                self.learn(
+                    &mut knowledge,
+                    self.observe(
+                        session,
+                        &operation,
+                        &ran_outcome(&operation, false, Some(error.clone()), ran.status),
+                        ran.seconds,
+                    ),
+                )
                 .await;
                 silent = 0;
                 if self.strike(session, &mut strikes, &operation.id, "failed") {
@@ -401,7 +413,7 @@ impl Explorer {
                     pattern_step
                 })
                 .collect();
-            self.learn(observation).await;
+            self.learn(&mut knowledge, observation).await;
         }
         session.save(&self.session_dir, Utc::now())?;
         Ok(())
