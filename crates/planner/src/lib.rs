@@ -30,6 +30,7 @@ pub mod llm;
 pub mod output;
 pub mod plan;
 pub mod prompt;
+pub mod recall;
 pub mod session;
 pub mod state;
 pub mod suggest;

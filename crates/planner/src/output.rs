@@ -288,7 +288,7 @@ fn string_map(value: Option<&Value>) -> IndexMap<String, String> {
 }
 
 /// A step id from a name: word characters kept, the rest `_`.
-fn step_id(name: &str) -> String {
+pub(crate) fn step_id(name: &str) -> String {
     let id: String = name
         .chars()
         .map(|c| {

@@ -2,8 +2,14 @@
 //! validated workflow. The answer is read as a workflow and validated by the graph crate; on
 //! problems the validation report goes back to the model, which is asked to repair its plan, a
 //! bounded number of times. The result is a draft with its simplified view, ready for approval.
+//!
+//! Knowledge first: with learned knowledge at hand, a pattern that fits the goal well enough
+//! is made into the plan without asking the model (see [`crate::recall`]); the plan says so.
 
 use std::sync::Arc;
+
+use chrono::Utc;
+use wayline_knowledge::model::Knowledge;
 
 use wayline_core::ToolCatalog;
 use wayline_core::workflow::{Workflow, WorkflowStatus};
@@ -11,6 +17,7 @@ use wayline_graph::{ValidationReport, ViewFormat, render, validate};
 
 use crate::llm::{CompletionRequest, LanguageModel, Message, ModelError, Usage};
 use crate::prompt::{self, DEFAULT_BUDGET};
+use crate::recall::{self, Recall};
 
 /// How a planner is set up.
 #[derive(Debug, Clone)]
@@ -20,6 +27,8 @@ pub struct PlanOptions {
     pub max_repairs: u32,
     /// The prompt's token budget.
     pub budget: usize,
+    /// The confidence a learned pattern needs to be the plan without asking the model (0.8).
+    pub knowledge_threshold: f64,
 }
 
 impl Default for PlanOptions {
@@ -27,6 +36,7 @@ impl Default for PlanOptions {
         PlanOptions {
             max_repairs: 2,
             budget: DEFAULT_BUDGET,
+            knowledge_threshold: 0.8,
         }
     }
 }
@@ -39,10 +49,47 @@ pub struct Plan {
     pub workflow: Workflow,
     /// Its simplified view (text).
     pub view: String,
-    /// Answers it took (1 when the first was valid).
+    /// Where it came from.
+    pub source: PlanSource,
+    /// Answers it took (1 when the first was valid; 0 when it came from knowledge).
     pub answers: u32,
     /// Tokens used.
     pub usage: Usage,
+    /// What the planner noticed on the way (why a learned pattern was not used, ...).
+    pub notes: Vec<String>,
+}
+
+/// Where a plan came from.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum PlanSource {
+    /// The model wrote it.
+    Model,
+    /// A learned pattern; no model was asked.
+    Knowledge {
+        /// The pattern's id.
+        pattern_id: String,
+        /// The pattern's name.
+        pattern_name: String,
+        /// Its confidence for the goal.
+        confidence: f64,
+    },
+}
+
+impl std::fmt::Display for PlanSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanSource::Model => f.write_str("planned by the model"),
+            PlanSource::Knowledge {
+                pattern_name,
+                confidence,
+                ..
+            } => write!(
+                f,
+                "from the learned pattern `{pattern_name}` (confidence {confidence:.2}); no model was asked"
+            ),
+        }
+    }
 }
 
 /// Why no valid plan came out.
@@ -67,6 +114,7 @@ pub enum PlanError {
 pub struct Planner {
     model: Arc<dyn LanguageModel>,
     catalog: Arc<dyn ToolCatalog>,
+    knowledge: Option<Arc<Knowledge>>,
     options: PlanOptions,
 }
 
@@ -75,6 +123,10 @@ impl std::fmt::Debug for Planner {
         f.debug_struct("Planner")
             .field("model", &self.model)
             .field("tools", &self.catalog.tool_ids().len())
+            .field(
+                "patterns",
+                &self.knowledge.as_ref().map_or(0, |k| k.patterns.len()),
+            )
             .field("options", &self.options)
             .finish()
     }
@@ -86,8 +138,16 @@ impl Planner {
         Planner {
             model,
             catalog,
+            knowledge: None,
             options: PlanOptions::default(),
         }
+    }
+
+    /// Consults `knowledge` before the model: a learned pattern that fits the goal with
+    /// confidence at least [`PlanOptions::knowledge_threshold`] is the plan.
+    pub fn knowledge(mut self, knowledge: Arc<Knowledge>) -> Self {
+        self.knowledge = Some(knowledge);
+        self
     }
 
     /// With `options`.
@@ -98,6 +158,13 @@ impl Planner {
 
     /// A valid draft workflow for `goal` with the run inputs `inputs`, or why none came out.
     pub async fn plan(&self, goal: &str, inputs: &[String]) -> Result<Plan, PlanError> {
+        let mut notes = Vec::new();
+        if let Some(knowledge) = &self.knowledge {
+            match self.recall(knowledge, goal, inputs) {
+                Ok(plan) => return Ok(plan),
+                Err(why) => notes.extend(why),
+            }
+        }
         let prompt = prompt::build(self.catalog.as_ref(), goal, inputs, self.options.budget);
         let mut messages = prompt.messages;
         let mut usage = Usage::default();
@@ -120,8 +187,10 @@ impl Planner {
                         return Ok(Plan {
                             workflow,
                             view,
+                            source: PlanSource::Model,
                             answers,
                             usage,
+                            notes,
                         });
                     }
                     problems_of(&report)
@@ -136,6 +205,51 @@ impl Planner {
                 problems.join("\n- ")
             )));
         }
+    }
+}
+
+impl Planner {
+    /// The plan a learned pattern makes, or why there is none.
+    fn recall(
+        &self,
+        knowledge: &Knowledge,
+        goal: &str,
+        inputs: &[String],
+    ) -> Result<Plan, Vec<String>> {
+        let found = match recall::recall(
+            knowledge,
+            Utc::now(),
+            goal,
+            inputs,
+            self.catalog.as_ref(),
+            self.options.knowledge_threshold,
+        ) {
+            Recall::Found(found) => found,
+            Recall::Nothing(notes) => return Err(notes),
+        };
+        let mut workflow = found.workflow;
+        let report = validate(&workflow, self.catalog.as_ref());
+        if !report.is_valid() {
+            return Err(vec![format!(
+                "the learned pattern `{}` does not make a valid workflow: {}",
+                found.pattern_name,
+                problems_of(&report).join("; ")
+            )]);
+        }
+        workflow.status = WorkflowStatus::Draft;
+        let view = render(&workflow, &report, ViewFormat::Text);
+        Ok(Plan {
+            workflow,
+            view,
+            source: PlanSource::Knowledge {
+                pattern_id: found.pattern_id,
+                pattern_name: found.pattern_name,
+                confidence: found.confidence,
+            },
+            answers: 0,
+            usage: Usage::default(),
+            notes: Vec::new(),
+        })
     }
 }
 

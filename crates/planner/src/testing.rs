@@ -68,7 +68,9 @@ async fn create_cluster(State(sim): State<Shared>, Json(body): Json<Value>) -> R
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         state.next += 1;
         let id = format!("c-{}", state.next);
-        let cluster = json!({"clusterId": id, "displayName": body["displayName"], "region": body["region"], "state": "CREATING"});
+        let node_group = format!("ng-{}", state.next);
+        let cluster = json!({"clusterId": id, "displayName": body["displayName"], "region": body["region"], "state": "CREATING",
+            "tidbNodeSetting": {"tidbNodeGroups": [{"tidbNodeGroupId": node_group}]}});
         state.clusters.insert(id, (POLLS, cluster.clone()));
         cluster
     };

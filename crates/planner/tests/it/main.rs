@@ -6,5 +6,6 @@ mod llm;
 mod output;
 mod plan;
 mod prompt;
+mod recall;
 mod suggest;
 mod sut;

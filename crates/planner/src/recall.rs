@@ -1,0 +1,277 @@
+//! Knowledge-first planning: when a learned pattern fits a goal well enough, the plan is the
+//! pattern's steps made into a workflow, and no model is asked.
+//!
+//! A pattern fits a goal when its confidence (the knowledge crate's smoothed, fading success
+//! rate, times the share of its trigger keywords the goal has) reaches the threshold **and**
+//! every keyword of the goal is one the pattern speaks of (its trigger, name, description or
+//! operations). The second rule keeps "create a cluster and a branch" from being planned as
+//! "create a cluster": a pattern that does part of a goal is no plan for it (decision 52).
+//!
+//! Instantiation: one step per pattern step, each after the one before (a pattern is a
+//! script). A step maps every input its tool requires, and the optional ones the pattern's
+//! request template names: to a value an earlier step saved under a name that matches loosely
+//! (`cluster_1` saved from `body.clusterId` feeds `clusterId`), else to a declared run input
+//! of a matching name, else to a new run input. Saved values become the step's `outputs`; an
+//! `expect` condition becomes a `poll`.
+
+use chrono::{DateTime, Utc};
+use indexmap::IndexMap;
+use serde_json::Value;
+use wayline_core::ToolCatalog;
+use wayline_core::workflow::{Edge, Poll, Step, Workflow};
+use wayline_knowledge::model::{Knowledge, Pattern};
+use wayline_knowledge::words;
+use wayline_knowledge::{Queries, ResourceStates};
+
+use crate::output::step_id;
+
+/// Polls a pattern step may make when it names no limit.
+const DEFAULT_POLLS: u32 = 20;
+
+/// Words any pattern that waits for a state speaks of.
+const WAITING_WORDS: [&str; 5] = ["wait", "poll", "until", "ready", "done"];
+
+/// A workflow made from a learned pattern.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Recalled {
+    /// The workflow (not yet validated).
+    pub workflow: Workflow,
+    /// The pattern's id.
+    pub pattern_id: String,
+    /// The pattern's name.
+    pub pattern_name: String,
+    /// Its confidence for the goal, in `[0, 1]`.
+    pub confidence: f64,
+}
+
+/// What looking in the knowledge found.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Recall {
+    /// A pattern fits; here it is as a workflow.
+    Found(Box<Recalled>),
+    /// None fits. The notes say why the best candidates did not (empty when no pattern's
+    /// keywords were in the goal at all).
+    Nothing(Vec<String>),
+}
+
+/// Looks for a pattern that fits `goal` at `now` with confidence at least `threshold`, and
+/// makes it a workflow over `catalog` with the declared run inputs `inputs`.
+pub fn recall(
+    knowledge: &Knowledge,
+    now: DateTime<Utc>,
+    goal: &str,
+    inputs: &[String],
+    catalog: &dyn ToolCatalog,
+    threshold: f64,
+) -> Recall {
+    let queries = Queries::at(knowledge, now);
+    let goal_words = words::keywords(goal);
+    let mut notes = Vec::new();
+    // Nothing is known of the state before a plan runs: preconditions about resources that
+    // must not exist hold, ones that need a resource in a state do not.
+    for found in queries.matching_patterns(goal, &ResourceStates::new()) {
+        let pattern = found.pattern;
+        let confidence = found.confidence * found.keyword_coverage;
+        if confidence < threshold {
+            notes.push(format!(
+                "the learned pattern `{}` fits the goal with confidence {confidence:.2}, below the threshold {threshold:.2}",
+                pattern.name
+            ));
+            continue;
+        }
+        let vocabulary = vocabulary(pattern);
+        let unspoken: Vec<&str> = goal_words
+            .iter()
+            .filter(|word| !vocabulary.iter().any(|known| same_word(known, word)))
+            .map(String::as_str)
+            .collect();
+        if !unspoken.is_empty() {
+            notes.push(format!(
+                "the learned pattern `{}` does not cover `{}` of the goal",
+                pattern.name,
+                unspoken.join("`, `")
+            ));
+            continue;
+        }
+        match instantiate(pattern, goal, inputs, catalog) {
+            Ok(workflow) => {
+                return Recall::Found(Box::new(Recalled {
+                    workflow,
+                    pattern_id: pattern.id.clone(),
+                    pattern_name: pattern.name.clone(),
+                    confidence,
+                }));
+            }
+            Err(problem) => notes.push(format!(
+                "the learned pattern `{}` cannot be used: {problem}",
+                pattern.name
+            )),
+        }
+    }
+    Recall::Nothing(notes)
+}
+
+/// Every word a pattern speaks of.
+fn vocabulary(pattern: &Pattern) -> Vec<String> {
+    let mut known: Vec<String> = pattern
+        .trigger
+        .intent_keywords
+        .iter()
+        .map(|keyword| words::singular(&keyword.to_lowercase()))
+        .collect();
+    let texts = std::iter::once(pattern.name.as_str())
+        .chain(pattern.description.as_deref())
+        .chain(pattern.steps.iter().map(|step| step.operation_id.as_str()));
+    for text in texts {
+        known.extend(words::keywords(text));
+    }
+    if pattern.steps.iter().any(|step| step.expect.is_some()) {
+        known.extend(WAITING_WORDS.iter().map(|word| (*word).to_owned()));
+    }
+    known
+}
+
+/// The same word, or two verbs for the same action (`add` and `create`).
+fn same_word(a: &str, b: &str) -> bool {
+    a == b || words::action_of(a).is_some_and(|action| words::action_of(b) == Some(action))
+}
+
+/// The pattern as a workflow (see the module documentation).
+fn instantiate(
+    pattern: &Pattern,
+    goal: &str,
+    declared: &[String],
+    catalog: &dyn ToolCatalog,
+) -> Result<Workflow, String> {
+    if pattern.steps.is_empty() {
+        return Err("it has no steps".to_owned());
+    }
+    let mut workflow = Workflow::new(step_id(&pattern.name), pattern.name.clone());
+    workflow.description = format!(
+        "{goal} (from the learned pattern `{}`{})",
+        pattern.name,
+        pattern
+            .description
+            .as_deref()
+            .map(|text| format!(": {text}"))
+            .unwrap_or_default()
+    );
+    for name in declared {
+        workflow.inputs.entry(name.clone()).or_default();
+    }
+    // Saved variable → (step id, the field it was saved from).
+    let mut saved: IndexMap<String, (String, String)> = IndexMap::new();
+    for pattern_step in &pattern.steps {
+        let tool = catalog.tool(&pattern_step.operation_id).ok_or_else(|| {
+            format!(
+                "its operation `{}` is not a tool of the catalog",
+                pattern_step.operation_id
+            )
+        })?;
+        let mut id = step_id_of_operation(&pattern_step.operation_id);
+        while workflow.step(&id).is_some() {
+            id.push_str("_again");
+        }
+        let mut step = Step::new(&id, &tool.id);
+        step.description = pattern_step.note.clone().unwrap_or_default();
+        let known = tool.input_names();
+        let mut wanted: Vec<&str> = tool.required_inputs();
+        if let Some(template) = &pattern_step.request_template {
+            for name in template.path_params.iter().chain(&template.body_keys) {
+                if known.contains(&name.as_str()) && !wanted.contains(&name.as_str()) {
+                    wanted.push(name);
+                }
+            }
+        }
+        for input in wanted {
+            let value = source_of(input, &saved, declared, &mut workflow);
+            step.input_mapping.insert(input.to_owned(), value);
+        }
+        for rule in &pattern_step.save {
+            step.outputs.insert(rule.key.clone(), rule.eval.clone());
+            let field = rule
+                .eval
+                .rsplit('.')
+                .next()
+                .unwrap_or(&rule.eval)
+                .to_owned();
+            saved.insert(rule.key.clone(), (id.clone(), field));
+        }
+        if let Some(until) = pattern_step.expect.as_ref().and_then(|e| e.cel.clone()) {
+            let polls = pattern_step
+                .max_retries
+                .map_or(DEFAULT_POLLS, |retries| retries.saturating_add(1));
+            let interval_ms = pattern_step.delay_after.unwrap_or(1).saturating_mul(1_000);
+            step.poll = Some(Poll::new(until, polls, interval_ms));
+        }
+        if let Some(previous) = workflow.steps.last() {
+            workflow.edges.push(Edge::new(previous.id.clone(), id));
+        }
+        workflow.steps.push(step);
+    }
+    Ok(workflow)
+}
+
+/// Where a step's input comes from: the latest earlier step that saved it, a declared run
+/// input, or a new run input.
+fn source_of(
+    input: &str,
+    saved: &IndexMap<String, (String, String)>,
+    declared: &[String],
+    workflow: &mut Workflow,
+) -> Value {
+    let earlier = saved.iter().rev().find(|(key, (_, field))| {
+        words::same_variable(input, key) || words::same_variable(input, field)
+    });
+    if let Some((key, (step, _))) = earlier {
+        return Value::from(format!("{step}.{key}"));
+    }
+    let name = declared
+        .iter()
+        .find(|name| words::same_variable(input, name))
+        .cloned()
+        .unwrap_or_else(|| input.to_owned());
+    workflow.inputs.entry(name.clone()).or_default();
+    Value::from(format!("$input.{name}"))
+}
+
+/// A step id for an operation: its words from the first verb on (`ClusterService_GetCluster`
+/// → `get_cluster`), all of them when it has no verb.
+fn step_id_of_operation(operation_id: &str) -> String {
+    let all = words::words(operation_id);
+    let from = all
+        .iter()
+        .position(|word| words::action_of(word).is_some())
+        .unwrap_or(0);
+    let id = all[from..].join("_");
+    if id.is_empty() {
+        step_id(operation_id)
+    } else {
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_ids_start_at_the_verb() {
+        assert_eq!(
+            step_id_of_operation("ClusterService_GetCluster"),
+            "get_cluster"
+        );
+        assert_eq!(step_id_of_operation("listNodeGroups"), "list_node_groups");
+        assert_eq!(step_id_of_operation("health"), "health");
+        assert_eq!(step_id_of_operation("--"), "__");
+    }
+
+    #[test]
+    fn verbs_for_one_action_are_one_word() {
+        assert!(same_word("add", "create"));
+        assert!(same_word("cluster", "cluster"));
+        assert!(!same_word("cluster", "branch"));
+    }
+}

@@ -1,0 +1,147 @@
+//! Knowledge-first planning: a learned pattern that fits the goal is the plan, and the model
+//! is not asked; a pattern that fits part of the goal, or too weakly, leaves it to the model.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use wayline_core::{MemoryCatalog, RunStatus};
+use wayline_executor::{Engine, ReqwestTransport, RunOptions};
+use wayline_knowledge::Knowledge;
+use wayline_knowledge::model::PatternsFile;
+use wayline_planner::llm::ScriptedModel;
+use wayline_planner::plan::{PlanSource, Planner};
+use wayline_planner::testing::{self as simulation, calls};
+use wayline_registry::openapi::ApiSpec;
+use wayline_testkit::fixture;
+
+/// The fixture's patterns, confirmed just now (so their strength has not faded), polling
+/// without a pause (the simulation is quick).
+fn knowledge() -> Option<Knowledge> {
+    let text = std::fs::read_to_string(fixture("tidbcloud/knowledge-patterns.yaml")?).unwrap();
+    let file: PatternsFile = serde_norway::from_str(&text).unwrap();
+    let mut knowledge = Knowledge::new();
+    knowledge.patterns = file.patterns;
+    for pattern in &mut knowledge.patterns {
+        pattern.last_used = Some(Utc::now());
+        for step in &mut pattern.steps {
+            step.delay_after = step.delay_after.map(|_| 0);
+        }
+    }
+    Some(knowledge)
+}
+
+fn catalog(base: &str) -> Option<Arc<MemoryCatalog>> {
+    let spec = ApiSpec::load(&fixture("tidbcloud/tidbx-openapi.json")?).unwrap();
+    Some(Arc::new(MemoryCatalog::from_tools(spec.tools(Some(base)))))
+}
+
+#[tokio::test]
+async fn a_fitting_pattern_is_the_plan_and_the_model_is_not_asked() {
+    let (Some(knowledge), Some(catalog)) = (knowledge(), catalog("http://api.test/v1beta1")) else {
+        return;
+    };
+    let model = Arc::new(ScriptedModel::new(Vec::<String>::new()));
+    let planner = Planner::new(model.clone(), catalog).knowledge(Arc::new(knowledge));
+    let plan = planner
+        .plan("Create a cluster and wait until it is ACTIVE", &[])
+        .await
+        .unwrap();
+    assert!(model.requests().is_empty());
+    assert_eq!(plan.answers, 0);
+    let PlanSource::Knowledge {
+        pattern_id,
+        confidence,
+        ..
+    } = &plan.source
+    else {
+        panic!("{:?}", plan.source);
+    };
+    assert_eq!(pattern_id, "pattern_001");
+    // (15 + 1) / (15 + 2 + 2), at full strength, every trigger keyword present.
+    assert!((confidence - 16.0 / 19.0).abs() < 1e-3, "{confidence}");
+    assert!(plan.source.to_string().contains("no model was asked"));
+    let workflow = &plan.workflow;
+    let ids: Vec<&str> = workflow.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["create_cluster", "get_cluster"]);
+    // The id saved by the create feeds the read; the read polls the pattern's condition.
+    let get = &workflow.steps[1];
+    assert_eq!(get.input_mapping["clusterId"], "create_cluster.cluster_1");
+    assert_eq!(get.poll.as_ref().unwrap().until, "body.state == 'ACTIVE'");
+    assert_eq!(get.poll.as_ref().unwrap().max_attempts, 121);
+    assert_eq!(workflow.steps[0].outputs["cluster_1"], "body.clusterId");
+    // What the create needs and nothing saved provides is a run input.
+    assert!(workflow.inputs.contains_key("displayName"), "{workflow:#?}");
+    assert!(plan.view.contains("create_cluster"), "{}", plan.view);
+}
+
+#[tokio::test]
+async fn a_pattern_for_part_of_the_goal_or_too_weak_leaves_it_to_the_model() {
+    let (Some(knowledge), Some(catalog)) = (knowledge(), catalog("http://api.test/v1beta1")) else {
+        return;
+    };
+    let answer = r#"{"id": "w", "name": "W", "inputs": {"clusterId": {}}, "steps": [
+      {"id": "get", "tool_id": "ClusterService_GetCluster", "input_mapping": {"clusterId": "$input.clusterId"}}]}"#;
+    // "branch" is not something the create-a-cluster pattern does.
+    let model = Arc::new(ScriptedModel::new([answer.to_owned()]));
+    let planner =
+        Planner::new(model.clone(), catalog.clone()).knowledge(Arc::new(knowledge.clone()));
+    let plan = planner
+        .plan("create a cluster and a branch on it", &[])
+        .await
+        .unwrap();
+    assert_eq!(plan.source, PlanSource::Model);
+    assert_eq!(model.requests().len(), 1);
+    assert!(
+        plan.notes.iter().any(|note| note.contains("`branch`")),
+        "{:?}",
+        plan.notes
+    );
+
+    // A pattern that failed as often as it worked is below the threshold.
+    let mut weak = knowledge;
+    weak.patterns[0].failure_count = weak.patterns[0].success_count;
+    let model = Arc::new(ScriptedModel::new([answer.to_owned()]));
+    let planner = Planner::new(model.clone(), catalog).knowledge(Arc::new(weak));
+    let plan = planner.plan("create a cluster", &[]).await.unwrap();
+    assert_eq!(plan.source, PlanSource::Model);
+    assert!(
+        plan.notes
+            .iter()
+            .any(|note| note.contains("below the threshold")),
+        "{:?}",
+        plan.notes
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_from_knowledge_runs_green_against_the_simulation() {
+    let Some(knowledge) = knowledge() else { return };
+    let (base, sim) = simulation::start().await;
+    let Some(catalog) = catalog(&format!("{base}/v1beta1")) else {
+        return;
+    };
+    let model = Arc::new(ScriptedModel::new(Vec::<String>::new()));
+    let planner = Planner::new(model, catalog.clone()).knowledge(Arc::new(knowledge));
+    let plan = planner
+        .plan("create a cluster", &["displayName".to_owned()])
+        .await
+        .unwrap();
+    let mut options = RunOptions::new().input("displayName", "from-knowledge");
+    for name in plan.workflow.inputs.keys() {
+        if name != "displayName" {
+            options = options.input(name.clone(), serde_json::json!({"name": "regions/x"}));
+        }
+    }
+    let engine = Engine::builder(catalog)
+        .transport(Arc::new(ReqwestTransport::new().unwrap()))
+        .build();
+    let run = engine.run(&plan.workflow, options).await.unwrap();
+    assert_eq!(run.status, RunStatus::Success, "{run:#?}");
+    assert_eq!(calls(&sim, "POST", "/clusters"), 1);
+    // The read polled until ACTIVE and saved the node group the pattern names.
+    assert_eq!(
+        calls(&sim, "GET", "/clusters/{id}"),
+        simulation::POLLS as usize + 1
+    );
+    assert_eq!(run.step_results[1].output_data["nodegroup_1"], "ng-1");
+}
