@@ -11,6 +11,7 @@ mod explore;
 mod guard;
 mod import;
 mod knowledge;
+mod plan;
 mod run;
 mod runs;
 mod sandbox;
@@ -83,6 +84,9 @@ enum Command {
     /// Explore an API toward a target: suggested steps, run or asked about, kept as a
     /// session and a reusable scenario.
     Explore(explore::ExploreArgs),
+    /// Plan a workflow for a goal in plain words: from a learned pattern when one fits, else
+    /// from a language model; the plan is validated (and repaired) and shown as a view.
+    Plan(plan::PlanArgs),
     /// Import tools: one tool YAML per operation of an OpenAPI (or Swagger) spec.
     #[command(subcommand)]
     Import(import::ImportCommand),
@@ -172,6 +176,7 @@ fn main() -> ExitCode {
         Command::Sandbox(command) => sandbox::sandbox_command(command),
         Command::Import(command) => import::import_command(command),
         Command::Explore(args) => explore::explore_command(args),
+        Command::Plan(args) => plan::plan_command(args),
         Command::Validate {
             workflow,
             tools,

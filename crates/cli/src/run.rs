@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use indexmap::IndexMap;
 use serde_json::Value;
 use wayline_core::document::Format;
+use wayline_core::{Decider, ScriptedDecider, StepKind};
 use wayline_core::{
     HttpRequest, HttpResponse, Run, RunStatus, SecretProvider, ToolCatalog, Transport,
     TransportError, Workflow,
@@ -16,6 +17,7 @@ use wayline_executor::{
     RunOptions, summary,
 };
 use wayline_knowledge::Recorder;
+use wayline_planner::decide::ModelDecider;
 use wayline_registry::{ToolConfigs, ToolRegistry};
 use wayline_store::{Lifecycle, Stores};
 
@@ -77,6 +79,9 @@ pub(crate) struct RunArgs {
     pub(crate) notify: crate::schedule::NotifyArgs,
     #[command(flatten)]
     pub(crate) learn: crate::knowledge::LearnArgs,
+    /// The language model that answers the workflow's decision steps, if it has any.
+    #[command(flatten)]
+    pub(crate) model: crate::plan::ModelArgs,
 }
 
 /// `wayline tools try` arguments.
@@ -175,6 +180,22 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
         engine_builder(registry, args.common.config.as_deref())?.max_parallel(args.max_parallel);
     if let Some(recorder) = &recorder {
         builder = builder.observer(Arc::new(recorder.clone()));
+    }
+    if workflow
+        .steps
+        .iter()
+        .any(|step| step.kind == StepKind::Decision)
+    {
+        // A dry run asks nothing, so it needs no model.
+        let decider: Arc<dyn Decider> = if args.common.dry_run {
+            Arc::new(ScriptedDecider::default())
+        } else {
+            let model = args.model.resolve().inspect_err(|_| {
+                eprintln!("(the workflow has decision steps, which a language model answers)");
+            })?;
+            Arc::new(ModelDecider::new(model))
+        };
+        builder = builder.decider(decider);
     }
     if let Some((stores, _)) = &stored {
         builder = builder.run_store(stores.runs.clone());

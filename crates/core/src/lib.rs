@@ -20,6 +20,7 @@
 pub mod advice;
 pub mod catalog;
 pub mod code;
+pub mod decide;
 pub mod document;
 mod error;
 pub mod expr;
@@ -39,6 +40,7 @@ pub mod workflow;
 pub use advice::{Incident, IncidentMemory};
 pub use catalog::{MemoryCatalog, ToolCatalog};
 pub use code::{CodeError, CodeErrorKind, CodeOutput, CodeRequest, CodeRunner};
+pub use decide::{Decider, Decision, DecisionError, DecisionRequest, ScriptedDecider};
 pub use error::Error;
 pub use expr::Expression;
 pub use intervene::{Answer, AutoApprove, Interventor, Question, QuestionKind};

@@ -155,6 +155,13 @@ pub struct Step {
     /// What kind of node this is (extension).
     #[serde(default, skip_serializing_if = "is_default_kind")]
     pub kind: StepKind,
+    /// A `decision` step's question (extension; see [`crate::decide`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_prompt: Option<String>,
+    /// A `decision` step's allowed answers; later steps branch on `steps.ID.choice`
+    /// (extension).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<String>,
 }
 
 fn is_default_kind(kind: &StepKind) -> bool {
@@ -178,7 +185,22 @@ impl Step {
             timeout_ms: None,
             outputs: IndexMap::new(),
             kind: StepKind::Action,
+            decision_prompt: None,
+            choices: Vec::new(),
         }
+    }
+
+    /// A `decision` step asking `prompt`, answered by one of `choices`.
+    pub fn decision(
+        id: impl Into<String>,
+        prompt: impl Into<String>,
+        choices: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let mut step = Step::new(id, "");
+        step.kind = StepKind::Decision;
+        step.decision_prompt = Some(prompt.into());
+        step.choices = choices.into_iter().map(Into::into).collect();
+        step
     }
 
     /// Adds an input mapping (builder style).

@@ -90,6 +90,11 @@ pub fn dry_run(
                             .map(|(name, source)| format!("computes `{name}` = {source}")),
                     );
                 }
+                (StepKind::Decision, _) => planned.notes.push(format!(
+                    "asks the decider \"{}\", to answer one of: {}",
+                    step.decision_prompt.as_deref().unwrap_or_default(),
+                    step.choices.join(", ")
+                )),
                 (_, Some(tool)) if tool.kind == ToolKind::Code => {
                     if let Some(code) = &tool.code {
                         let lines = code.source.lines().count();

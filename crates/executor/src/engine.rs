@@ -22,6 +22,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use tracing::Instrument;
 use wayline_core::code::CodeRunner;
+use wayline_core::decide::Decider;
 use wayline_core::{
     RetryPolicy, Run, RunEvent, RunObserver, RunStatus, RunStore, SecretProvider, Severity,
     StepPolicy, StepResult, StepStatus, ToolCatalog, ToolConfig, Transport, Workflow,
@@ -81,6 +82,7 @@ pub(crate) struct EngineInner {
     pub(crate) policies: Vec<Arc<dyn StepPolicy>>,
     pub(crate) run_store: Option<Arc<dyn RunStore>>,
     pub(crate) code_runner: Option<Arc<dyn CodeRunner>>,
+    pub(crate) decider: Option<Arc<dyn Decider>>,
     max_parallel: usize,
     per_host_limit: Option<usize>,
     defaults: Defaults,
@@ -105,6 +107,7 @@ pub struct EngineBuilder {
     policies: Vec<Arc<dyn StepPolicy>>,
     run_store: Option<Arc<dyn RunStore>>,
     code_runner: Option<Arc<dyn CodeRunner>>,
+    decider: Option<Arc<dyn Decider>>,
     max_parallel: usize,
     per_host_limit: Option<usize>,
     defaults: Defaults,
@@ -135,12 +138,14 @@ impl Engine {
             policies: Vec::new(),
             run_store: None,
             code_runner: None,
+            decider: None,
             max_parallel: DEFAULT_MAX_PARALLEL,
             per_host_limit: None,
             defaults: Defaults {
                 retry: RetryPolicy::new(3),
                 timeout: Duration::from_secs(30),
                 code_steps: false,
+                decisions: false,
             },
             max_retry_after: Duration::from_secs(60),
         }
@@ -273,6 +278,15 @@ impl EngineBuilder {
         self
     }
 
+    /// Answers decision steps with `decider` — a language model
+    /// (`wayline_planner::decide::ModelDecider`) or a [`ScriptedDecider`](wayline_core::ScriptedDecider).
+    /// Without one, a workflow with a decision step is refused when prepared.
+    pub fn decider(mut self, decider: Arc<dyn Decider>) -> Self {
+        self.decider = Some(decider);
+        self.defaults.decisions = true;
+        self
+    }
+
     /// Most steps running at once (default [`DEFAULT_MAX_PARALLEL`]; at least 1).
     pub fn max_parallel(mut self, count: usize) -> Self {
         self.max_parallel = count.max(1);
@@ -317,6 +331,7 @@ impl EngineBuilder {
                 policies: self.policies,
                 run_store: self.run_store,
                 code_runner: self.code_runner,
+                decider: self.decider,
                 max_parallel: self.max_parallel,
                 per_host_limit: self.per_host_limit,
                 defaults: self.defaults,
@@ -780,6 +795,16 @@ impl<'r> Scheduler<'r> {
         for (id, from) in &step.reads {
             if let Some(output) = &self.outputs[*from] {
                 steps.insert(id.clone(), Arc::clone(output));
+            }
+        }
+        // A decision's context is what the steps it depends on gave.
+        if definition.kind == wayline_core::StepKind::Decision {
+            for &from in &prepared.predecessors[position] {
+                if let Some(output) = &self.outputs[from] {
+                    steps
+                        .entry(prepared.workflow.steps[from].id.clone())
+                        .or_insert_with(|| Arc::clone(output));
+                }
             }
         }
         if let Some(when) = &step.when {

@@ -23,6 +23,8 @@ pub(crate) struct Defaults {
     pub(crate) timeout: Duration,
     /// True when the engine has a code runner.
     pub(crate) code_steps: bool,
+    /// True when the engine has a decider.
+    pub(crate) decisions: bool,
 }
 
 /// A workflow ready to run any number of times. Made by [`Engine::prepare`](crate::Engine::prepare).
@@ -125,8 +127,8 @@ pub(crate) fn prepare(
             None => (None, Arc::default()),
         };
         match (step.kind, tool.as_deref()) {
-            (StepKind::Decision, _) => fail(
-                "decision steps need the planner, which this engine does not have; use `when` conditions to branch".to_owned(),
+            (StepKind::Decision, _) if !defaults.decisions => fail(
+                "decision steps need a decider (a language model), which this engine does not have; build it with `decider`".to_owned(),
             ),
             (StepKind::Code, _) | (StepKind::Action, Some(ToolDefinition { kind: ToolKind::Code, .. }))
                 if !defaults.code_steps =>

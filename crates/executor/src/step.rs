@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use wayline_core::code::{CodeError, CodeErrorKind, CodeRequest};
+use wayline_core::decide::DecisionRequest;
 use wayline_core::tool::ToolKind;
 use wayline_core::{
     HttpRequest, HttpResponse, RequestSummary, RunEvent, RunStore, Step, StepKind, StepRequest,
@@ -198,7 +199,7 @@ async fn run_step(job: &StepJob<'_>, progress: &mut Progress) -> Result<Value, F
     // The tool a step calls, resolved once: a missing one fails the step before any policy
     // is asked about it (a transform calls none).
     let tool = match (job.step.kind, prepared.tool.as_deref()) {
-        (StepKind::Transform, _) => None,
+        (StepKind::Transform | StepKind::Decision, _) => None,
         (_, Some(tool)) => Some(tool),
         (_, None) => {
             return Err(format!("tool `{}` is not in the catalog", job.step.tool_id).into());
@@ -229,6 +230,10 @@ async fn run_step(job: &StepJob<'_>, progress: &mut Progress) -> Result<Value, F
                 policy.finished(request, called.is_ok(), called.as_ref().ok());
             }
             called?
+        }
+        _ if job.step.kind == StepKind::Decision => {
+            progress.attempts = 1;
+            decide(job).await?
         }
         _ => step_outputs(job, None)?,
     };
@@ -590,6 +595,65 @@ async fn run_code(job: &StepJob<'_>, request: CodeRequest) -> Result<HttpRespons
             ))
         }
     }
+}
+
+/// Asks the engine's decider a decision step's question: its prompt, its choices, its inputs
+/// and its dependencies' outputs, with the run's secrets masked. The answer must be one of the
+/// choices; anything else fails the step. The output is `{"choice", "reason"}`.
+async fn decide(job: &StepJob<'_>) -> Result<Value, Failure> {
+    let Some(decider) = job.run.engine.decider.as_ref() else {
+        return Err("this engine has no decider".to_owned().into());
+    };
+    let step = job.step;
+    let redactor = &job.run.redactor;
+    let mut inputs = Value::Object(
+        job.inputs
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect(),
+    );
+    redactor.value(&mut inputs);
+    // Sorted, so the same run asks the same question.
+    let mut ids: Vec<&String> = job.steps.keys().collect();
+    ids.sort();
+    let mut context = Value::Object(
+        ids.into_iter()
+            .map(|id| (id.clone(), Value::clone(&job.steps[id])))
+            .collect(),
+    );
+    redactor.value(&mut context);
+    let mut request = DecisionRequest::new(
+        step.decision_prompt.clone().unwrap_or_default(),
+        step.choices.clone(),
+    );
+    request.run_id.clone_from(&job.run.run_id);
+    request.workflow_id.clone_from(&job.run.workflow_id);
+    request.step_id.clone_from(&step.id);
+    request.inputs = inputs;
+    request.context = context;
+    let timeout = job.prepared.timeout;
+    let decision = tokio::time::timeout(timeout, decider.decide(&request))
+        .await
+        .map_err(|_| {
+            format!(
+                "the decider gave no answer within {} ms (the step's `timeout_ms`)",
+                timeout.as_millis()
+            )
+        })?
+        .map_err(|error| format!("the decider gave no answer: {}", error.message()))?;
+    if !step.choices.contains(&decision.choice) {
+        return Err(format!(
+            "the decider answered `{}`, which is not one of the choices ({}); nothing was chosen",
+            decision.choice,
+            step.choices
+                .iter()
+                .map(|choice| format!("`{choice}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+        .into());
+    }
+    Ok(serde_json::json!({"choice": decision.choice, "reason": decision.reason}))
 }
 
 /// The step's `outputs`: CEL expressions over the run (and the response, when there is one) and

@@ -39,6 +39,9 @@ pub enum ProblemKind {
     UnknownOutputField,
     /// A CEL condition does not parse.
     InvalidExpression,
+    /// A decision step without a question or with too few choices, or decision fields on a
+    /// step that is no decision.
+    InvalidDecision,
 }
 
 impl ProblemKind {
@@ -55,6 +58,7 @@ impl ProblemKind {
             ProblemKind::MissingRequiredInput => "missing_required_input",
             ProblemKind::UnknownOutputField => "unknown_output_field",
             ProblemKind::InvalidExpression => "invalid_expression",
+            ProblemKind::InvalidDecision => "invalid_decision",
         }
     }
 }
@@ -337,6 +341,7 @@ impl<'a> Validator<'a> {
         if !self.first[position] {
             return; // a duplicate: reported once, and its references would only repeat problems
         }
+        self.check_decision(position);
         let tool = self.check_tool(position);
         if let Some(tool) = tool {
             let missing: Vec<&str> = tool
@@ -393,6 +398,59 @@ impl<'a> Validator<'a> {
                     vec![step.id.clone()],
                 ),
             }
+        }
+    }
+
+    /// A decision step asks a question with at least two distinct choices, calls no tool and
+    /// computes no `outputs` (its output is its choice and reason); other steps have no
+    /// decision fields.
+    fn check_decision(&mut self, position: usize) {
+        let step = &self.workflow.steps[position];
+        let mut problems = Vec::new();
+        if step.kind == StepKind::Decision {
+            if step
+                .decision_prompt
+                .as_deref()
+                .is_none_or(|p| p.trim().is_empty())
+            {
+                problems.push(
+                    "has no `decision_prompt`; add the question the model answers".to_owned(),
+                );
+            }
+            let mut seen: Vec<&str> = Vec::new();
+            for choice in &step.choices {
+                if choice.trim().is_empty() {
+                    problems.push("has an empty choice".to_owned());
+                } else if seen.contains(&choice.as_str()) {
+                    problems.push(format!("lists the choice `{choice}` twice"));
+                } else {
+                    seen.push(choice);
+                }
+            }
+            if seen.len() < 2 {
+                problems.push("needs at least two `choices` to choose between".to_owned());
+            }
+            if !step.tool_id.is_empty() {
+                problems.push(format!(
+                    "calls tool `{}`, but a decision step calls none; remove `tool_id`",
+                    step.tool_id
+                ));
+            }
+            if !step.outputs.is_empty() {
+                problems.push("has `outputs`, but a decision step's output is its `choice` and `reason`; remove them".to_owned());
+            }
+        } else if step.decision_prompt.is_some() || !step.choices.is_empty() {
+            problems.push(format!(
+                "has `decision_prompt` or `choices`, but its kind is `{}`; set `kind: decision` or remove them",
+                kind_name(step.kind)
+            ));
+        }
+        for problem in problems {
+            self.report(
+                ProblemKind::InvalidDecision,
+                format!("step `{}` {problem}", step.id),
+                vec![step.id.clone()],
+            );
         }
     }
 
@@ -530,7 +588,12 @@ impl<'a> Validator<'a> {
             return;
         };
         // A step's own `outputs` replace whatever its tool returns.
-        let (fields, owner) = if !source.outputs.is_empty() {
+        let (fields, owner) = if source.kind == StepKind::Decision {
+            (
+                DECISION_FIELDS.to_vec(),
+                "a decision step only outputs".to_owned(),
+            )
+        } else if !source.outputs.is_empty() {
             let fields: Vec<&str> = source.outputs.keys().map(String::as_str).collect();
             (fields, "it only outputs".to_owned())
         } else {
@@ -628,6 +691,20 @@ impl fmt::Display for Place<'_> {
 }
 
 /// `step_12` → `step_`; an id with no trailing digits is its own stem.
+/// What a decision step outputs.
+const DECISION_FIELDS: [&str; 2] = ["choice", "reason"];
+
+/// A step kind as workflows write it.
+fn kind_name(kind: StepKind) -> &'static str {
+    match kind {
+        StepKind::Action => "action",
+        StepKind::Transform => "transform",
+        StepKind::Decision => "decision",
+        StepKind::Code => "code",
+        _ => "unknown",
+    }
+}
+
 fn numeric_stem(id: &str) -> &str {
     id.trim_end_matches(|c: char| c.is_ascii_digit())
 }
@@ -687,6 +764,52 @@ mod tests {
             report.errors
         );
         assert!(report.errors[5].message.contains("did you mean `token`"));
+    }
+
+    #[test]
+    fn decision_steps_need_a_question_and_choices_and_output_only_their_choice() {
+        let mut w = Workflow::new("w", "W");
+        w.steps.push(Step::decision("ok", "Which?", ["a", "b"]));
+        let mut act = Step::new("act", "t").map("x", "ok.choice");
+        act.when = Some("steps.ok.choice == 'a'".into());
+        w.steps.push(act);
+        let report = validate(&w, &catalog());
+        assert!(report.is_valid(), "{:?}", report.errors);
+
+        let mut w = Workflow::new("w", "W");
+        w.steps.push(Step::decision("bare", " ", ["a", "a"]));
+        let mut tooled = Step::decision("tooled", "Which?", ["a", "b"]);
+        tooled.tool_id = "t".into();
+        w.steps.push(tooled);
+        let mut stray = Step::new("stray", "t");
+        stray.choices = vec!["a".into()];
+        w.steps.push(stray);
+        w.steps
+            .push(Step::new("reader", "t").map("x", "tooled.chioce"));
+        let report = validate(&w, &catalog());
+        let messages: Vec<&str> = report.errors.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(
+            kinds(&report),
+            [
+                ProblemKind::InvalidDecision,
+                ProblemKind::InvalidDecision,
+                ProblemKind::InvalidDecision,
+                ProblemKind::InvalidDecision,
+                ProblemKind::InvalidDecision,
+                ProblemKind::UnknownOutputField,
+            ],
+            "{messages:#?}"
+        );
+        assert!(messages[0].contains("no `decision_prompt`"));
+        assert!(messages[1].contains("`a` twice"));
+        assert!(messages[2].contains("at least two `choices`"));
+        assert!(messages[3].contains("remove `tool_id`"));
+        assert!(messages[4].contains("set `kind: decision`"));
+        assert!(
+            messages[5].contains("did you mean `choice`"),
+            "{}",
+            messages[5]
+        );
     }
 
     #[test]

@@ -49,6 +49,9 @@ fn step_label(workflow: &Workflow, index: usize) -> String {
         StepKind::Action => "(no tool)".to_owned(),
         StepKind::Code => "code".to_owned(),
         StepKind::Transform => "transform".to_owned(),
+        StepKind::Decision if !step.choices.is_empty() => {
+            format!("decision: {}", step.choices.join(" or "))
+        }
         StepKind::Decision => "decision".to_owned(),
         _ => "step".to_owned(),
     }

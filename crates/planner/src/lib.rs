@@ -23,7 +23,10 @@
 
 pub mod auth;
 pub mod dataflow;
+pub mod decide;
 pub mod explore;
+#[cfg(feature = "testing")]
+pub mod fake_model;
 pub mod intent;
 pub mod intervention;
 pub mod llm;

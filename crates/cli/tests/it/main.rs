@@ -11,6 +11,7 @@ mod explore;
 mod guard;
 mod import;
 mod knowledge;
+mod plan;
 mod run;
 mod sandbox;
 mod workflows;

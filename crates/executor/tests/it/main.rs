@@ -1,6 +1,7 @@
 //! Integration tests of the engine: real requests to loopback servers started in each test.
 
 mod commands;
+mod decisions;
 mod durable;
 mod faults;
 mod jsonpath_cts;

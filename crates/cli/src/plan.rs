@@ -1,0 +1,222 @@
+//! `wayline plan`: a goal in plain words to a validated draft workflow — from a learned
+//! pattern when one fits (`--sut`), else from a language model, repaired from the validation
+//! report a bounded number of times. Also the model flags `wayline run` shares for decision
+//! steps.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::json;
+use wayline_core::document::Format;
+use wayline_planner::llm::{
+    Completion, CompletionRequest, LanguageModel, ModelError, ModelErrorKind, OpenAiConfig,
+    OpenAiModel,
+};
+use wayline_planner::plan::{Plan, PlanError, PlanOptions, PlanSource, Planner};
+
+use crate::knowledge::KnowledgeArg;
+use crate::run::{runtime, transport, unreadable};
+use crate::{Outcome, ReportFormat, load_tools, print_json, write_atomically};
+
+/// Which language model to ask.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct ModelArgs {
+    /// The model server's OpenAI-compatible base URL, `/v1` included (default:
+    /// `$WAYLINE_LLM_URL`). The API key comes from `$WAYLINE_LLM_API_KEY`.
+    #[arg(long, value_name = "URL")]
+    pub(crate) model_url: Option<String>,
+    /// The model (default: `$WAYLINE_LLM_MODEL`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) model: Option<String>,
+}
+
+impl ModelArgs {
+    /// The model these flags and the environment name, or why there is none.
+    pub(crate) fn resolve(&self) -> Result<Arc<dyn LanguageModel>, Outcome> {
+        let config =
+            OpenAiConfig::resolve(self.model_url.as_deref(), self.model.as_deref(), |name| {
+                std::env::var(name).ok()
+            })
+            .map_err(unreadable)?;
+        Ok(Arc::new(OpenAiModel::new(config, Arc::new(transport()?))))
+    }
+}
+
+/// Stands in for a model that is not configured: a plan from knowledge needs none, and one
+/// that does need it fails with the reason.
+#[derive(Debug)]
+struct NoModel(String);
+
+#[async_trait::async_trait]
+impl LanguageModel for NoModel {
+    async fn complete(&self, _: &CompletionRequest) -> Result<Completion, ModelError> {
+        Err(ModelError::new(ModelErrorKind::Refused, self.0.clone()))
+    }
+}
+
+/// `wayline plan` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct PlanArgs {
+    /// What the workflow should do, in plain words.
+    goal: String,
+    /// Tool files or directories (repeatable).
+    #[arg(long = "tools", required = true, value_name = "DIR")]
+    tools: Vec<PathBuf>,
+    /// A run input the workflow may use (repeatable).
+    #[arg(long = "input", value_name = "NAME")]
+    inputs: Vec<String>,
+    /// Write the workflow here (`.json` for JSON, else YAML); without it the workflow is
+    /// printed after the view.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Replace the `--out` file when it exists with other content.
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Repairs asked for after the first answer.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    max_repairs: u32,
+    /// Plan from this SUT's learned patterns first, when one fits the goal.
+    #[arg(long, value_name = "NAME")]
+    sut: Option<String>,
+    #[command(flatten)]
+    knowledge: KnowledgeArg,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
+}
+
+pub(crate) fn plan_command(args: PlanArgs) -> Outcome {
+    match plan(&args) {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn plan(args: &PlanArgs) -> Result<Outcome, Outcome> {
+    if args.goal.trim().is_empty() {
+        return Err(unreadable(
+            "the goal is empty; say what the workflow should do",
+        ));
+    }
+    let registry = Arc::new(load_tools(&args.tools)?);
+    let runtime = runtime()?;
+    // Without a model, a plan from knowledge can still come out.
+    let model: Arc<dyn LanguageModel> = match args.model.resolve() {
+        Ok(model) => model,
+        Err(_) if args.sut.is_some() => Arc::new(NoModel(
+            "no model is configured (pass --model-url and --model, or set WAYLINE_LLM_URL and WAYLINE_LLM_MODEL), and no learned pattern fits the goal".to_owned(),
+        )),
+        Err(outcome) => return Err(outcome),
+    };
+    let mut options = PlanOptions::default();
+    options.max_repairs = args.max_repairs;
+    let mut planner = Planner::new(model, registry).options(options);
+    if let Some(sut) = &args.sut {
+        let store = args.knowledge.open(None)?;
+        let knowledge = runtime.block_on(store.load(sut)).map_err(unreadable)?;
+        planner = planner.knowledge(Arc::new(knowledge));
+    }
+    let plan = match runtime.block_on(planner.plan(&args.goal, &args.inputs)) {
+        Ok(plan) => plan,
+        Err(PlanError::Invalid { answers, problems }) => {
+            return Ok(no_plan(args.format, answers, &problems));
+        }
+        Err(error) => return Err(unreadable(error)),
+    };
+    let (text, format) = workflow_text(&plan, args.out.as_deref())?;
+    if let Some(path) = &args.out {
+        if !args.force && std::fs::read_to_string(path).is_ok_and(|existing| existing != text) {
+            return Err(unreadable(format!(
+                "{} exists with other content; pass --force to replace it",
+                path.display()
+            )));
+        }
+        write_atomically(path, &text)?;
+    }
+    match args.format {
+        ReportFormat::Json => print_json(&json!({
+            "valid": true,
+            "source": source_doc(&plan.source),
+            "answers": plan.answers,
+            "usage": plan.usage,
+            "notes": plan.notes,
+            "view": plan.view,
+            "workflow": plan.workflow,
+            "out": args.out.as_ref().map(|path| path.display().to_string()),
+        })),
+        ReportFormat::Text => {
+            print!("{}", plan.view);
+            if !plan.view.ends_with('\n') {
+                println!();
+            }
+            for note in &plan.notes {
+                eprintln!("note: {note}");
+            }
+            eprintln!(
+                "{} ({} answer(s), {} token(s))",
+                plan.source,
+                plan.answers,
+                plan.usage.total()
+            );
+            match &args.out {
+                Some(path) => eprintln!(
+                    "wrote {} ({format}); review it, then `wayline workflow save` and approve it",
+                    path.display()
+                ),
+                None => print!("\n{text}"),
+            }
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+/// The workflow as the `--out` file's format (YAML unless it ends in `.json`), and that
+/// format's name.
+fn workflow_text(plan: &Plan, out: Option<&Path>) -> Result<(String, &'static str), Outcome> {
+    let json = out.is_some_and(|path| Format::from_path(path) == Some(Format::Json));
+    let written = if json {
+        serde_json::to_string_pretty(&plan.workflow)
+            .map(|text| (text + "\n", "JSON"))
+            .map_err(|error| error.to_string())
+    } else {
+        serde_norway::to_string(&plan.workflow)
+            .map(|text| (text, "YAML"))
+            .map_err(|error| error.to_string())
+    };
+    written.map_err(|error| unreadable(format!("cannot write the workflow: {error}")))
+}
+
+fn source_doc(source: &PlanSource) -> serde_json::Value {
+    match source {
+        PlanSource::Knowledge {
+            pattern_id,
+            pattern_name,
+            confidence,
+        } => json!({
+            "kind": "knowledge",
+            "pattern_id": pattern_id,
+            "pattern_name": pattern_name,
+            "confidence": confidence,
+        }),
+        _ => json!({"kind": "model"}),
+    }
+}
+
+/// Reports that the repairs ran out, with the last answer's problems: exit 1.
+fn no_plan(format: ReportFormat, answers: u32, problems: &[String]) -> Outcome {
+    match format {
+        ReportFormat::Json => print_json(&json!({
+            "valid": false,
+            "answers": answers,
+            "problems": problems,
+        })),
+        ReportFormat::Text => {
+            eprintln!("no valid plan after {answers} answer(s); the last one's problems:");
+            for problem in problems {
+                eprintln!("  - {problem}");
+            }
+        }
+    }
+    Outcome::Failed
+}
