@@ -1,6 +1,6 @@
 //! The explorer (seed 000) and the planner (seed 004): from a goal to a graph of API calls.
 //!
-//! Being built (issue 8). So far:
+//! The modules:
 //!
 //! - [`sut`]: the system-under-test configuration (`sut.yaml`): connection and base URL, auth
 //!   with credentials from environment variables, the spec, preset variables, CLI tools, and the
@@ -12,14 +12,19 @@
 //! - [`suggest`]: the next step toward the target (seed 000's suggestion algorithm).
 //! - [`llm`]: language models — the trait, an OpenAI-compatible chat-completions client, and a
 //!   scripted model.
-//! - [`plan`]: planning — the model's answer validated, and repaired from the validation
-//!   report a bounded number of times.
+//! - [`plan`]: planning — a learned pattern that fits the goal ([`recall`]), else the model's
+//!   answer validated, and repaired from the validation report a bounded number of times.
+//! - [`decide`]: decision steps answered by a language model (core's `Decider`).
 //! - [`prompt`]: the planner's prompt (the catalog within a token budget, most relevant tools
 //!   first) and reading a model's answer into a workflow.
 //! - [`output`]: the reusable scenario (the seed's output YAML) and its conversion into a
 //!   workflow.
 //! - [`intervention`]: seed 000's intervention matrix (when to run a step alone, when to ask)
 //!   and an interventor that answers from a file.
+//! - [`explore`]: the explorer's loop; [`session`]: its session file; [`auth`]: the SUT's
+//!   credentials on every request.
+//! - `testing` and `fake_model` (feature `testing`): a loopback simulation of the fixture API
+//!   and a loopback OpenAI-compatible server answering from a script.
 
 pub mod auth;
 pub mod dataflow;

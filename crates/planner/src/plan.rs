@@ -181,7 +181,8 @@ impl Planner {
                 Err(problem) => vec![problem],
                 Ok(mut workflow) => {
                     let report = validate(&workflow, self.catalog.as_ref());
-                    if report.is_valid() {
+                    let lint = dangling_literals(&workflow);
+                    if report.is_valid() && lint.is_empty() {
                         workflow.status = WorkflowStatus::Draft;
                         let view = render(&workflow, &report, ViewFormat::Text);
                         return Ok(Plan {
@@ -193,7 +194,9 @@ impl Planner {
                             notes,
                         });
                     }
-                    problems_of(&report)
+                    let mut problems = problems_of(&report);
+                    problems.extend(lint);
+                    problems
                 }
             };
             if answers > self.options.max_repairs {
@@ -253,6 +256,69 @@ impl Planner {
     }
 }
 
+/// Mapping values a model wrote as `STEP.FIELD` for a step the workflow does not have. By
+/// the reference rule they would be sent as literal text (decision 1), which a model never
+/// means; the graph crate flags only the ones shaped like the workflow's own step ids. A
+/// value counts when both segments start with a letter or `_` and hold only word characters,
+/// and the last is not a top-level domain (`example.com` stays a literal).
+fn dangling_literals(workflow: &Workflow) -> Vec<String> {
+    const DOMAINS: [&str; 12] = [
+        "com", "org", "net", "io", "dev", "ai", "app", "cloud", "gov", "edu", "co", "local",
+    ];
+    let mut problems = Vec::new();
+    for step in &workflow.steps {
+        for (input, value) in &step.input_mapping {
+            let Some(text) = value.as_str() else { continue };
+            let segments: Vec<&str> = text.split('.').collect();
+            let wordy = |segment: &str| {
+                segment
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && segment
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            };
+            let shaped = segments.len() >= 2
+                && wordy(segments[0])
+                && wordy(segments[1])
+                && !segments.last().is_some_and(|last| DOMAINS.contains(last));
+            if shaped && workflow.step(segments[0]).is_none() {
+                problems.push(format!(
+                    "step `{}` maps `{input}` to `{text}`, but there is no step `{}`; refer to an earlier step's id, to `$input.NAME`, or write a literal value",
+                    step.id, segments[0]
+                ));
+            }
+        }
+    }
+    problems
+}
+
 fn problems_of(report: &ValidationReport) -> Vec<String> {
     report.errors.iter().map(ToString::to_string).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wayline_core::workflow::Step;
+
+    #[test]
+    fn references_to_missing_steps_are_problems_and_domains_are_not() {
+        let mut workflow = Workflow::new("w", "W");
+        workflow.steps.push(
+            Step::new("locate", "geocode")
+                .map("host", "api.example.com")
+                .map("version", "3.5")
+                .map("name", "$input.city"),
+        );
+        workflow.steps.push(
+            Step::new("forecast", "forecast")
+                .map("latitude", "place.lat")
+                .map("longitude", "locate.lon"),
+        );
+        let problems = dangling_literals(&workflow);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("no step `place`"), "{}", problems[0]);
+    }
 }

@@ -25,7 +25,7 @@ const CYCLE: &str = r#"{"id": "w", "name": "W", "inputs": {"city": {}}, "steps":
 
 const DANGLING: &str = r#"{"id": "w", "name": "W", "inputs": {"city": {}}, "steps": [
   {"id": "locate", "tool_id": "geocode", "input_mapping": {"name": "$input.city"}},
-  {"id": "forecast", "tool_id": "forecast", "input_mapping": {"latitude": "$steps.place.outputs.lat", "longitude": "locate.lon"}}]}"#;
+  {"id": "forecast", "tool_id": "forecast", "input_mapping": {"latitude": "place.lat", "longitude": "locate.lon"}}]}"#;
 
 /// A runtime for the fake server (the CLI runs as a child process meanwhile).
 fn runtime() -> tokio::runtime::Runtime {
