@@ -8,6 +8,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 use wayline_core::document::Format;
+use wayline_core::{ScriptedDecider, StepKind, Workflow};
+use wayline_executor::EngineBuilder;
+use wayline_planner::decide::ModelDecider;
 use wayline_planner::llm::{
     Completion, CompletionRequest, LanguageModel, ModelError, ModelErrorKind, OpenAiConfig,
     OpenAiModel,
@@ -31,15 +34,48 @@ pub(crate) struct ModelArgs {
 }
 
 impl ModelArgs {
-    /// The model these flags and the environment name, or why there is none.
+    /// The server and model these flags and the environment name, or why there is none.
+    fn config(&self) -> Result<OpenAiConfig, String> {
+        OpenAiConfig::resolve(self.model_url.as_deref(), self.model.as_deref(), |name| {
+            std::env::var(name).ok()
+        })
+    }
+
+    /// The model these flags and the environment name; when there is none, why (printed).
     pub(crate) fn resolve(&self) -> Result<Arc<dyn LanguageModel>, Outcome> {
-        let config =
-            OpenAiConfig::resolve(self.model_url.as_deref(), self.model.as_deref(), |name| {
-                std::env::var(name).ok()
-            })
-            .map_err(unreadable)?;
+        let config = self.config().map_err(unreadable)?;
         Ok(Arc::new(OpenAiModel::new(config, Arc::new(transport()?))))
     }
+}
+
+/// `builder` with a decider when any of `workflows` has a decision step: one asking the model
+/// of `model`, or for a dry run one that is never asked. No model configured is an error (exit
+/// 2) that says why one is needed.
+pub(crate) fn with_decider<'w>(
+    builder: EngineBuilder,
+    workflows: impl IntoIterator<Item = &'w Workflow>,
+    model: &ModelArgs,
+    dry_run: bool,
+) -> Result<EngineBuilder, Outcome> {
+    let deciding = workflows.into_iter().find(|workflow| {
+        workflow
+            .steps
+            .iter()
+            .any(|step| step.kind == StepKind::Decision)
+    });
+    let Some(workflow) = deciding else {
+        return Ok(builder);
+    };
+    if dry_run {
+        return Ok(builder.decider(Arc::new(ScriptedDecider::default())));
+    }
+    let model = model.resolve().inspect_err(|_| {
+        eprintln!(
+            "(workflow `{}` has decision steps, which a language model answers)",
+            workflow.id
+        );
+    })?;
+    Ok(builder.decider(Arc::new(ModelDecider::new(model))))
 }
 
 /// Stands in for a model that is not configured: a plan from knowledge needs none, and one
@@ -101,13 +137,24 @@ fn plan(args: &PlanArgs) -> Result<Outcome, Outcome> {
     }
     let registry = Arc::new(load_tools(&args.tools)?);
     let runtime = runtime()?;
+    if let Some(path) = args
+        .out
+        .as_ref()
+        .filter(|path| !args.force && path.exists())
+    {
+        return Err(unreadable(format!(
+            "{} exists; pass --force to replace it, or choose another --out",
+            path.display()
+        )));
+    }
     // Without a model, a plan from knowledge can still come out.
-    let model: Arc<dyn LanguageModel> = match args.model.resolve() {
-        Ok(model) => model,
-        Err(_) if args.sut.is_some() => Arc::new(NoModel(
-            "no model is configured (pass --model-url and --model, or set WAYLINE_LLM_URL and WAYLINE_LLM_MODEL), and no learned pattern fits the goal".to_owned(),
-        )),
-        Err(outcome) => return Err(outcome),
+    let model: Arc<dyn LanguageModel> = match args.model.config() {
+        Ok(config) => Arc::new(OpenAiModel::new(config, Arc::new(transport()?))),
+        Err(why) if args.sut.is_some() => Arc::new(NoModel(format!(
+            "{why}; and no learned pattern of `{}` fits the goal",
+            args.sut.as_deref().unwrap_or_default()
+        ))),
+        Err(why) => return Err(unreadable(why)),
     };
     let mut options = PlanOptions::default();
     options.max_repairs = args.max_repairs;
@@ -126,12 +173,6 @@ fn plan(args: &PlanArgs) -> Result<Outcome, Outcome> {
     };
     let (text, format) = workflow_text(&plan, args.out.as_deref())?;
     if let Some(path) = &args.out {
-        if !args.force && std::fs::read_to_string(path).is_ok_and(|existing| existing != text) {
-            return Err(unreadable(format!(
-                "{} exists with other content; pass --force to replace it",
-                path.display()
-            )));
-        }
         write_atomically(path, &text)?;
     }
     match args.format {

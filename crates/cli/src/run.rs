@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use indexmap::IndexMap;
 use serde_json::Value;
 use wayline_core::document::Format;
-use wayline_core::{Decider, ScriptedDecider, StepKind};
 use wayline_core::{
     HttpRequest, HttpResponse, Run, RunStatus, SecretProvider, ToolCatalog, Transport,
     TransportError, Workflow,
@@ -17,10 +16,10 @@ use wayline_executor::{
     RunOptions, summary,
 };
 use wayline_knowledge::Recorder;
-use wayline_planner::decide::ModelDecider;
 use wayline_registry::{ToolConfigs, ToolRegistry};
 use wayline_store::{Lifecycle, Stores};
 
+use crate::plan::with_decider;
 use crate::runs::StoreArg;
 use crate::{Outcome, ReportFormat, load_tools, print_errors, print_json};
 
@@ -181,22 +180,7 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     if let Some(recorder) = &recorder {
         builder = builder.observer(Arc::new(recorder.clone()));
     }
-    if workflow
-        .steps
-        .iter()
-        .any(|step| step.kind == StepKind::Decision)
-    {
-        // A dry run asks nothing, so it needs no model.
-        let decider: Arc<dyn Decider> = if args.common.dry_run {
-            Arc::new(ScriptedDecider::default())
-        } else {
-            let model = args.model.resolve().inspect_err(|_| {
-                eprintln!("(the workflow has decision steps, which a language model answers)");
-            })?;
-            Arc::new(ModelDecider::new(model))
-        };
-        builder = builder.decider(decider);
-    }
+    builder = with_decider(builder, [&workflow], &args.model, args.common.dry_run)?;
     if let Some((stores, _)) = &stored {
         builder = builder.run_store(stores.runs.clone());
     }

@@ -9,6 +9,7 @@ use wayline_core::store::RunQuery;
 use wayline_executor::{Error, Progress, ResumeOptions, UnknownSteps, summary};
 use wayline_store::{Lifecycle, Stores};
 
+use crate::plan::with_decider;
 use crate::run::{cancellable, engine_builder, engine_error, report_run, runtime, unreadable};
 use crate::{Outcome, ReportFormat, load_tools, print_json};
 
@@ -111,6 +112,9 @@ pub(crate) struct ResumeArgs {
     /// The tool-configs file: base URL overrides and credentials per tool.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// The language model that answers decision steps, if the workflow has any.
+    #[command(flatten)]
+    model: crate::plan::ModelArgs,
     /// Run again the steps that were in flight and are not safe to repeat.
     #[arg(long, conflicts_with = "skip_unknown")]
     retry_unknown: bool,
@@ -229,7 +233,8 @@ fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
     let saved = runtime
         .block_on(Lifecycle::new(stores.workflows.clone()).get(&stored.workflow_id, Some(version)))
         .map_err(unreadable)?;
-    let engine = engine_builder(Arc::new(registry), args.config.as_deref())?
+    let builder = engine_builder(Arc::new(registry), args.config.as_deref())?;
+    let engine = with_decider(builder, [&saved.workflow], &args.model, false)?
         .run_store(stores.runs.clone())
         .observer(Arc::new(Progress::stderr()))
         .build();

@@ -11,6 +11,7 @@ use wayline_store::{ConsoleNotifier, Lifecycle, Notifications, WebhookNotifier};
 
 use crate::Outcome;
 use crate::load_tools;
+use crate::plan::with_decider;
 use crate::run::{engine_builder, runtime, transport, unreadable};
 use crate::runs::StoreArg;
 
@@ -84,6 +85,9 @@ pub(crate) struct ScheduleArgs {
     /// The tool-configs file: base URL overrides and credentials per tool.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// The language model that answers decision steps, if the workflow has any.
+    #[command(flatten)]
+    model: crate::plan::ModelArgs,
     /// Stop after this many runs have finished.
     #[arg(long, value_name = "N")]
     max_runs: Option<usize>,
@@ -105,17 +109,20 @@ fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
     let stores = args.store.open()?;
     let registry = load_tools(&args.tools)?;
     let notifications = args.notify.notifications(false)?;
-    let engine = engine_builder(Arc::new(registry), args.config.as_deref())?
-        .run_store(stores.runs.clone())
-        .build();
     let lifecycle = Lifecycle::new(stores.workflows.clone());
     let runtime = runtime()?;
     // Every trigger must name a workflow with an active version before anything starts.
+    let mut active = Vec::new();
     for trigger in &triggers {
-        runtime
+        let record = runtime
             .block_on(lifecycle.active(&trigger.workflow_id))
             .map_err(unreadable)?;
+        active.push(record.workflow);
     }
+    let builder = engine_builder(Arc::new(registry), args.config.as_deref())?;
+    let engine = with_decider(builder, &active, &args.model, false)?
+        .run_store(stores.runs.clone())
+        .build();
     let failures = Cell::new(0usize);
     let (engine, lifecycle, notifications, failures_ref) =
         (&engine, &lifecycle, &notifications, &failures);

@@ -10,6 +10,7 @@ use wayline_executor::{Progress, RunOptions};
 use wayline_graph::{ViewFormat, render, validate};
 use wayline_store::{Lifecycle, state_name};
 
+use crate::plan::with_decider;
 use crate::run::{engine_builder, execute, parse_inputs, runtime, unreadable};
 use crate::runs::StoreArg;
 use crate::{Outcome, ReportFormat, load_tools, print_errors, print_json};
@@ -76,6 +77,9 @@ pub(crate) struct ActivateArgs {
     /// The tool-configs file: base URL overrides and credentials per tool.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// The language model that answers decision steps, if the workflow has any.
+    #[command(flatten)]
+    model: crate::plan::ModelArgs,
     /// An input of the validation run, `NAME=TEXT` or `NAME:=JSON`.
     #[arg(long = "input", value_name = "K=V")]
     inputs: Vec<String>,
@@ -252,7 +256,8 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
     let mut inputs = IndexMap::new();
     parse_inputs(&args.inputs, &mut inputs).map_err(unreadable)?;
     let registry = load_tools(&args.tools)?;
-    let engine = engine_builder(Arc::new(registry), args.config.as_deref())?
+    let builder = engine_builder(Arc::new(registry), args.config.as_deref())?;
+    let engine = with_decider(builder, [&record.workflow], &args.model, false)?
         .run_store(stores.runs.clone())
         .observer(Arc::new(Progress::stderr()))
         .build();

@@ -16,6 +16,7 @@ use std::fmt;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 
 use crate::Error;
 
@@ -148,5 +149,43 @@ impl MemorySecrets {
 impl SecretProvider for MemorySecrets {
     async fn tool_config(&self, tool_id: &str) -> Result<Option<ToolConfig>, Error> {
         Ok(self.tools.get(tool_id).cloned())
+    }
+}
+
+/// True for a name that holds a secret (`rootPassword`, `api_token`, `clientSecret`): such
+/// the explorer keeps such values out of session files and outputs, and the engine keeps them
+/// from the model a decision step asks.
+pub fn is_secret_name(name: &str) -> bool {
+    let lowered = name.to_lowercase().replace(['_', '-'], "");
+    [
+        "password",
+        "secret",
+        "token",
+        "apikey",
+        "credential",
+        "privatekey",
+        "passphrase",
+    ]
+    .iter()
+    .any(|word| lowered.contains(word))
+}
+
+/// `value` with the values of secret-named members (at any depth) replaced by `***`.
+pub fn mask_secret_names(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, inner)| {
+                    let shown = if is_secret_name(key) && !inner.is_null() {
+                        Value::from("***")
+                    } else {
+                        mask_secret_names(inner)
+                    };
+                    (key.clone(), shown)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(mask_secret_names).collect()),
+        other => other.clone(),
     }
 }

@@ -128,7 +128,7 @@ pub(crate) fn prepare(
         };
         match (step.kind, tool.as_deref()) {
             (StepKind::Decision, _) if !defaults.decisions => fail(
-                "decision steps need a decider (a language model), which this engine does not have; build it with `decider`".to_owned(),
+                "decision steps need a decider (a language model), which this engine does not have (`EngineBuilder::decider`; for `wayline`, pass --model-url and --model or set WAYLINE_LLM_URL and WAYLINE_LLM_MODEL)".to_owned(),
             ),
             (StepKind::Code, _) | (StepKind::Action, Some(ToolDefinition { kind: ToolKind::Code, .. }))
                 if !defaults.code_steps =>

@@ -10,6 +10,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use wayline_core::code::{CodeError, CodeErrorKind, CodeRequest};
 use wayline_core::decide::DecisionRequest;
+use wayline_core::secret::mask_secret_names;
 use wayline_core::tool::ToolKind;
 use wayline_core::{
     HttpRequest, HttpResponse, RequestSummary, RunEvent, RunStore, Step, StepKind, StepRequest,
@@ -597,8 +598,13 @@ async fn run_code(job: &StepJob<'_>, request: CodeRequest) -> Result<HttpRespons
     }
 }
 
+/// How long a decider may take when the step sets no `timeout_ms`: a model's answer can take
+/// longer than an API call (the engine's default applies when it is longer still).
+const DECISION_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Asks the engine's decider a decision step's question: its prompt, its choices, its inputs
-/// and its dependencies' outputs, with the run's secrets masked. The answer must be one of the
+/// and its dependencies' outputs, with the run's secrets masked (the tool configs' secret
+/// values, and the values of members named like secrets: `password`, `token`, ...). The answer must be one of the
 /// choices; anything else fails the step. The output is `{"choice", "reason"}`.
 async fn decide(job: &StepJob<'_>) -> Result<Value, Failure> {
     let Some(decider) = job.run.engine.decider.as_ref() else {
@@ -613,6 +619,7 @@ async fn decide(job: &StepJob<'_>) -> Result<Value, Failure> {
             .collect(),
     );
     redactor.value(&mut inputs);
+    let inputs = mask_secret_names(&inputs);
     // Sorted, so the same run asks the same question.
     let mut ids: Vec<&String> = job.steps.keys().collect();
     ids.sort();
@@ -622,6 +629,7 @@ async fn decide(job: &StepJob<'_>) -> Result<Value, Failure> {
             .collect(),
     );
     redactor.value(&mut context);
+    let context = mask_secret_names(&context);
     let mut request = DecisionRequest::new(
         step.decision_prompt.clone().unwrap_or_default(),
         step.choices.clone(),
@@ -631,7 +639,10 @@ async fn decide(job: &StepJob<'_>) -> Result<Value, Failure> {
     request.step_id.clone_from(&step.id);
     request.inputs = inputs;
     request.context = context;
-    let timeout = job.prepared.timeout;
+    let timeout = step.timeout_ms.map_or(
+        DECISION_TIMEOUT.max(job.prepared.timeout),
+        Duration::from_millis,
+    );
     let decision = tokio::time::timeout(timeout, decider.decide(&request))
         .await
         .map_err(|_| {

@@ -379,6 +379,7 @@ impl<'a> Validator<'a> {
             self.check_reference(position, place, reference, value.as_str(), found.get());
         }
         for (field, source) in step.expressions() {
+            self.check_choice_comparisons(position, field, source);
             match Expression::compile(source) {
                 Ok(expression) => {
                     let place = Place::Condition {
@@ -421,7 +422,15 @@ impl<'a> Validator<'a> {
             for choice in &step.choices {
                 if choice.trim().is_empty() {
                     problems.push("has an empty choice".to_owned());
-                } else if seen.contains(&choice.as_str()) {
+                    continue;
+                }
+                if choice.trim() != choice {
+                    problems.push(format!(
+                        "has the choice `{choice}` with spaces around it; write `{}`",
+                        choice.trim()
+                    ));
+                }
+                if seen.contains(&choice.as_str()) {
                     problems.push(format!("lists the choice `{choice}` twice"));
                 } else {
                     seen.push(choice);
@@ -439,6 +448,9 @@ impl<'a> Validator<'a> {
             if !step.outputs.is_empty() {
                 problems.push("has `outputs`, but a decision step's output is its `choice` and `reason`; remove them".to_owned());
             }
+            if step.poll.is_some() || step.retry.is_some() {
+                problems.push("has `poll` or `retry`, which a decision step does not use (it asks once); remove them".to_owned());
+            }
         } else if step.decision_prompt.is_some() || !step.choices.is_empty() {
             problems.push(format!(
                 "has `decision_prompt` or `choices`, but its kind is `{}`; set `kind: decision` or remove them",
@@ -451,6 +463,89 @@ impl<'a> Validator<'a> {
                 format!("step `{}` {problem}", step.id),
                 vec![step.id.clone()],
             );
+        }
+    }
+
+    /// In a condition, `steps.D.FIELD` for a decision step `D` names `choice` or `reason`, and
+    /// `steps.D.choice == 'x'` (or `!=`) compares with one of `D`'s choices: a branch on a
+    /// choice that cannot be answered would never run.
+    fn check_choice_comparisons(
+        &mut self,
+        position: usize,
+        field: ExpressionField<'_>,
+        source: &str,
+    ) {
+        let workflow = self.workflow;
+        let step = &workflow.steps[position];
+        let mut problems = Vec::new();
+        let mut rest = source;
+        while let Some(found) = rest.find("steps.") {
+            let preceded_by_word = rest[..found]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+            rest = &rest[found + "steps.".len()..];
+            if preceded_by_word {
+                continue;
+            }
+            let (id, after) = split_word(rest);
+            let Some(&from) = self.index.get(id) else {
+                continue;
+            };
+            let decision = &workflow.steps[from];
+            if decision.kind != StepKind::Decision {
+                continue;
+            }
+            let Some(after) = after.strip_prefix('.') else {
+                continue;
+            };
+            let (name, after) = split_word(after);
+            if !DECISION_FIELDS.contains(&name) {
+                let hint = nearest(name, DECISION_FIELDS.iter().copied())
+                    .map(|near| format!(" (did you mean `{near}`?)"))
+                    .unwrap_or_default();
+                problems.push((
+                    ProblemKind::UnknownOutputField,
+                    format!(
+                        "`{field}` of step `{}` reads field `{name}` of decision step `{id}`, which only outputs `choice` and `reason`{hint}",
+                        step.id
+                    ),
+                    decision.id.clone(),
+                ));
+                continue;
+            }
+            if name != "choice" {
+                continue;
+            }
+            let after = after.trim_start();
+            let Some(after) = after
+                .strip_prefix("==")
+                .or_else(|| after.strip_prefix("!="))
+            else {
+                continue;
+            };
+            let Some(literal) = quoted(after.trim_start()) else {
+                continue;
+            };
+            if !decision.choices.iter().any(|choice| choice == literal) {
+                problems.push((
+                    ProblemKind::InvalidDecision,
+                    format!(
+                        "`{field}` of step `{}` compares the choice of `{id}` with `{literal}`, which is not one of its choices ({})",
+                        step.id,
+                        decision
+                            .choices
+                            .iter()
+                            .map(|choice| format!("`{choice}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    decision.id.clone(),
+                ));
+            }
+        }
+        for (kind, message, decision) in problems {
+            self.report(kind, message, vec![step.id.clone(), decision]);
         }
     }
 
@@ -690,7 +785,23 @@ impl fmt::Display for Place<'_> {
     }
 }
 
-/// `step_12` → `step_`; an id with no trailing digits is its own stem.
+/// The identifier at the start of `text` (word characters) and what follows it.
+fn split_word(text: &str) -> (&str, &str) {
+    let end = text
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    text.split_at(end)
+}
+
+/// The text of a CEL string literal at the start of `text` (`'x'` or `"x"`, no escapes).
+fn quoted(text: &str) -> Option<&str> {
+    let quote = text.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let inner = &text[1..];
+    let end = inner.find(quote)?;
+    let literal = &inner[..end];
+    (!literal.contains('\\')).then_some(literal)
+}
+
 /// What a decision step outputs.
 const DECISION_FIELDS: [&str; 2] = ["choice", "reason"];
 
@@ -705,6 +816,7 @@ fn kind_name(kind: StepKind) -> &'static str {
     }
 }
 
+/// `step_12` → `step_`; an id with no trailing digits is its own stem.
 fn numeric_stem(id: &str) -> &str {
     id.trim_end_matches(|c: char| c.is_ascii_digit())
 }
@@ -810,6 +922,40 @@ mod tests {
             "{}",
             messages[5]
         );
+
+        // Conditions: a comparison with a choice the decision cannot answer, a misspelt
+        // field, spaces around a choice, and `poll` on a decision.
+        let mut w = Workflow::new("w", "W");
+        let mut pick = Step::decision("pick", "Which?", ["up", " down"]);
+        pick.poll = Some(wayline_core::workflow::Poll::new("true", 2, 0));
+        w.steps.push(pick);
+        let mut a = Step::new("a", "t");
+        a.when = Some("steps.pick.choice == 'upp' || steps.pick.choice != \"up\"".into());
+        w.steps.push(a);
+        let mut b = Step::new("b", "t");
+        b.when = Some("steps.pick.chioce == 'up' && mysteps.pick.x == 1".into());
+        w.steps.push(b);
+        let report = validate(&w, &catalog());
+        let messages: Vec<&str> = report.errors.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(
+            kinds(&report),
+            [
+                ProblemKind::InvalidDecision,
+                ProblemKind::InvalidDecision,
+                ProblemKind::InvalidDecision,
+                ProblemKind::UnknownOutputField,
+            ],
+            "{messages:#?}"
+        );
+        assert!(messages[0].contains("spaces around it"), "{}", messages[0]);
+        assert!(messages[1].contains("`poll` or `retry`"), "{}", messages[1]);
+        assert!(messages[2].contains("with `upp`"), "{}", messages[2]);
+        assert!(
+            messages[3].contains("did you mean `choice`"),
+            "{}",
+            messages[3]
+        );
+        assert_eq!(report.errors[2].steps, ["a", "pick"]);
     }
 
     #[test]

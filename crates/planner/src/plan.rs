@@ -231,14 +231,8 @@ impl Planner {
             Recall::Nothing(notes) => return Err(notes),
         };
         let mut workflow = found.workflow;
+        // Valid: `recall` keeps only workflows that pass.
         let report = validate(&workflow, self.catalog.as_ref());
-        if !report.is_valid() {
-            return Err(vec![format!(
-                "the learned pattern `{}` does not make a valid workflow: {}",
-                found.pattern_name,
-                problems_of(&report).join("; ")
-            )]);
-        }
         workflow.status = WorkflowStatus::Draft;
         let view = render(&workflow, &report, ViewFormat::Text);
         Ok(Plan {
@@ -251,7 +245,7 @@ impl Planner {
             },
             answers: 0,
             usage: Usage::default(),
-            notes: Vec::new(),
+            notes: found.notes,
         })
     }
 }

@@ -36,7 +36,7 @@ pub struct Prompt {
     pub tokens: usize,
 }
 
-const INSTRUCTIONS: &str = "You plan API workflows. Given a goal and a catalog of tools, answer with ONE JSON object: a workflow whose steps call tools from the catalog. Use only tool ids and input names from the catalog. Map each tool input to `$input.NAME` (a declared run input), to `STEP_ID.FIELD` (an output of an earlier step), or to a literal value. List `edges` from each step to the steps that need its outputs. Only where the way on depends on a judgement about earlier results, add a step with `\"kind\": \"decision\"`, a `decision_prompt` and two or more `choices` (it calls no tool; a model answers it at run time), and give the steps of each branch `\"when\": \"steps.ID.choice == 'CHOICE'\"`. Answer with the JSON only.";
+const INSTRUCTIONS: &str = "You plan API workflows. Given a goal and a catalog of tools, answer with ONE JSON object: a workflow whose steps call tools from the catalog. Use only tool ids and input names from the catalog. Map each tool input to `$input.NAME` (a declared run input), to `STEP_ID.FIELD` (an output of an earlier step), or to a literal value. List `edges` from each step to the steps that need its outputs. Only where the way on depends on a judgement about earlier results, add a step with `\"kind\": \"decision\"`, a `decision_prompt` and two or more `choices` (it calls no tool; a model answers it at run time), and give the steps of each branch `\"when\": \"steps.ID.choice == 'CHOICE'\"` (a step after a skipped step is skipped too, so branches do not rejoin). Answer with the JSON only.";
 
 const FORMAT: &str = r#"Format (one example):
 {

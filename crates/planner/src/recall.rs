@@ -2,10 +2,13 @@
 //! pattern's steps made into a workflow, and no model is asked.
 //!
 //! A pattern fits a goal when its confidence (the knowledge crate's smoothed, fading success
-//! rate, times the share of its trigger keywords the goal has) reaches the threshold **and**
-//! every keyword of the goal is one the pattern speaks of (its trigger, name, description or
-//! operations). The second rule keeps "create a cluster and a branch" from being planned as
-//! "create a cluster": a pattern that does part of a goal is no plan for it (decision 52).
+//! rate, times the share of its trigger keywords the goal has) reaches the threshold, every
+//! keyword and number of the goal is one the pattern speaks of (its trigger, name, description
+//! or operations), and every step that changes something (create, update, delete) is one the
+//! goal asks for. The second rule keeps "create a cluster and a branch" (or "create 3
+//! clusters") from being planned as "create a cluster"; the third keeps a pattern that also
+//! deletes from a goal that only creates (decision 52). The workflow it makes must pass
+//! validation; the next candidate is tried when it does not.
 //!
 //! Instantiation: one step per pattern step, each after the one before (a pattern is a
 //! script). A step maps every input its tool requires, and the optional ones the pattern's
@@ -25,8 +28,9 @@ use wayline_knowledge::{Queries, ResourceStates};
 
 use crate::output::step_id;
 
-/// Polls a pattern step may make when it names no limit.
-const DEFAULT_POLLS: u32 = 20;
+/// Calls a polling pattern step may make when it names no limit: one check, as in the
+/// scenario conversion.
+const DEFAULT_POLLS: u32 = 1;
 
 /// Words any pattern that waits for a state speaks of.
 const WAITING_WORDS: [&str; 5] = ["wait", "poll", "until", "ready", "done"];
@@ -43,6 +47,8 @@ pub struct Recalled {
     pub pattern_name: String,
     /// Its confidence for the goal, in `[0, 1]`.
     pub confidence: f64,
+    /// Why better-ranked candidates were passed over.
+    pub notes: Vec<String>,
 }
 
 /// What looking in the knowledge found.
@@ -67,7 +73,17 @@ pub fn recall(
     threshold: f64,
 ) -> Recall {
     let queries = Queries::at(knowledge, now);
-    let goal_words = words::keywords(goal);
+    let mut goal_words = words::keywords(goal);
+    // Numbers count: "create 3 clusters" is not what a one-cluster pattern does.
+    goal_words.extend(
+        words::words(goal)
+            .into_iter()
+            .filter(|word| word.bytes().all(|byte| byte.is_ascii_digit())),
+    );
+    let goal_actions: Vec<&str> = words::words(goal)
+        .iter()
+        .filter_map(|word| words::action_of(word))
+        .collect();
     let mut notes = Vec::new();
     // Nothing is known of the state before a plan runs: preconditions about resources that
     // must not exist hold, ones that need a resource in a state do not.
@@ -95,13 +111,43 @@ pub fn recall(
             ));
             continue;
         }
-        match instantiate(pattern, goal, inputs, catalog) {
+        let unasked: Vec<String> = pattern
+            .steps
+            .iter()
+            .filter_map(|step| {
+                let action = words::operation_action(&step.operation_id)?;
+                (action != "read" && !goal_actions.contains(&action))
+                    .then(|| format!("{action} (`{}`)", step.operation_id))
+            })
+            .collect();
+        if !unasked.is_empty() {
+            notes.push(format!(
+                "the learned pattern `{}` also does what the goal does not ask for: {}",
+                pattern.name,
+                unasked.join(", ")
+            ));
+            continue;
+        }
+        let made = instantiate(pattern, goal, inputs, catalog).and_then(|workflow| {
+            let report = wayline_graph::validate(&workflow, catalog);
+            if report.is_valid() {
+                Ok(workflow)
+            } else {
+                let problems: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+                Err(format!(
+                    "it does not make a valid workflow: {}",
+                    problems.join("; ")
+                ))
+            }
+        });
+        match made {
             Ok(workflow) => {
                 return Recall::Found(Box::new(Recalled {
                     workflow,
                     pattern_id: pattern.id.clone(),
                     pattern_name: pattern.name.clone(),
                     confidence,
+                    notes,
                 }));
             }
             Err(problem) => notes.push(format!(
@@ -203,6 +249,14 @@ fn instantiate(
             let polls = pattern_step
                 .max_retries
                 .map_or(DEFAULT_POLLS, |retries| retries.saturating_add(1));
+            let safe = matches!(tool.method.to_ascii_uppercase().as_str(), "GET" | "HEAD")
+                || tool.idempotent == Some(true);
+            if polls > 1 && !safe {
+                return Err(format!(
+                    "its step `{}` polls a `{}` request, which would be sent again on each poll",
+                    pattern_step.operation_id, tool.method
+                ));
+            }
             let interval_ms = pattern_step.delay_after.unwrap_or(1).saturating_mul(1_000);
             step.poll = Some(Poll::new(until, polls, interval_ms));
         }

@@ -35,42 +35,7 @@ pub struct ExploreState {
     pub variables: IndexMap<String, Value>,
 }
 
-/// True for a name that holds a secret (`rootPassword`, `api_token`, `clientSecret`): such
-/// values are kept out of session files and outputs.
-pub fn is_secret_name(name: &str) -> bool {
-    let lowered = name.to_lowercase().replace(['_', '-'], "");
-    [
-        "password",
-        "secret",
-        "token",
-        "apikey",
-        "credential",
-        "privatekey",
-        "passphrase",
-    ]
-    .iter()
-    .any(|word| lowered.contains(word))
-}
-
-/// `value` with the values of secret-named members (at any depth) replaced by `***`.
-pub fn redact(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(key, inner)| {
-                    let shown = if is_secret_name(key) && !inner.is_null() {
-                        Value::from("***")
-                    } else {
-                        redact(inner)
-                    };
-                    (key.clone(), shown)
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
-        other => other.clone(),
-    }
-}
+pub use wayline_core::secret::{is_secret_name, mask_secret_names as redact};
 
 /// The plural a resource type is filed under (`cluster` → `clusters`, `branch` → `branches`).
 pub fn plural(resource: &str) -> String {

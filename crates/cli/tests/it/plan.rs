@@ -44,6 +44,14 @@ fn tools(dir: &Path) -> String {
     path(&tools).to_owned()
 }
 
+/// `wayline plan "the weather for a city" --tools TOOLS`, asking `model`, with `extra` flags.
+fn plan(model: &FakeModel, tools: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["plan", "the weather for a city", "--tools", tools];
+    args.extend(["--model-url", model.url(), "--model", "fake"]);
+    args.extend(extra);
+    wayline(&args)
+}
+
 /// The last user message of a request the server received.
 fn last_message(request: &serde_json::Value) -> String {
     request["messages"]
@@ -66,22 +74,11 @@ fn invalid_answers_are_repaired_and_answers_in_prose_or_fences_are_read() {
     let dir = tempfile::tempdir().unwrap();
     let tools = tools(dir.path());
     let out = dir.path().join("weather.yaml");
-    let output = wayline(&[
-        "plan",
-        "the weather for a city",
-        "--tools",
+    let output = plan(
+        &model,
         &tools,
-        "--input",
-        "city",
-        "--out",
-        path(&out),
-        "--model-url",
-        model.url(),
-        "--model",
-        "fake",
-        "--max-repairs",
-        "3",
-    ]);
+        &["--input", "city", "--out", path(&out), "--max-repairs", "3"],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(code(&output), 0, "{stderr}");
     // The view is printed; the workflow is written and valid.
@@ -120,6 +117,16 @@ fn invalid_answers_are_repaired_and_answers_in_prose_or_fences_are_read() {
         last_message(&requests[3])
     );
     assert_eq!(requests[0]["model"], "fake");
+
+    // The plan is not written over without --force, and the model is not asked for it.
+    let again = plan(&model, &tools, &["--out", path(&out)]);
+    assert_eq!(code(&again), 2);
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("--force"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(model.requests().len(), 4);
 }
 
 #[test]
@@ -134,22 +141,18 @@ fn a_model_that_never_answers_validly_stops_after_max_repairs_with_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let tools = tools(dir.path());
     let out = dir.path().join("never.yaml");
-    let output = wayline(&[
-        "plan",
-        "the weather for a city",
-        "--tools",
+    let output = plan(
+        &model,
         &tools,
-        "--out",
-        path(&out),
-        "--model-url",
-        model.url(),
-        "--model",
-        "fake",
-        "--max-repairs",
-        "1",
-        "--format",
-        "json",
-    ]);
+        &[
+            "--out",
+            path(&out),
+            "--max-repairs",
+            "1",
+            "--format",
+            "json",
+        ],
+    );
     assert_eq!(
         code(&output),
         1,
@@ -184,24 +187,20 @@ fn a_fitting_learned_pattern_is_the_plan_and_the_model_server_sees_no_call() {
         "patterns:\n  - id: p1\n    name: city_weather\n    trigger: {intent_keywords: [weather, city]}\n    steps:\n      - operation_id: geocode\n        save: [{key: latitude, eval: body.lat}, {key: longitude, eval: body.lon}]\n      - operation_id: forecast\n    success_count: 9\n    failure_count: 0\n",
     )
     .unwrap();
-    let output = wayline(&[
-        "plan",
-        "the weather for a city",
-        "--tools",
+    let output = plan(
+        &model,
         &tools,
-        "--input",
-        "name",
-        "--sut",
-        "demo",
-        "--knowledge",
-        path(&knowledge),
-        "--model-url",
-        model.url(),
-        "--model",
-        "fake",
-        "--format",
-        "json",
-    ]);
+        &[
+            "--input",
+            "name",
+            "--sut",
+            "demo",
+            "--knowledge",
+            path(&knowledge),
+            "--format",
+            "json",
+        ],
+    );
     assert_eq!(
         code(&output),
         0,
@@ -217,28 +216,18 @@ fn a_fitting_learned_pattern_is_the_plan_and_the_model_server_sees_no_call() {
     assert_eq!(steps[0]["input_mapping"]["name"], "$input.name");
     assert!(model.requests().is_empty(), "{:?}", model.requests());
 
-    // No model configured at all: the pattern still plans.
-    let output = wayline(&[
-        "plan",
-        "the weather for a city",
-        "--tools",
-        &tools,
-        "--sut",
-        "demo",
-        "--knowledge",
-        path(&knowledge),
-    ]);
-    assert_eq!(
-        code(&output),
-        0,
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("no model was asked"),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    // No model configured at all: the pattern still plans, and nothing is said to be wrong.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["plan", "the weather for a city", "--tools", &tools])
+        .args(["--sut", "demo", "--knowledge", path(&knowledge)])
+        .env_remove("WAYLINE_LLM_URL")
+        .env_remove("WAYLINE_LLM_MODEL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(code(&output), 0, "{stderr}");
+    assert!(stderr.contains("no model was asked"), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
 }
 
 #[test]
@@ -361,4 +350,67 @@ fn run_answers_a_decision_step_with_the_model_and_refuses_an_answer_outside_the_
         pick["error"].as_str().unwrap().contains("`panic`"),
         "{pick}"
     );
+}
+
+#[test]
+fn a_saved_workflow_with_a_decision_step_activates_with_a_model_and_not_without() {
+    let runtime = runtime();
+    let model = runtime.block_on(FakeModel::start([
+        r#"{"choice": "incident", "reason": "42 is too many"}"#,
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    let tools = tools(dir.path());
+    let flow = dir.path().join("triage.yaml");
+    std::fs::write(&flow, DECIDING).unwrap();
+    let store = dir.path().join("store");
+    let store = path(&store);
+    for args in [
+        vec!["workflow", "save", path(&flow), "--store", store],
+        vec![
+            "workflow", "approve", "triage", "--by", "ada", "--store", store,
+        ],
+    ] {
+        let output = wayline(&args);
+        assert_eq!(
+            code(&output),
+            0,
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    // Without a model the validation run cannot start, and says what to pass.
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args([
+            "workflow", "activate", "triage", "--tools", &tools, "--store", store,
+        ])
+        .env_remove("WAYLINE_LLM_URL")
+        .env_remove("WAYLINE_LLM_MODEL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(code(&refused), 2, "{stderr}");
+    assert!(
+        stderr.contains("--model-url") && stderr.contains("decision steps"),
+        "{stderr}"
+    );
+    let activated = wayline(&[
+        "workflow",
+        "activate",
+        "triage",
+        "--tools",
+        &tools,
+        "--store",
+        store,
+        "--model-url",
+        model.url(),
+        "--model",
+        "fake",
+    ]);
+    assert_eq!(
+        code(&activated),
+        0,
+        "{}",
+        String::from_utf8_lossy(&activated.stderr)
+    );
+    assert_eq!(model.requests().len(), 1);
 }

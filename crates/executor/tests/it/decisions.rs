@@ -1,7 +1,7 @@
 //! Decision steps: a scripted decider's choice picks the branch that runs (the others are
 //! skipped), an answer outside the choices fails the step clearly, the decider sees the
-//! dependencies' outputs with secrets masked, and an engine without a decider refuses the
-//! workflow.
+//! dependencies' outputs with secrets masked (the tool configs' and secret-named members),
+//! and an engine without a decider refuses the workflow.
 
 use std::sync::Arc;
 
@@ -38,7 +38,7 @@ fn engine(decider: Arc<ScriptedDecider>) -> Engine {
     let transport = ScriptedTransport::new().with_fallback(|request| {
         Ok(match request.url.as_str() {
             "http://api.test/metrics" => {
-                HttpResponse::new(200, format!(r#"{{"cpu": 0.93, "echo": "{TOKEN}"}}"#))
+                HttpResponse::new(200, format!(r#"{{"cpu": 0.93, "echo": "{TOKEN}", "session": {{"access_token": "fresh-1234"}}}}"#))
             }
             _ => HttpResponse::new(200, "{}"),
         })
@@ -106,6 +106,9 @@ async fn each_choice_takes_its_branch_and_is_recorded_with_its_reason() {
         let seen = format!("{request:?}");
         assert!(!seen.contains(TOKEN), "{seen}");
         assert_eq!(request.context["load"]["echo"], "***");
+        // A token the run obtained is masked by its name.
+        assert_eq!(request.context["load"]["session"]["access_token"], "***");
+        assert!(!seen.contains("fresh-1234"), "{seen}");
     }
 }
 

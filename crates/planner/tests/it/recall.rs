@@ -97,6 +97,36 @@ async fn a_pattern_for_part_of_the_goal_or_too_weak_leaves_it_to_the_model() {
         plan.notes
     );
 
+    // Numbers count: three clusters are not what the one-cluster pattern makes.
+    let model = Arc::new(ScriptedModel::new([answer.to_owned()]));
+    let planner =
+        Planner::new(model.clone(), catalog.clone()).knowledge(Arc::new(knowledge.clone()));
+    let plan = planner.plan("create 3 clusters", &[]).await.unwrap();
+    assert_eq!(plan.source, PlanSource::Model);
+    assert!(
+        plan.notes.iter().any(|note| note.contains("`3`")),
+        "{:?}",
+        plan.notes
+    );
+
+    // A pattern that also deletes is no plan for a goal that only creates.
+    let mut deleting = knowledge.clone();
+    let mut delete = deleting.patterns[0].steps[1].clone();
+    delete.operation_id = "ClusterService_DeleteCluster".to_owned();
+    delete.expect = None;
+    deleting.patterns[0].steps.push(delete);
+    let model = Arc::new(ScriptedModel::new([answer.to_owned()]));
+    let planner = Planner::new(model.clone(), catalog.clone()).knowledge(Arc::new(deleting));
+    let plan = planner.plan("create a cluster", &[]).await.unwrap();
+    assert_eq!(plan.source, PlanSource::Model);
+    assert!(
+        plan.notes
+            .iter()
+            .any(|note| note.contains("delete (`ClusterService_DeleteCluster`)")),
+        "{:?}",
+        plan.notes
+    );
+
     // A pattern that failed as often as it worked is below the threshold.
     let mut weak = knowledge;
     weak.patterns[0].failure_count = weak.patterns[0].success_count;
