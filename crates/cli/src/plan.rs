@@ -78,6 +78,20 @@ pub(crate) fn with_decider<'w>(
     Ok(builder.decider(Arc::new(ModelDecider::new(model))))
 }
 
+/// As [`with_decider`], for commands whose workflows may change while they run (`schedule
+/// run` fires the version active at each fire): with a model configured, the decider is
+/// attached whatever the workflows are now.
+pub(crate) fn with_decider_for_later<'w>(
+    builder: EngineBuilder,
+    workflows: impl IntoIterator<Item = &'w Workflow>,
+    model: &ModelArgs,
+) -> Result<EngineBuilder, Outcome> {
+    if model.config().is_ok() {
+        return Ok(builder.decider(Arc::new(ModelDecider::new(model.resolve()?))));
+    }
+    with_decider(builder, workflows, model, false)
+}
+
 /// Stands in for a model that is not configured: a plan from knowledge needs none, and one
 /// that does need it fails with the reason.
 #[derive(Debug)]

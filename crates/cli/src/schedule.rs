@@ -11,7 +11,7 @@ use wayline_store::{ConsoleNotifier, Lifecycle, Notifications, WebhookNotifier};
 
 use crate::Outcome;
 use crate::load_tools;
-use crate::plan::with_decider;
+use crate::plan::with_decider_for_later;
 use crate::run::{engine_builder, runtime, transport, unreadable};
 use crate::runs::StoreArg;
 
@@ -120,7 +120,7 @@ fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
         active.push(record.workflow);
     }
     let builder = engine_builder(Arc::new(registry), args.config.as_deref())?;
-    let engine = with_decider(builder, &active, &args.model, false)?
+    let engine = with_decider_for_later(builder, &active, &args.model)?
         .run_store(stores.runs.clone())
         .build();
     let failures = Cell::new(0usize);

@@ -152,8 +152,8 @@ impl SecretProvider for MemorySecrets {
     }
 }
 
-/// True for a name that holds a secret (`rootPassword`, `api_token`, `clientSecret`): such
-/// the explorer keeps such values out of session files and outputs, and the engine keeps them
+/// True for a name that holds a secret (`rootPassword`, `api_token`, `clientSecret`). The
+/// explorer keeps such values out of session files and outputs, and the engine keeps them
 /// from the model a decision step asks.
 pub fn is_secret_name(name: &str) -> bool {
     let lowered = name.to_lowercase().replace(['_', '-'], "");

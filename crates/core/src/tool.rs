@@ -185,6 +185,24 @@ impl ToolDefinition {
         names
     }
 
+    /// True when calling the tool a second time cannot do harm the first call did not: what
+    /// the tool says of itself (`idempotent`, `destructive`, an `idempotency_key`) outranks
+    /// what its method suggests, and `cli` and `code` tools are repeatable only when they say
+    /// they are idempotent. The engine uses this to decide whether a step may run again after
+    /// a crash; the planner, whether a step may poll.
+    pub fn safe_to_repeat(&self) -> bool {
+        if matches!(self.kind, ToolKind::Cli | ToolKind::Code) {
+            return self.idempotent == Some(true);
+        }
+        if self.idempotency_key.is_some() || self.idempotent == Some(true) {
+            return true;
+        }
+        if self.idempotent == Some(false) || self.destructive == Some(true) {
+            return false;
+        }
+        !(self.method.eq_ignore_ascii_case("POST") || self.method.eq_ignore_ascii_case("PATCH"))
+    }
+
     /// Inputs a step must map for the request to be complete: the path placeholders, and on
     /// the config path the placeholders of the header and body templates.
     ///

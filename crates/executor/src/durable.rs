@@ -13,14 +13,12 @@
 //! [`UnknownSteps`] decides.
 
 use tracing::Instrument;
-use wayline_core::tool::ToolKind;
 use wayline_core::{Run, RunStatus, StepKind, StepResult, StepStatus};
 
 use crate::Error;
 use crate::cancel::CancelToken;
 use crate::engine::{Engine, Scheduler};
 use crate::prepare::{PreparedStep, PreparedWorkflow};
-use crate::retry::may_resend;
 
 /// What to do with steps whose outcome is unknown and which are not safe to repeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,22 +79,9 @@ pub(crate) fn safe_to_repeat(step: &PreparedStep, kind: StepKind) -> bool {
     if kind == StepKind::Transform {
         return true;
     }
-    let Some(tool) = step.tool.as_deref() else {
-        return true;
-    };
-    if matches!(tool.kind, ToolKind::Cli | ToolKind::Code) {
-        return tool.idempotent == Some(true);
-    }
-    let has_key = tool.idempotency_key.is_some();
-    if has_key || tool.idempotent == Some(true) {
-        return true;
-    }
-    // What the tool says about itself outranks what its method suggests: a GET declared
-    // `idempotent: false` or `destructive: true` is not repeated blindly either.
-    if tool.idempotent == Some(false) || tool.destructive == Some(true) {
-        return false;
-    }
-    may_resend(&tool.method, tool.idempotent, has_key, None)
+    step.tool
+        .as_deref()
+        .is_none_or(wayline_core::ToolDefinition::safe_to_repeat)
 }
 
 impl Engine {

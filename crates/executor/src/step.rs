@@ -623,13 +623,17 @@ async fn decide(job: &StepJob<'_>) -> Result<Value, Failure> {
     // Sorted, so the same run asks the same question.
     let mut ids: Vec<&String> = job.steps.keys().collect();
     ids.sort();
-    let mut context = Value::Object(
+    // Masked output by output: a step named `get_token` keeps its output, only its
+    // secret-named members are hidden.
+    let context = Value::Object(
         ids.into_iter()
-            .map(|id| (id.clone(), Value::clone(&job.steps[id])))
+            .map(|id| {
+                let mut output = Value::clone(&job.steps[id]);
+                redactor.value(&mut output);
+                (id.clone(), mask_secret_names(&output))
+            })
             .collect(),
     );
-    redactor.value(&mut context);
-    let context = mask_secret_names(&context);
     let mut request = DecisionRequest::new(
         step.decision_prompt.clone().unwrap_or_default(),
         step.choices.clone(),
@@ -647,7 +651,7 @@ async fn decide(job: &StepJob<'_>) -> Result<Value, Failure> {
         .await
         .map_err(|_| {
             format!(
-                "the decider gave no answer within {} ms (the step's `timeout_ms`)",
+                "the decider gave no answer within {} ms (set the step's `timeout_ms` to allow more)",
                 timeout.as_millis()
             )
         })?

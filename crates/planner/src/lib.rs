@@ -14,7 +14,7 @@
 //!   scripted model.
 //! - [`plan`]: planning — a learned pattern that fits the goal ([`recall`]), else the model's
 //!   answer validated, and repaired from the validation report a bounded number of times.
-//! - [`decide`]: decision steps answered by a language model (core's `Decider`).
+//! - [`mod@decide`]: decision steps answered by a language model (core's `Decider`).
 //! - [`prompt`]: the planner's prompt (the catalog within a token budget, most relevant tools
 //!   first) and reading a model's answer into a workflow.
 //! - [`output`]: the reusable scenario (the seed's output YAML) and its conversion into a

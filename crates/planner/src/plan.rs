@@ -181,7 +181,7 @@ impl Planner {
                 Err(problem) => vec![problem],
                 Ok(mut workflow) => {
                     let report = validate(&workflow, self.catalog.as_ref());
-                    let lint = dangling_literals(&workflow);
+                    let lint = dangling_literals(&workflow, self.catalog.as_ref());
                     if report.is_valid() && lint.is_empty() {
                         workflow.status = WorkflowStatus::Draft;
                         let view = render(&workflow, &report, ViewFormat::Text);
@@ -250,39 +250,63 @@ impl Planner {
     }
 }
 
-/// Mapping values a model wrote as `STEP.FIELD` for a step the workflow does not have. By
-/// the reference rule they would be sent as literal text (decision 1), which a model never
-/// means; the graph crate flags only the ones shaped like the workflow's own step ids. A
-/// value counts when both segments start with a letter or `_` and hold only word characters,
-/// and the last is not a top-level domain (`example.com` stays a literal).
-fn dangling_literals(workflow: &Workflow) -> Vec<String> {
-    const DOMAINS: [&str; 12] = [
-        "com", "org", "net", "io", "dev", "ai", "app", "cloud", "gov", "edu", "co", "local",
-    ];
+/// Mapping values a model wrote as `STEP.FIELD` for a step the workflow does not have: by
+/// the reference rule they would be sent as literal text (decision 1), and the graph crate
+/// flags only the ones shaped like the workflow's own step ids. Here a value counts when its
+/// first two dot-separated segments are identifiers and the first is a tool's id (a model
+/// naming the tool instead of the step that calls it) or a near miss of a step id (`locat`,
+/// at least four characters). Other dotted text (`report.csv`, `t3.micro`, `example.de`)
+/// stays a literal (decision 54).
+fn dangling_literals(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<String> {
+    let identifier = |segment: &str| {
+        segment
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && segment
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let step_ids = || workflow.steps.iter().map(|step| step.id.as_str());
     let mut problems = Vec::new();
     for step in &workflow.steps {
         for (input, value) in &step.input_mapping {
             let Some(text) = value.as_str() else { continue };
-            let segments: Vec<&str> = text.split('.').collect();
-            let wordy = |segment: &str| {
-                segment
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                    && segment
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            let mut segments = text.split('.');
+            let (Some(first), Some(second)) = (segments.next(), segments.next()) else {
+                continue;
             };
-            let shaped = segments.len() >= 2
-                && wordy(segments[0])
-                && wordy(segments[1])
-                && !segments.last().is_some_and(|last| DOMAINS.contains(last));
-            if shaped && workflow.step(segments[0]).is_none() {
-                problems.push(format!(
-                    "step `{}` maps `{input}` to `{text}`, but there is no step `{}`; refer to an earlier step's id, to `$input.NAME`, or write a literal value",
-                    step.id, segments[0]
-                ));
+            if !identifier(first) || !identifier(second) || workflow.step(first).is_some() {
+                continue;
             }
+            let hint = if catalog.tool(first).is_some() {
+                let callers: Vec<String> = workflow
+                    .steps
+                    .iter()
+                    .filter(|caller| caller.tool_id == first)
+                    .map(|caller| format!("`{}`", caller.id))
+                    .collect();
+                if callers.is_empty() {
+                    format!(
+                        "`{first}` is a tool, not a step; add a step that calls it and refer to that step's id"
+                    )
+                } else {
+                    format!(
+                        "`{first}` is a tool, not a step; refer to the step that calls it ({})",
+                        callers.join(" or ")
+                    )
+                }
+            } else if first.len() >= 4
+                && let Some(near) = wayline_core::document::nearest(first, step_ids())
+            {
+                format!("there is no step `{first}`; did you mean `{near}`?")
+            } else {
+                continue;
+            };
+            problems.push(format!(
+                "step `{}` maps `{input}` to `{text}`, which would be sent as that text: {hint}",
+                step.id
+            ));
         }
     }
     problems
@@ -298,21 +322,37 @@ mod tests {
     use wayline_core::workflow::Step;
 
     #[test]
-    fn references_to_missing_steps_are_problems_and_domains_are_not() {
+    fn tool_ids_and_near_misses_of_step_ids_are_problems_other_dotted_text_is_not() {
+        let catalog = wayline_core::MemoryCatalog::from_tools([
+            wayline_core::ToolDefinition::new("geocode", "https://geo.example.com"),
+            wayline_core::ToolDefinition::new("forecast", "https://weather.example.com"),
+        ]);
         let mut workflow = Workflow::new("w", "W");
         workflow.steps.push(
             Step::new("locate", "geocode")
-                .map("host", "api.example.com")
+                .map("host", "api.example.de")
+                .map("file", "report.csv")
+                .map("size", "t3.micro")
                 .map("version", "3.5")
                 .map("name", "$input.city"),
         );
         workflow.steps.push(
             Step::new("forecast", "forecast")
-                .map("latitude", "place.lat")
-                .map("longitude", "locate.lon"),
+                .map("latitude", "geocode.lat")
+                .map("longitude", "locat.lon")
+                .map("place", "place.name"),
         );
-        let problems = dangling_literals(&workflow);
-        assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(problems[0].contains("no step `place`"), "{}", problems[0]);
+        let problems = dangling_literals(&workflow, &catalog);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("refer to the step that calls it (`locate`)"),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems[1].contains("did you mean `locate`?"),
+            "{}",
+            problems[1]
+        );
     }
 }

@@ -74,12 +74,9 @@ pub fn recall(
 ) -> Recall {
     let queries = Queries::at(knowledge, now);
     let mut goal_words = words::keywords(goal);
-    // Numbers count: "create 3 clusters" is not what a one-cluster pattern does.
-    goal_words.extend(
-        words::words(goal)
-            .into_iter()
-            .filter(|word| word.bytes().all(|byte| byte.is_ascii_digit())),
-    );
+    // Numbers count: "create 3 clusters" is not what a one-cluster pattern does. A 1 says
+    // nothing a pattern does not ("create 1 cluster").
+    goal_words.extend(numbers(goal).filter(|number| number != "1"));
     let goal_actions: Vec<&str> = words::words(goal)
         .iter()
         .filter_map(|word| words::action_of(word))
@@ -172,11 +169,22 @@ fn vocabulary(pattern: &Pattern) -> Vec<String> {
         .chain(pattern.steps.iter().map(|step| step.operation_id.as_str()));
     for text in texts {
         known.extend(words::keywords(text));
+        known.extend(numbers(text));
+    }
+    for keyword in &pattern.trigger.intent_keywords {
+        known.extend(numbers(keyword));
     }
     if pattern.steps.iter().any(|step| step.expect.is_some()) {
         known.extend(WAITING_WORDS.iter().map(|word| (*word).to_owned()));
     }
     known
+}
+
+/// The numbers among the words of `text` (`create 3 clusters` → `3`).
+fn numbers(text: &str) -> impl Iterator<Item = String> {
+    words::words(text)
+        .into_iter()
+        .filter(|word| word.bytes().all(|byte| byte.is_ascii_digit()))
 }
 
 /// The same word, or two verbs for the same action (`add` and `create`).
@@ -249,12 +257,10 @@ fn instantiate(
             let polls = pattern_step
                 .max_retries
                 .map_or(DEFAULT_POLLS, |retries| retries.saturating_add(1));
-            let safe = matches!(tool.method.to_ascii_uppercase().as_str(), "GET" | "HEAD")
-                || tool.idempotent == Some(true);
-            if polls > 1 && !safe {
+            if polls > 1 && !tool.safe_to_repeat() {
                 return Err(format!(
-                    "its step `{}` polls a `{}` request, which would be sent again on each poll",
-                    pattern_step.operation_id, tool.method
+                    "its step `{}` polls tool `{}`, which is not safe to call again on each poll (mark the tool `idempotent: true` if it is)",
+                    pattern_step.operation_id, tool.id
                 ));
             }
             let interval_ms = pattern_step.delay_after.unwrap_or(1).saturating_mul(1_000);

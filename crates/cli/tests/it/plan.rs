@@ -25,7 +25,7 @@ const CYCLE: &str = r#"{"id": "w", "name": "W", "inputs": {"city": {}}, "steps":
 
 const DANGLING: &str = r#"{"id": "w", "name": "W", "inputs": {"city": {}}, "steps": [
   {"id": "locate", "tool_id": "geocode", "input_mapping": {"name": "$input.city"}},
-  {"id": "forecast", "tool_id": "forecast", "input_mapping": {"latitude": "place.lat", "longitude": "locate.lon"}}]}"#;
+  {"id": "forecast", "tool_id": "forecast", "input_mapping": {"latitude": "geocode.lat", "longitude": "locate.lon"}}]}"#;
 
 /// A runtime for the fake server (the CLI runs as a child process meanwhile).
 fn runtime() -> tokio::runtime::Runtime {
@@ -107,7 +107,7 @@ fn invalid_answers_are_repaired_and_answers_in_prose_or_fences_are_read() {
         last_message(&requests[1])
     );
     assert!(
-        last_message(&requests[2]).contains("place"),
+        last_message(&requests[2]).contains("geocode.lat"),
         "{}",
         last_message(&requests[2])
     );

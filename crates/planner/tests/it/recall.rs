@@ -72,6 +72,15 @@ async fn a_fitting_pattern_is_the_plan_and_the_model_is_not_asked() {
     // What the create needs and nothing saved provides is a run input.
     assert!(workflow.inputs.contains_key("displayName"), "{workflow:#?}");
     assert!(plan.view.contains("create_cluster"), "{}", plan.view);
+
+    // A `1` says nothing the pattern does not.
+    let plan = planner.plan("create 1 cluster", &[]).await.unwrap();
+    assert!(
+        matches!(plan.source, PlanSource::Knowledge { .. }),
+        "{:?}",
+        plan.notes
+    );
+    assert!(model.requests().is_empty());
 }
 
 #[tokio::test]
