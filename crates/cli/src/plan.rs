@@ -119,7 +119,7 @@ pub(crate) struct PlanArgs {
     /// printed after the view.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Replace the `--out` file when it exists with other content.
+    /// Replace the `--out` file when it exists.
     #[arg(long)]
     force: bool,
     #[command(flatten)]

@@ -94,35 +94,8 @@ pub fn recall(
             ));
             continue;
         }
-        let vocabulary = vocabulary(pattern);
-        let unspoken: Vec<&str> = goal_words
-            .iter()
-            .filter(|word| !vocabulary.iter().any(|known| same_word(known, word)))
-            .map(String::as_str)
-            .collect();
-        if !unspoken.is_empty() {
-            notes.push(format!(
-                "the learned pattern `{}` does not cover `{}` of the goal",
-                pattern.name,
-                unspoken.join("`, `")
-            ));
-            continue;
-        }
-        let unasked: Vec<String> = pattern
-            .steps
-            .iter()
-            .filter_map(|step| {
-                let action = words::operation_action(&step.operation_id)?;
-                (action != "read" && !goal_actions.contains(&action))
-                    .then(|| format!("{action} (`{}`)", step.operation_id))
-            })
-            .collect();
-        if !unasked.is_empty() {
-            notes.push(format!(
-                "the learned pattern `{}` also does what the goal does not ask for: {}",
-                pattern.name,
-                unasked.join(", ")
-            ));
+        if let Some(why) = beyond_the_goal(pattern, &goal_words, &goal_actions) {
+            notes.push(format!("the learned pattern `{}` {why}", pattern.name));
             continue;
         }
         let made = instantiate(pattern, goal, inputs, catalog).and_then(|workflow| {
@@ -154,6 +127,43 @@ pub fn recall(
         }
     }
     Recall::Nothing(notes)
+}
+
+/// Why `pattern` does not do what the goal asks, if it does not: a word or number of the
+/// goal it does not speak of, or a step that changes something the goal does not ask to
+/// change.
+fn beyond_the_goal(
+    pattern: &Pattern,
+    goal_words: &[String],
+    goal_actions: &[&str],
+) -> Option<String> {
+    let vocabulary = vocabulary(pattern);
+    let unspoken: Vec<&str> = goal_words
+        .iter()
+        .filter(|word| !vocabulary.iter().any(|known| same_word(known, word)))
+        .map(String::as_str)
+        .collect();
+    if !unspoken.is_empty() {
+        return Some(format!(
+            "does not cover `{}` of the goal",
+            unspoken.join("`, `")
+        ));
+    }
+    let unasked: Vec<String> = pattern
+        .steps
+        .iter()
+        .filter_map(|step| {
+            let action = words::operation_action(&step.operation_id)?;
+            (action != "read" && !goal_actions.contains(&action))
+                .then(|| format!("{action} (`{}`)", step.operation_id))
+        })
+        .collect();
+    (!unasked.is_empty()).then(|| {
+        format!(
+            "also does what the goal does not ask for: {}",
+            unasked.join(", ")
+        )
+    })
 }
 
 /// Every word a pattern speaks of.
