@@ -793,12 +793,15 @@ fn split_word(text: &str) -> (&str, &str) {
     text.split_at(end)
 }
 
-/// The text of a CEL string literal at the start of `text` (`'x'` or `"x"`, no escapes).
+/// The text of a CEL string literal at the start of `text`: `'x'`, `"x"`, or the triple-quoted
+/// forms; `None` for anything else, raw or byte strings, and literals with escapes (which this
+/// textual check leaves alone).
 fn quoted(text: &str) -> Option<&str> {
-    let quote = text.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-    let inner = &text[1..];
-    let end = inner.find(quote)?;
-    let literal = &inner[..end];
+    let delimiter = ["'''", "\"\"\"", "'", "\""]
+        .into_iter()
+        .find(|delimiter| text.starts_with(delimiter))?;
+    let inner = &text[delimiter.len()..];
+    let literal = &inner[..inner.find(delimiter)?];
     (!literal.contains('\\')).then_some(literal)
 }
 
@@ -876,6 +879,17 @@ mod tests {
             report.errors
         );
         assert!(report.errors[5].message.contains("did you mean `token`"));
+    }
+
+    #[test]
+    fn cel_string_literals_are_read_in_every_quoting() {
+        assert_eq!(quoted("'up' && x"), Some("up"));
+        assert_eq!(quoted("\"up\""), Some("up"));
+        assert_eq!(quoted("'''up''' || y"), Some("up"));
+        assert_eq!(quoted("''"), Some(""));
+        assert_eq!(quoted("'unterminated"), None);
+        assert_eq!(quoted("'a\\'b'"), None);
+        assert_eq!(quoted("r'up'"), None);
     }
 
     #[test]
