@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use wayline_core::ToolCatalog;
 use wayline_core::document::{self, Format};
 use wayline_core::workflow::Workflow;
+use wayline_knowledge::words::words;
 use wayline_registry::{CatalogEntry, catalog_entries};
 
 use crate::llm::Message;
@@ -49,31 +50,6 @@ const FORMAT: &str = r#"Format (one example):
   ],
   "edges": [{"from_step_id": "locate", "to_step_id": "forecast"}]
 }"#;
-
-/// The words of an identifier or a sentence, lower case: `getPetById` → get, pet, by, id.
-fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut previous_lower = false;
-    for c in text.chars() {
-        if !c.is_alphanumeric() {
-            if !current.is_empty() {
-                out.push(std::mem::take(&mut current));
-            }
-            previous_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && previous_lower && !current.is_empty() {
-            out.push(std::mem::take(&mut current));
-        }
-        previous_lower = c.is_lowercase() || c.is_ascii_digit();
-        current.extend(c.to_lowercase());
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out
-}
 
 /// Words too common to say which tool a goal needs.
 const STOPWORDS: [&str; 24] = [
@@ -257,9 +233,7 @@ mod tests {
     }
 
     #[test]
-    fn words_split_identifiers() {
-        assert_eq!(words("getPetById"), ["get", "pet", "by", "id"]);
-        assert_eq!(words("weather_forecast-v2"), ["weather", "forecast", "v2"]);
+    fn words_are_stemmed() {
         assert_eq!(stem("cities"), "city");
         assert_eq!(stem("forecasts"), "forecast");
     }
