@@ -290,6 +290,24 @@ pub enum StepKind {
     Code,
 }
 
+impl StepKind {
+    /// The kind as workflows write it (`action`, `transform`, `decision`, `code`).
+    ///
+    /// ```
+    /// use wayline_core::StepKind;
+    /// assert_eq!(StepKind::Decision.as_str(), "decision");
+    /// assert_eq!(serde_json::to_value(StepKind::Code).unwrap(), "code");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Action => "action",
+            StepKind::Transform => "transform",
+            StepKind::Decision => "decision",
+            StepKind::Code => "code",
+        }
+    }
+}
+
 /// Polling: repeat the call until `until` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

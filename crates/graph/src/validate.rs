@@ -454,7 +454,7 @@ impl<'a> Validator<'a> {
         } else if step.decision_prompt.is_some() || !step.choices.is_empty() {
             problems.push(format!(
                 "has `decision_prompt` or `choices`, but its kind is `{}`; set `kind: decision` or remove them",
-                kind_name(step.kind)
+                step.kind.as_str()
             ));
         }
         for problem in problems {
@@ -807,17 +807,6 @@ fn quoted(text: &str) -> Option<&str> {
 
 /// What a decision step outputs.
 const DECISION_FIELDS: [&str; 2] = ["choice", "reason"];
-
-/// A step kind as workflows write it.
-fn kind_name(kind: StepKind) -> &'static str {
-    match kind {
-        StepKind::Action => "action",
-        StepKind::Transform => "transform",
-        StepKind::Decision => "decision",
-        StepKind::Code => "code",
-        _ => "unknown",
-    }
-}
 
 /// `step_12` → `step_`; an id with no trailing digits is its own stem.
 fn numeric_stem(id: &str) -> &str {

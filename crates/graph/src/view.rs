@@ -47,13 +47,10 @@ fn step_label(workflow: &Workflow, index: usize) -> String {
     match step.kind {
         StepKind::Action | StepKind::Code if !step.tool_id.is_empty() => step.tool_id.clone(),
         StepKind::Action => "(no tool)".to_owned(),
-        StepKind::Code => "code".to_owned(),
-        StepKind::Transform => "transform".to_owned(),
         StepKind::Decision if !step.choices.is_empty() => {
             format!("decision: {}", step.choices.join(" or "))
         }
-        StepKind::Decision => "decision".to_owned(),
-        _ => "step".to_owned(),
+        kind => kind.as_str().to_owned(),
     }
 }
 

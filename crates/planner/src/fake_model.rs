@@ -14,6 +14,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 
+use crate::prompt::estimate_tokens;
+
 #[derive(Debug, Default)]
 struct Script {
     answers: VecDeque<String>,
@@ -79,17 +81,17 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(body): Json<Val
         )
             .into_response();
     };
-    let prompt_chars: usize = body["messages"]
+    let prompt_tokens: usize = body["messages"]
         .as_array()
         .map(|messages| {
             messages
                 .iter()
                 .filter_map(|message| message["content"].as_str())
-                .map(str::len)
+                .map(estimate_tokens)
                 .sum()
         })
         .unwrap_or(0);
-    let (prompt_tokens, completion_tokens) = (prompt_chars.div_ceil(4), answer.len().div_ceil(4));
+    let completion_tokens = estimate_tokens(&answer);
     Json(json!({
         "id": "fake",
         "object": "chat.completion",

@@ -312,7 +312,8 @@ fn dangling_literals(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<Stri
     problems
 }
 
-fn problems_of(report: &ValidationReport) -> Vec<String> {
+/// The report's errors as sentences, as they go back to a model or into a note.
+pub(crate) fn problems_of(report: &ValidationReport) -> Vec<String> {
     report.errors.iter().map(ToString::to_string).collect()
 }
 

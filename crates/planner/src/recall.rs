@@ -27,6 +27,7 @@ use wayline_knowledge::words;
 use wayline_knowledge::{Queries, ResourceStates};
 
 use crate::output::step_id;
+use crate::plan::problems_of;
 
 /// Calls a polling pattern step may make when it names no limit: one check, as in the
 /// scenario conversion.
@@ -103,10 +104,9 @@ pub fn recall(
             if report.is_valid() {
                 Ok(workflow)
             } else {
-                let problems: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
                 Err(format!(
                     "it does not make a valid workflow: {}",
-                    problems.join("; ")
+                    problems_of(&report).join("; ")
                 ))
             }
         });

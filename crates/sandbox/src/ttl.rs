@@ -11,6 +11,18 @@ pub fn expiry_at_create(now: DateTime<Utc>, ttl: Option<i64>) -> Option<DateTime
     Duration::try_seconds(ttl).and_then(|length| now.checked_add_signed(length))
 }
 
+/// Refuses an `extend_by` that is not a positive number of seconds (`validation_error`), the
+/// first of [`extend`]'s checks.
+pub fn check_extend_by(extend_by: i64) -> Result<(), SandboxError> {
+    if extend_by <= 0 {
+        return Err(SandboxError::new(
+            ErrorCode::ValidationError,
+            "extend_by must be a positive number of seconds",
+        ));
+    }
+    Ok(())
+}
+
 /// The new expiry after `extend_ttl` by `extend_by` seconds, checked in Bay's order:
 /// `extend_by <= 0` is `validation_error`; no expiry is `sandbox_ttl_infinite`; an expiry in
 /// the past is `sandbox_expired`; otherwise `max(old, now) + extend_by`.
@@ -20,12 +32,7 @@ pub fn extend(
     now: DateTime<Utc>,
     extend_by: i64,
 ) -> Result<DateTime<Utc>, SandboxError> {
-    if extend_by <= 0 {
-        return Err(SandboxError::new(
-            ErrorCode::ValidationError,
-            "extend_by must be a positive number of seconds",
-        ));
-    }
+    check_extend_by(extend_by)?;
     let Some(expires_at) = expires_at else {
         return Err(SandboxError::new(
             ErrorCode::SandboxTtlInfinite,

@@ -6,18 +6,14 @@ use serde_json::Value;
 use wayline_planner::testing::{self as simulation, calls};
 use wayline_testkit::fixture;
 
-use super::path;
+use super::{path, server_runtime};
 
 #[test]
 fn explore_reaches_the_target_and_its_workflow_runs_green() {
     let Some(spec) = fixture("tidbcloud/tidbx-openapi.json") else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = server_runtime();
     let (base, sim) = runtime.block_on(simulation::start());
     let dir = tempfile::tempdir().unwrap();
     let sut = dir.path().join("sut.yaml");
@@ -116,11 +112,7 @@ fn questions_are_asked_at_the_terminal_and_a_killed_session_resumes() {
     let Some(spec) = fixture("tidbcloud/tidbx-openapi.json") else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = server_runtime();
     let (base, sim) = runtime.block_on(simulation::start());
     let dir = tempfile::tempdir().unwrap();
     let sessions = dir.path().join("sessions");

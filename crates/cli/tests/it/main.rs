@@ -23,6 +23,16 @@ fn wayline(args: &[&str]) -> Output {
         .expect("the wayline binary runs")
 }
 
+/// A runtime for a loopback server a test starts (the simulation, the fake model) while the
+/// `wayline` binary runs as a child process.
+fn server_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 fn path(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }

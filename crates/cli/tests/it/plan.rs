@@ -8,7 +8,7 @@ use std::path::Path;
 
 use wayline_planner::fake_model::FakeModel;
 
-use super::{code, path, stdout_json, wayline};
+use super::{code, path, server_runtime, stdout_json, wayline};
 
 const GEOCODE: &str = "id: geocode\nname: Geocode\ndescription: A city's coordinates\nbase_url: https://geo.example.com\npath: /search/{name}\n";
 const FORECAST: &str = "id: forecast\nname: Forecast\ndescription: The weather at a coordinate\nbase_url: https://weather.example.com\npath: /{latitude}/{longitude}\n";
@@ -26,15 +26,6 @@ const CYCLE: &str = r#"{"id": "w", "name": "W", "inputs": {"city": {}}, "steps":
 const DANGLING: &str = r#"{"id": "w", "name": "W", "inputs": {"city": {}}, "steps": [
   {"id": "locate", "tool_id": "geocode", "input_mapping": {"name": "$input.city"}},
   {"id": "forecast", "tool_id": "forecast", "input_mapping": {"latitude": "geocode.lat", "longitude": "locate.lon"}}]}"#;
-
-/// A runtime for the fake server (the CLI runs as a child process meanwhile).
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 fn tools(dir: &Path) -> String {
     let tools = dir.join("tools");
@@ -64,7 +55,7 @@ fn last_message(request: &serde_json::Value) -> String {
 
 #[test]
 fn invalid_answers_are_repaired_and_answers_in_prose_or_fences_are_read() {
-    let runtime = runtime();
+    let runtime = server_runtime();
     let model = runtime.block_on(FakeModel::start([
         format!("Here you go:\n```json\n{CYCLE}\n```"),
         DANGLING.to_owned(),
@@ -131,7 +122,7 @@ fn invalid_answers_are_repaired_and_answers_in_prose_or_fences_are_read() {
 
 #[test]
 fn a_model_that_never_answers_validly_stops_after_max_repairs_with_exit_1() {
-    let runtime = runtime();
+    let runtime = server_runtime();
     let model = runtime.block_on(FakeModel::start([
         UNKNOWN_TOOL,
         UNKNOWN_TOOL,
@@ -175,7 +166,7 @@ fn a_model_that_never_answers_validly_stops_after_max_repairs_with_exit_1() {
 
 #[test]
 fn a_fitting_learned_pattern_is_the_plan_and_the_model_server_sees_no_call() {
-    let runtime = runtime();
+    let runtime = server_runtime();
     let model = runtime.block_on(FakeModel::start([VALID]));
     let dir = tempfile::tempdir().unwrap();
     let tools = tools(dir.path());
@@ -274,7 +265,7 @@ edges:
 
 #[test]
 fn run_answers_a_decision_step_with_the_model_and_refuses_an_answer_outside_the_choices() {
-    let runtime = runtime();
+    let runtime = server_runtime();
     let model = runtime.block_on(FakeModel::start([
         r#"{"choice": "noise", "reason": "42 errors is a normal day"}"#,
         r#"{"choice": "panic", "reason": "!"}"#,
@@ -354,7 +345,7 @@ fn run_answers_a_decision_step_with_the_model_and_refuses_an_answer_outside_the_
 
 #[test]
 fn a_saved_workflow_with_a_decision_step_activates_with_a_model_and_not_without() {
-    let runtime = runtime();
+    let runtime = server_runtime();
     let model = runtime.block_on(FakeModel::start([
         r#"{"choice": "incident", "reason": "42 is too many"}"#,
     ]));

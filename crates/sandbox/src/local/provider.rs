@@ -104,7 +104,7 @@ impl LocalConfig {
     }
 }
 
-/// A sandbox's running session: its id and its Python process, once started.
+/// A session's Python process, once started.
 #[derive(Debug, Default)]
 struct Runtime {
     python: Option<PythonSession>,
@@ -112,12 +112,18 @@ struct Runtime {
 
 type SharedRuntime = Arc<tokio::sync::Mutex<Runtime>>;
 
+/// A sandbox's running session: its id and its runtime.
+#[derive(Debug)]
+struct Session {
+    id: String,
+    runtime: SharedRuntime,
+}
+
 #[derive(Debug)]
 struct State {
     persisted: Persisted,
-    /// Sandboxes with a running session, and the session's id.
-    sessions: HashMap<String, String>,
-    runtimes: HashMap<String, SharedRuntime>,
+    /// Sandboxes with a running session.
+    sessions: HashMap<String, Session>,
 }
 
 #[derive(Debug)]
@@ -159,11 +165,10 @@ fn not_found(id: &str) -> SandboxError {
 
 /// Takes a sandbox's session away (its runtime is returned, to be ended by the caller).
 fn detach(state: &mut State, id: &str) -> Option<SharedRuntime> {
-    state.sessions.remove(id);
     if let Some(record) = state.persisted.sandboxes.get_mut(id) {
         record.idle_expires_at = None;
     }
-    state.runtimes.remove(id)
+    state.sessions.remove(id).map(|session| session.runtime)
 }
 
 /// Ends a runtime's Python process (after the execution in progress, if any).
@@ -233,7 +238,6 @@ impl LocalProvider {
                 state: Mutex::new(State {
                     persisted,
                     sessions: HashMap::new(),
-                    runtimes: HashMap::new(),
                 }),
                 interpreter: tokio::sync::OnceCell::new(),
                 _lock: lock,
@@ -264,6 +268,21 @@ impl LocalProvider {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// When a session of a sandbox of `profile` goes idle if nothing happens from `now` on:
+    /// the profile's idle timeout (1,800 s for a profile no longer configured).
+    fn idle_deadline(&self, profile: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let idle = self
+            .inner
+            .config
+            .profiles
+            .get(profile)
+            .map_or(1_800, |profile| profile.idle_timeout);
+        chrono::Duration::try_seconds(i64::try_from(idle).unwrap_or(i64::MAX))
+            .and_then(|length| now.checked_add_signed(length))
+    }
+
+    /// Writes `state.json`: only for changes that outlast a restart (sandboxes, deletions,
+    /// idempotency replies); session ids and idle deadlines are not kept across one.
     fn save(&self, state: &State) -> SandboxResult<()> {
         state::save(&self.inner.config.data_dir, &state.persisted)
     }
@@ -331,11 +350,6 @@ impl LocalProvider {
                     (id, runtime)
                 })
                 .collect();
-            if !detached.is_empty()
-                && let Err(error) = self.save(&state)
-            {
-                tracing::warn!(%error, "the idle sessions' end was not saved");
-            }
             detached
         };
         for (id, runtime) in detached {
@@ -350,9 +364,7 @@ impl LocalProvider {
     async fn end_session(&self, id: &str) -> SandboxResult<()> {
         let runtime = {
             let mut state = self.state();
-            let runtime = detach(&mut state, id);
-            self.save(&state)?;
-            runtime
+            detach(&mut state, id)
         };
         if let Some(runtime) = runtime {
             stop_runtime(runtime).await;
@@ -398,7 +410,6 @@ impl LocalProvider {
             .detail("expires_at", crate::time::format(expires_at)));
         }
         let profile = self.inner.config.profiles.get(&record.profile).ok();
-        let idle = profile.map_or(1_800, |profile| profile.idle_timeout);
         let env = profile
             .map(|profile| {
                 profile
@@ -409,26 +420,22 @@ impl LocalProvider {
             })
             .unwrap_or_default();
         let workspace = self.workspace(&record.cargo_id);
-        let deadline = chrono::Duration::try_seconds(i64::try_from(idle).unwrap_or(i64::MAX))
-            .and_then(|length| now.checked_add_signed(length));
+        let deadline = self.idle_deadline(&record.profile, now);
         if let Some(record) = state.persisted.sandboxes.get_mut(id) {
             record.idle_expires_at = deadline;
         }
-        let session_id = match state.sessions.get(id) {
-            Some(session) => session.clone(),
-            None => {
-                let session = format!("sess-{}", random_hex());
-                state.sessions.insert(id.to_owned(), session.clone());
-                self.save(&state)?;
-                session
-            }
-        };
-        let runtime = state.runtimes.entry(id.to_owned()).or_default().clone();
+        let session = state
+            .sessions
+            .entry(id.to_owned())
+            .or_insert_with(|| Session {
+                id: format!("sess-{}", random_hex()),
+                runtime: SharedRuntime::default(),
+            });
         Ok(Ready {
             workspace,
-            session_id,
+            session_id: session.id.clone(),
             env,
-            runtime,
+            runtime: Arc::clone(&session.runtime),
         })
     }
 
@@ -655,9 +662,7 @@ impl SandboxProvider for LocalProvider {
                 });
             }
         }
-        if extend_by <= 0 {
-            return Err(ttl::extend(id, None, now, extend_by).unwrap_err());
-        }
+        ttl::check_extend_by(extend_by)?;
         let record = state
             .persisted
             .sandboxes
@@ -680,26 +685,15 @@ impl SandboxProvider for LocalProvider {
 
     async fn keepalive(&self, id: &str) -> SandboxResult<()> {
         let now = self.now();
-        let idle = {
-            let state = self.state();
-            let record = state
-                .persisted
-                .sandboxes
-                .get(id)
-                .ok_or_else(|| not_found(id))?;
-            self.inner
-                .config
-                .profiles
-                .get(&record.profile)
-                .map_or(1_800, |profile| profile.idle_timeout)
-        };
         let mut state = self.state();
-        if let Some(record) = state.persisted.sandboxes.get_mut(id) {
-            record.idle_expires_at =
-                chrono::Duration::try_seconds(i64::try_from(idle).unwrap_or(i64::MAX))
-                    .and_then(|length| now.checked_add_signed(length));
-        }
-        self.save(&state)
+        let record = state
+            .persisted
+            .sandboxes
+            .get_mut(id)
+            .ok_or_else(|| not_found(id))?;
+        // Only the idle deadline moves, and it is not kept across restarts: nothing to save.
+        record.idle_expires_at = self.idle_deadline(&record.profile, now);
+        Ok(())
     }
 
     async fn python_exec(&self, id: &str, request: &PythonExec) -> SandboxResult<PythonResult> {
