@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use wayline_registry::openapi::{ApiSpec, tool_yaml};
 
+use crate::run::unreadable;
+
 use crate::{Outcome, ReportFormat, print_json, write_atomically};
 
 /// `wayline import ...`
@@ -42,11 +44,6 @@ pub(crate) fn import_command(command: ImportCommand) -> Outcome {
             Ok(outcome) | Err(outcome) => outcome,
         },
     }
-}
-
-fn unreadable(message: impl std::fmt::Display) -> Outcome {
-    eprintln!("error: {message}");
-    Outcome::Unreadable
 }
 
 /// A file name for a tool id: the id, with anything but letters, digits, `_`, `-` and `.`

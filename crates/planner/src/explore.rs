@@ -18,10 +18,10 @@ use wayline_executor::{Engine, RunOptions};
 use wayline_knowledge::learn::{AttemptSeen, RunObservation, StepSeen};
 use wayline_knowledge::model::PatternStep;
 use wayline_knowledge::{Knowledge, KnowledgeStore, Queries};
-use wayline_registry::openapi::{ApiSpec, Location, Operation};
+use wayline_registry::openapi::{ApiSpec, Location, Operation, STATE_FIELDS};
 
 use crate::dataflow::{self, DataFlow};
-use crate::intent::{CLI_METHOD, Verb, operation_resource, operation_verb};
+use crate::intent::{self, CLI_METHOD, Verb, operation_resource, operation_verb};
 use crate::intervention::{Action, Assessment, Thresholds, decide};
 use crate::output::{Scenario, ScenarioInfo, ScenarioStep};
 use crate::session::{ConfirmedStep, RejectedStep, Session, SessionStatus};
@@ -237,16 +237,28 @@ impl Explorer {
         let mut strikes: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         // Read once; what this run learns is applied to it as well as to the store.
         let mut knowledge = self.load_knowledge().await;
+        // The target read as goals, again only when a person's answer rewrites it.
+        let mut target_goals = (
+            session.session.target.clone(),
+            intent::parse(&session.session.target, &self.spec),
+        );
         while session.session.status == SessionStatus::InProgress {
             if steps >= self.max_steps {
                 break; // stays in progress: resume it
             }
             steps += 1;
             let queries = Queries::new(&knowledge).min_support(1);
-            let suggester = Suggester::new(
+            if target_goals.0 != session.session.target {
+                target_goals = (
+                    session.session.target.clone(),
+                    intent::parse(&session.session.target, &self.spec),
+                );
+            }
+            let suggester = Suggester::with_goals(
                 &self.spec,
                 &self.flow,
                 &session.session.target,
+                target_goals.1.clone(),
                 Some(queries),
             );
             let confirmed = session.confirmed_operations();
@@ -367,8 +379,7 @@ impl Explorer {
                 .await;
                 silent = 0;
                 if self.strike(session, &mut strikes, &operation.id, "failed") {
-                    session.save(&self.session_dir, Utc::now())?;
-                    break;
+                    break; // the session is saved once it has ended, below
                 }
                 match self.recover(session, &operation, &error, ran.status).await {
                     Recovery::Retry => {}
@@ -1005,7 +1016,7 @@ pub fn apply(
 ) -> Vec<String> {
     let resource = operation_resource(operation);
     let kind = plural(&resource);
-    let reported = ["state", "status", "phase"]
+    let reported = STATE_FIELDS
         .iter()
         .find_map(|field| output.get(*field).and_then(Value::as_str))
         .map(str::to_owned);
@@ -1110,12 +1121,8 @@ fn stage(operation: &Operation) -> &'static str {
 }
 
 fn scenario_name(target: &str) -> String {
-    let words: Vec<String> = target
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .map(str::to_lowercase)
-        .take(8)
-        .collect();
+    let mut words = crate::intent::words(target);
+    words.truncate(8);
     if words.is_empty() {
         "explored".to_owned()
     } else {

@@ -77,7 +77,7 @@ const VERBS: [(&str, &str); 29] = [
 /// Words that refer back to resources named before.
 const BACK: [&str; 6] = ["it", "its", "them", "both", "all", "they"];
 
-fn words(text: &str) -> Vec<String> {
+pub(crate) fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|word| !word.is_empty())
         .map(str::to_lowercase)

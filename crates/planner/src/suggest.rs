@@ -8,7 +8,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
 use wayline_knowledge::Queries;
-use wayline_registry::openapi::{ApiSpec, Operation};
+use wayline_registry::openapi::{ApiSpec, Operation, STATE_FIELDS};
 
 use crate::dataflow::DataFlow;
 use crate::intent::{self, Goal, Verb, operation_resource};
@@ -104,7 +104,7 @@ pub fn state_field(operation: &Operation) -> String {
         .as_ref()
         .and_then(|schema| schema.get("properties"))
         .and_then(Value::as_object);
-    ["state", "status", "phase"]
+    STATE_FIELDS
         .into_iter()
         .find(|field| properties.is_some_and(|properties| properties.contains_key(*field)))
         .unwrap_or("state")
@@ -156,12 +156,24 @@ impl<'a> Suggester<'a> {
         target: &str,
         knowledge: Option<Queries<'a>>,
     ) -> Self {
+        Suggester::with_goals(spec, flow, target, intent::parse(target, spec), knowledge)
+    }
+
+    /// As [`Suggester::new`], with `target` already read as `goals` (by [`intent::parse`]
+    /// over the same spec): a caller suggesting many steps toward one target reads it once.
+    pub fn with_goals(
+        spec: &'a ApiSpec,
+        flow: &'a DataFlow,
+        target: &str,
+        goals: Vec<Goal>,
+        knowledge: Option<Queries<'a>>,
+    ) -> Self {
         Suggester {
             spec,
             flow,
             knowledge,
             target: target.to_owned(),
-            goals: intent::parse(target, spec),
+            goals,
         }
     }
 

@@ -14,8 +14,8 @@ const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
 ];
 
-/// Property names that report a resource's state.
-const STATE_FIELDS: [&str; 3] = ["state", "status", "phase"];
+/// Property names that report a resource's state, in the order they are looked for.
+pub const STATE_FIELDS: [&str; 3] = ["state", "status", "phase"];
 
 fn text(value: Option<&Value>) -> String {
     value.and_then(Value::as_str).unwrap_or_default().to_owned()
