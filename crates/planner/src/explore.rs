@@ -66,25 +66,19 @@ impl Explorer {
     ) -> Result<Explorer, String> {
         let base_url = sut.base_url().map_err(|error| error.to_string())?;
         // The explorer sends what it knows: a body field it has no value for is left out
-        // (and the API says what is missing), never sent as placeholder text.
-        let tools = spec.tools(Some(&base_url)).into_iter().map(|mut tool| {
-            if let Some(Value::Object(members)) = tool
-                .request
-                .as_mut()
-                .and_then(|request| request.body.as_mut())
-            {
-                for value in members.values_mut() {
-                    if let Some(key) = value
-                        .as_str()
-                        .and_then(|text| text.strip_prefix("{{"))
-                        .filter(|rest| !rest.starts_with('?'))
-                    {
-                        *value = Value::from(format!("{{{{?{key}"));
-                    }
-                }
-            }
-            tool
-        });
+        // (and the API says what is missing), never sent as placeholder text. So its tools
+        // are imported with every body field optional; the spec itself keeps what is
+        // required, for the suggestions.
+        let mut lenient = spec.clone();
+        for parameter in lenient
+            .operations
+            .iter_mut()
+            .flat_map(|operation| operation.parameters.iter_mut())
+            .filter(|parameter| parameter.location == Location::Body)
+        {
+            parameter.required = false;
+        }
+        let tools = lenient.tools(Some(&base_url));
         let catalog = MemoryCatalog::from_tools(tools);
         let engine = Engine::builder(Arc::new(catalog))
             .transport(transport)
