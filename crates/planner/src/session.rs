@@ -158,14 +158,17 @@ impl Session {
         std::fs::create_dir_all(dir)
             .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
         let path = Session::path(dir, &self.session.id);
-        // Secret variables stay in memory only (the SUT's presets give them on resume).
-        let mut saved = self.clone();
-        saved
-            .current_state
-            .variables
-            .retain(|name, _| !crate::state::is_secret_name(name));
-        let text = serde_norway::to_string(&saved)
-            .map_err(|error| format!("cannot write the session: {error}"))?;
+        // Secret variables stay in memory only (the SUT's presets give them on resume): they
+        // are set aside while the session is written, not copied with the whole session.
+        let all = std::mem::take(&mut self.current_state.variables);
+        self.current_state.variables = all
+            .iter()
+            .filter(|(name, _)| !crate::state::is_secret_name(name))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        let text = serde_norway::to_string(&*self);
+        self.current_state.variables = all;
+        let text = text.map_err(|error| format!("cannot write the session: {error}"))?;
         let temporary = path.with_extension(format!("yaml.{:08x}.tmp", fastrand::u32(..)));
         std::fs::write(&temporary, text)
             .and_then(|()| std::fs::rename(&temporary, &path))
