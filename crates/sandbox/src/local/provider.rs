@@ -171,6 +171,47 @@ fn detach(state: &mut State, id: &str) -> Option<SharedRuntime> {
     state.sessions.remove(id).map(|session| session.runtime)
 }
 
+/// The stored reply to a request repeated with its idempotency `key` (and the same
+/// `fingerprint`), if there is one; a key reused for another request is an error. Expired
+/// keys are purged first.
+fn replay(
+    state: &mut State,
+    key: Option<&str>,
+    fingerprint: &str,
+    now: DateTime<Utc>,
+) -> SandboxResult<Option<SandboxInfo>> {
+    let Some(key) = key else { return Ok(None) };
+    state.persisted.idempotency.purge(now);
+    match state
+        .persisted
+        .idempotency
+        .lookup("default", key, fingerprint, now)?
+    {
+        Lookup::Replay { body, .. } => serde_json::from_value(body).map(Some).map_err(|error| {
+            SandboxError::new(ErrorCode::InternalError, format!("stored reply: {error}"))
+        }),
+        _ => Ok(None),
+    }
+}
+
+/// Keeps the reply `info`, answered with `status`, for repeats of the request with `key`.
+fn remember(
+    state: &mut State,
+    key: Option<&str>,
+    fingerprint: &str,
+    status: u16,
+    info: &SandboxInfo,
+    now: DateTime<Utc>,
+) {
+    if let Some(key) = key {
+        let body = serde_json::to_value(info).unwrap_or(Value::Null);
+        state
+            .persisted
+            .idempotency
+            .store("default", key, fingerprint, status, body, now);
+    }
+}
+
 /// Ends a runtime's Python process (after the execution in progress, if any).
 async fn stop_runtime(runtime: SharedRuntime) {
     let mut runtime = runtime.lock().await;
@@ -496,17 +537,9 @@ impl SandboxProvider for LocalProvider {
         let now = self.now();
         let print = fingerprint("/v1/sandboxes", &request.canonical_body());
         let mut state = self.state();
-        if let Some(key) = &request.idempotency_key {
-            state.persisted.idempotency.purge(now);
-            if let Lookup::Replay { body, .. } = state
-                .persisted
-                .idempotency
-                .lookup("default", key, &print, now)?
-            {
-                return serde_json::from_value(body).map_err(|error| {
-                    SandboxError::new(ErrorCode::InternalError, format!("stored reply: {error}"))
-                });
-            }
+        if let Some(replayed) = replay(&mut state, request.idempotency_key.as_deref(), &print, now)?
+        {
+            return Ok(replayed);
         }
         let profile = self.inner.config.profiles.get(&request.profile)?;
         if let Some(cargo) = &request.cargo_id {
@@ -547,13 +580,14 @@ impl SandboxProvider for LocalProvider {
         })?;
         let info = self.info(&record, false, now);
         state.persisted.sandboxes.insert(record.id.clone(), record);
-        if let Some(key) = &request.idempotency_key {
-            let body = serde_json::to_value(&info).unwrap_or(Value::Null);
-            state
-                .persisted
-                .idempotency
-                .store("default", key, &print, 201, body, now);
-        }
+        remember(
+            &mut state,
+            request.idempotency_key.as_deref(),
+            &print,
+            201,
+            &info,
+            now,
+        );
         self.save(&state)?;
         Ok(info)
     }
@@ -650,17 +684,8 @@ impl SandboxProvider for LocalProvider {
         let path = format!("/v1/sandboxes/{id}/extend_ttl");
         let print = fingerprint(&path, &serde_json::json!({ "extend_by": extend_by }));
         let mut state = self.state();
-        if let Some(key) = idempotency_key {
-            state.persisted.idempotency.purge(now);
-            if let Lookup::Replay { body, .. } = state
-                .persisted
-                .idempotency
-                .lookup("default", key, &print, now)?
-            {
-                return serde_json::from_value(body).map_err(|error| {
-                    SandboxError::new(ErrorCode::InternalError, format!("stored reply: {error}"))
-                });
-            }
+        if let Some(replayed) = replay(&mut state, idempotency_key, &print, now)? {
+            return Ok(replayed);
         }
         ttl::check_extend_by(extend_by)?;
         let record = state
@@ -672,13 +697,7 @@ impl SandboxProvider for LocalProvider {
         let record = record.clone();
         // Bay computes this answer without the session (it shows `idle` while running).
         let info = self.info(&record, false, now);
-        if let Some(key) = idempotency_key {
-            let body = serde_json::to_value(&info).unwrap_or(Value::Null);
-            state
-                .persisted
-                .idempotency
-                .store("default", key, &print, 200, body, now);
-        }
+        remember(&mut state, idempotency_key, &print, 200, &info, now);
         self.save(&state)?;
         Ok(info)
     }
