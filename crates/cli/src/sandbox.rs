@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::ValueEnum;
-use wayline_core::ToolCatalog;
+use wayline_core::Transport;
 use wayline_core::code::{CodeError, CodeOutput, CodeRequest, CodeRunner};
 use wayline_core::tool::ToolKind;
 use wayline_registry::{ToolConfigs, ToolRegistry};
@@ -185,15 +185,10 @@ pub(crate) fn code_runner(
     registry: &ToolRegistry,
     configs: &ToolConfigs,
 ) -> Result<Option<Arc<dyn CodeRunner>>, Outcome> {
-    let code_tools: Vec<String> = registry
-        .tool_ids()
-        .into_iter()
-        .filter(|id| {
-            registry
-                .tool(id)
-                .is_some_and(|tool| tool.kind == ToolKind::Code)
-        })
-        .map(str::to_owned)
+    let code_tools: Vec<&str> = registry
+        .tools()
+        .filter(|tool| tool.kind == ToolKind::Code)
+        .map(|tool| tool.id.as_str())
         .collect();
     if code_tools.is_empty() {
         return Ok(None);
@@ -209,8 +204,10 @@ pub(crate) fn code_runner(
         runner: SandboxCodeRunner::new(local),
         _dir: dir,
     }));
+    // One HTTP client for every Bay, made when the first one is needed.
+    let mut http: Option<Arc<dyn Transport>> = None;
     for id in code_tools {
-        let Some(config) = configs.get(&id) else {
+        let Some(config) = configs.get(id) else {
             continue;
         };
         let Some(endpoint) = config.base_url.as_deref().filter(|url| !url.is_empty()) else {
@@ -220,8 +217,11 @@ pub(crate) fn code_runner(
         if let Some(token) = &config.auth_token {
             bay = bay.token(token.expose());
         }
-        let client: Arc<dyn SandboxProvider> =
-            Arc::new(BayClient::new(bay, Arc::new(transport()?)));
+        let http = match &http {
+            Some(http) => Arc::clone(http),
+            None => Arc::clone(http.insert(Arc::new(transport()?))),
+        };
+        let client: Arc<dyn SandboxProvider> = Arc::new(BayClient::new(bay, http));
         router = router.route(id, Arc::new(SandboxCodeRunner::new(client)));
     }
     Ok(Some(Arc::new(router)))
