@@ -14,7 +14,8 @@
 //! | `knowledge` | `wayline-knowledge`: patterns, pitfalls and statistics learned from runs, their stores, the recorder, queries | `knowledge` (`knowledge-sqlite` adds SQLite) |
 //! | `guard` | `wayline-guard`: the diagnostic state machine — phase-gated tools, panic detection, break-glass, audit log | `guard` |
 //! | `sandbox` | `wayline-sandbox`: code sandboxes — the `SandboxProvider` trait, the embedded local provider, `BayClient`, the code runner for code steps | `sandbox` (`sandbox-server` adds the Bay-compatible HTTP server) |
-//! | `planner` | `wayline-planner`: the explorer — SUT configs, suggestions, the intervention matrix, sessions, reusable scenarios | `planner` |
+//! | `explorer` | `wayline-explorer`: the explorer — SUT configs, suggestions, the intervention matrix, sessions, reusable scenarios | `explorer` |
+//! | `planner` | `wayline-planner`: the planner — language models, plans validated and repaired, learned plans, decision steps | `planner` |
 //! | `testing` | the tool test harness and a loopback mock server | `testing` |
 //!
 //! ```
@@ -32,6 +33,8 @@
 pub use wayline_core as core;
 #[cfg(feature = "executor")]
 pub use wayline_executor as executor;
+#[cfg(feature = "explorer")]
+pub use wayline_explorer as explorer;
 #[cfg(feature = "graph")]
 pub use wayline_graph as graph;
 #[cfg(feature = "guard")]

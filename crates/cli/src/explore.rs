@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 use wayline_core::intervene::{Answer, AutoApprove, Interventor, Question, QuestionKind};
-use wayline_planner::ScriptedInterventor;
-use wayline_planner::auth::sut_transport;
-use wayline_planner::explore::Explorer;
-use wayline_planner::session::SessionStatus;
-use wayline_planner::sut::SutConfig;
+use wayline_explorer::ScriptedInterventor;
+use wayline_explorer::auth::sut_transport;
+use wayline_explorer::explore::Explorer;
+use wayline_explorer::session::SessionStatus;
+use wayline_explorer::sut::SutConfig;
 use wayline_registry::openapi::ApiSpec;
 
 use crate::knowledge::KnowledgeArg;

@@ -263,6 +263,30 @@ pub fn is_extraction_path(source: &str) -> bool {
     source.starts_with('$') || source.starts_with('/')
 }
 
+/// `text` as an identifier (a step or workflow id, a template key): letters, digits and `_`
+/// kept, anything else `_`; `fallback` when `text` is empty.
+///
+/// ```
+/// use wayline_core::workflow::identifier;
+/// assert_eq!(identifier("create a cluster", "step"), "create_a_cluster");
+/// assert_eq!(identifier("X-Request-Id", "value"), "X_Request_Id");
+/// assert_eq!(identifier("", "step"), "step");
+/// ```
+pub fn identifier(text: &str, fallback: &str) -> String {
+    if text.is_empty() {
+        return fallback.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// Whether a failing step fails the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

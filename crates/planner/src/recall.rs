@@ -21,12 +21,11 @@ use chrono::{DateTime, Utc};
 use indexmap::IndexMap;
 use serde_json::Value;
 use wayline_core::ToolCatalog;
-use wayline_core::workflow::{Edge, Poll, Step, Workflow};
+use wayline_core::workflow::{Edge, Poll, Step, Workflow, identifier};
 use wayline_knowledge::model::{Knowledge, Pattern};
 use wayline_knowledge::words;
 use wayline_knowledge::{Queries, ResourceStates};
 
-use crate::output::step_id;
 use crate::plan::problems_of;
 
 /// Calls a polling pattern step may make when it names no limit: one check, as in the
@@ -212,7 +211,7 @@ fn instantiate(
     if pattern.steps.is_empty() {
         return Err("it has no steps".to_owned());
     }
-    let mut workflow = Workflow::new(step_id(&pattern.name), pattern.name.clone());
+    let mut workflow = Workflow::new(identifier(&pattern.name, "step"), pattern.name.clone());
     workflow.description = format!(
         "{goal} (from the learned pattern `{}`{})",
         pattern.name,
@@ -317,7 +316,7 @@ fn step_id_of_operation(operation_id: &str) -> String {
         .unwrap_or(0);
     let id = all[from..].join("_");
     if id.is_empty() {
-        step_id(operation_id)
+        identifier(operation_id, "step")
     } else {
         id
     }

@@ -3,7 +3,7 @@
 //! `wayline run`.
 
 use serde_json::Value;
-use wayline_planner::testing::{self as simulation, calls};
+use wayline_explorer::testing::{self as simulation, calls};
 use wayline_testkit::fixture;
 
 use super::{path, server_runtime};

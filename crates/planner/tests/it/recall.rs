@@ -6,11 +6,11 @@ use std::sync::Arc;
 use chrono::Utc;
 use wayline_core::{MemoryCatalog, RunStatus};
 use wayline_executor::{Engine, ReqwestTransport, RunOptions};
+use wayline_explorer::testing::{self as simulation, calls};
 use wayline_knowledge::Knowledge;
 use wayline_knowledge::model::PatternsFile;
 use wayline_planner::llm::ScriptedModel;
 use wayline_planner::plan::{PlanSource, Planner};
-use wayline_planner::testing::{self as simulation, calls};
 use wayline_registry::openapi::ApiSpec;
 use wayline_testkit::fixture;
 

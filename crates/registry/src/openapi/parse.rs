@@ -28,21 +28,7 @@ fn escape(token: &str) -> String {
 
 /// `name` as a template key: word characters kept, anything else `_`.
 pub(crate) fn input_name(name: &str) -> String {
-    let mapped: String = name
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if mapped.is_empty() {
-        "value".to_owned()
-    } else {
-        mapped
-    }
+    wayline_core::workflow::identifier(name, "value")
 }
 
 /// An id for an operation without `operationId`: `get_clusters_clusterId`.

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use wayline_planner::{
+use wayline_explorer::{
     Action, Assessment, AuthKind, Credentials, Source, SutConfig, Thresholds, decide,
 };
 use wayline_testkit::fixture;

@@ -1,7 +1,7 @@
 //! Producer/consumer inference over the tidbx fixture spec: the operation that provides each
 //! id another operation needs.
 
-use wayline_planner::dataflow::{Provides, infer};
+use wayline_explorer::dataflow::{Provides, infer};
 use wayline_registry::openapi::ApiSpec;
 use wayline_testkit::fixture;
 

@@ -145,7 +145,7 @@ impl Action {
     }
 
     /// The question kind it asks, if it asks.
-    pub fn question_kind(self) -> Option<QuestionKind> {
+    pub(crate) fn question_kind(self) -> Option<QuestionKind> {
         match self {
             Action::AutoExecute | Action::AutoExecuteWithNote => None,
             Action::AskToChoose => Some(QuestionKind::Choose),

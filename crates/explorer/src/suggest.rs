@@ -16,13 +16,13 @@ use crate::intervention::Source;
 use crate::state::ExploreState;
 
 /// A state that means "wait": the resource is still changing (`CREATING`, `DELETING`).
-pub fn is_transitional(state: &str) -> bool {
+pub(crate) fn is_transitional(state: &str) -> bool {
     state.to_ascii_uppercase().ends_with("ING")
 }
 
 /// The state a resource of `resource` settles in, from the spec's enum (`ACTIVE`, `READY`,
 /// ...), `ACTIVE` when the spec does not say.
-pub fn settled_state(spec: &ApiSpec, resource: &str) -> String {
+pub(crate) fn settled_state(spec: &ApiSpec, resource: &str) -> String {
     let settled = [
         "ACTIVE",
         "READY",
@@ -77,7 +77,7 @@ impl WaitFor {
 }
 
 /// The states of `resource` in the spec that end a wait in failure.
-pub fn failed_states(spec: &ApiSpec, resource: &str) -> Vec<String> {
+pub(crate) fn failed_states(spec: &ApiSpec, resource: &str) -> Vec<String> {
     spec.states
         .iter()
         .find(|(name, _)| name.eq_ignore_ascii_case(resource))
@@ -98,7 +98,7 @@ pub fn failed_states(spec: &ApiSpec, resource: &str) -> Vec<String> {
 
 /// The field a resource's read operation reports its state in: `state`, `status` or `phase`
 /// (the first its response has), `state` when none.
-pub fn state_field(operation: &Operation) -> String {
+pub(crate) fn state_field(operation: &Operation) -> String {
     let properties = operation
         .response
         .as_ref()

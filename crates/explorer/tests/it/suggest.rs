@@ -3,13 +3,13 @@
 //! learned patterns first, pitfalls warned about.
 
 use serde_json::{Value, json};
+use wayline_explorer::dataflow::infer;
+use wayline_explorer::intent::{Goal, Verb};
+use wayline_explorer::state::{ExploreState, Resource};
+use wayline_explorer::suggest::Suggester;
+use wayline_explorer::{Action, Assessment, Source, Thresholds, decide};
 use wayline_knowledge::model::{PatternsFile, PitfallsFile};
 use wayline_knowledge::{Knowledge, Queries};
-use wayline_planner::dataflow::infer;
-use wayline_planner::intent::{Goal, Verb};
-use wayline_planner::state::{ExploreState, Resource};
-use wayline_planner::suggest::Suggester;
-use wayline_planner::{Action, Assessment, Source, Thresholds, decide};
 use wayline_registry::openapi::ApiSpec;
 use wayline_testkit::fixture;
 

@@ -9,11 +9,11 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, json};
+use wayline_explorer::dataflow::infer;
+use wayline_explorer::state::ExploreState;
+use wayline_explorer::suggest::Suggester;
 use wayline_knowledge::model::{PatternsFile, PitfallsFile};
 use wayline_knowledge::{Knowledge, Queries};
-use wayline_planner::dataflow::infer;
-use wayline_planner::state::ExploreState;
-use wayline_planner::suggest::Suggester;
 use wayline_registry::openapi::ApiSpec;
 
 /// 250 resources × list/create/get/delete = 1,000 operations; each item path needs the

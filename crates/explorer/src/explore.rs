@@ -1,7 +1,7 @@
-//! The explorer's loop (seed 000): while the target is not reached, suggest the next step,
-//! decide by the intervention matrix whether to run it or ask, run it through the engine
-//! (polling when it waits for a state), read the result (save variables and states, or ask
-//! what to do about an error), save the session, and learn.
+//! The explorer's loop: while the target is not reached, suggest the next step, decide by the
+//! intervention matrix whether to run it or ask, run it through the engine (polling when it
+//! waits for a state), read the result (save variables and states by the rules of
+//! [`ExploreState::apply`], or ask what to do about an error), save the session, and learn.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,14 +18,15 @@ use wayline_executor::{Engine, RunOptions};
 use wayline_knowledge::learn::{AttemptSeen, RunObservation, StepSeen};
 use wayline_knowledge::model::PatternStep;
 use wayline_knowledge::{Knowledge, KnowledgeStore, Queries};
-use wayline_registry::openapi::{ApiSpec, Location, Operation, STATE_FIELDS};
+use wayline_registry::openapi::{ApiSpec, Location, Operation};
 
+use crate::command::{CommandStep, command_step};
 use crate::dataflow::{self, DataFlow};
-use crate::intent::{self, CLI_METHOD, Verb, operation_resource, operation_verb};
+use crate::intent::{self, CLI_METHOD, operation_resource};
 use crate::intervention::{Action, Assessment, Thresholds, decide};
-use crate::output::{Scenario, ScenarioInfo, ScenarioStep};
+use crate::output::Scenario;
 use crate::session::{ConfirmedStep, RejectedStep, Session, SessionStatus};
-use crate::state::{ExploreState, Resource, is_secret_name, plural, redact};
+use crate::state::{ExploreState, redact};
 use crate::suggest::{Suggester, Suggestion};
 use crate::sut::SutConfig;
 
@@ -328,12 +329,10 @@ impl Explorer {
             }
             session.pending_step = None;
             if ran.success {
-                let saved = apply(
-                    &mut session.current_state,
-                    &operation,
-                    &suggestion.inputs,
-                    &ran.output,
-                );
+                let saved =
+                    session
+                        .current_state
+                        .apply(&operation, &suggestion.inputs, &ran.output);
                 if let Some(goal) = &suggestion.goal
                     && !session.goals_done.contains(goal)
                 {
@@ -676,51 +675,35 @@ impl Explorer {
         }
     }
 
-    /// Runs a command-line tool's step: the command line split into words (quotes group),
-    /// its first word the tool, run without a shell through the engine's `cli` tools.
+    /// Runs a command-line tool's step (see [`crate::command`]) through the engine's `cli`
+    /// tools.
     async fn execute_command(
         &self,
         operation: &Operation,
         inputs: &IndexMap<String, Value>,
     ) -> Ran {
-        let name = operation_resource(operation);
-        let line = inputs
-            .get("command")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let words = split_command(line);
-        let failed = |error: String| Ran {
+        let failed = |error: String, request: Value| Ran {
             success: false,
             status: None,
             output: Value::Null,
             error: Some(error),
-            request: json!({"name": name, "args": []}),
+            request,
             attempts: 0,
             seconds: 0.0,
         };
-        let Some((program, args)) = words.split_first() else {
-            return failed(format!("no command to run for `{name}`"));
-        };
-        if *program != name {
-            return failed(format!(
-                "`{line}` does not run `{name}`; a step of this tool runs only it"
-            ));
-        }
-        let tool = json!({
-            "id": operation.id, "name": name, "kind": "cli",
-            "command": {"program": program, "args": args},
-        });
-        let tool = match serde_json::from_value::<wayline_core::ToolDefinition>(tool) {
-            Ok(tool) => tool,
-            Err(error) => return failed(error.to_string()),
+        let CommandStep { tool, request } = match command_step(operation, inputs) {
+            Ok(step) => step,
+            Err(refused) => return failed(refused.error, refused.request),
         };
         let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools([tool]))).build();
         let mut workflow = Workflow::new("explore", &operation.id);
         workflow.steps.push(Step::new("call", &operation.id));
         let clock = Instant::now();
-        let request = json!({"name": program, "args": args});
         match engine.run(&workflow, RunOptions::new()).await {
-            Err(error) => failed(error.to_string()),
+            Err(error) => failed(
+                error.to_string(),
+                json!({"name": operation_resource(operation), "args": []}),
+            ),
             Ok(run) => {
                 let result = &run.step_results[0];
                 Ran {
@@ -736,206 +719,11 @@ impl Explorer {
         }
     }
 
-    /// The confirmed steps as the reusable scenario (the seed's output YAML).
+    /// The confirmed steps of `session` as the reusable scenario:
+    /// [`Scenario::from_session`] over this explorer's spec and SUT.
     pub fn output(&self, session: &Session) -> Scenario {
-        let base = self.sut.base_url().unwrap_or_default();
-        let mut steps = Vec::new();
-        // Which variable holds each saved resource id, for later steps' parameters.
-        let mut holders: Vec<(String, String)> = Vec::new();
-        for (index, confirmed) in session.confirmed_steps.iter().enumerate() {
-            let Some(operation) = self.spec.operation(&confirmed.operation_id) else {
-                continue;
-            };
-            if operation.method == CLI_METHOD {
-                // The seed's CLI request shape: the tool's name and its arguments.
-                let request = json!({
-                    "name": confirmed.request["name"],
-                    "args": confirmed.request["args"],
-                });
-                steps.push(ScenarioStep {
-                    operation_id: operation.id.clone(),
-                    request_type: "cli".to_owned(),
-                    request: serde_json::to_string_pretty(&request).unwrap_or_default(),
-                    expect: json!({"exit_code": 0, "cel": ""}).to_string(),
-                    save: json!({ "placeholder": [] }).to_string(),
-                    description: operation.summary.clone(),
-                    max_retries: 0,
-                    delay_after: 0,
-                    name: format!("{}_{index}", operation.id.to_lowercase()),
-                    continue_on_unexpected: false,
-                    stage: "test".to_owned(),
-                    meta: "{}".to_owned(),
-                    generation_id: session.session.id.clone(),
-                    order: u32::try_from(index).unwrap_or(u32::MAX),
-                    extra: serde_json::Map::new(),
-                });
-                continue;
-            }
-            let inputs = confirmed.request.get("inputs").and_then(Value::as_object);
-            let mut path_params = serde_json::Map::new();
-            let mut body = serde_json::Map::new();
-            let mut body_params = serde_json::Map::new();
-            let mut query = serde_json::Map::new();
-            for parameter in &operation.parameters {
-                let Some(value) = inputs.and_then(|inputs| inputs.get(&parameter.input)) else {
-                    continue;
-                };
-                let variable = holders
-                    .iter()
-                    .rev()
-                    .find(|(_, id)| value.as_str() == Some(id.as_str()))
-                    .map(|(name, _)| name.clone());
-                match (parameter.location, variable) {
-                    (Location::Path, Some(variable)) => {
-                        path_params.insert(parameter.name.clone(), Value::from(variable));
-                    }
-                    (Location::Path, None) => {
-                        path_params
-                            .insert(parameter.name.clone(), Value::from(parameter.name.clone()));
-                    }
-                    (Location::Body, Some(variable)) => {
-                        body.insert(
-                            parameter.name.clone(),
-                            Value::from(format!("{{{variable}}}")),
-                        );
-                        body_params.insert(variable.clone(), Value::from(variable));
-                    }
-                    // A secret is never written out: it becomes a value to give at run time.
-                    (Location::Body, None) if is_secret_name(&parameter.name) => {
-                        let input = parameter.input.clone();
-                        body.insert(parameter.name.clone(), Value::from(format!("{{{input}}}")));
-                        body_params.insert(input.clone(), Value::from(input));
-                    }
-                    (Location::Body, None) => {
-                        body.insert(parameter.name.clone(), value.clone());
-                    }
-                    (Location::Query, _) => {
-                        query.insert(parameter.name.clone(), value.clone());
-                    }
-                    _ => {}
-                }
-            }
-            let mut request = json!({
-                "method": operation.method,
-                "path": format!("{base}{}", operation.path),
-            });
-            for (key, map) in [
-                ("path_params", path_params),
-                ("query_params", query),
-                ("body", body),
-                ("body_params", body_params),
-            ] {
-                if !map.is_empty() {
-                    request[key] = Value::Object(map);
-                }
-            }
-            let resource = operation_resource(operation);
-            let save: Vec<Value> = confirmed
-                .saved_variables
-                .iter()
-                .map(|name| {
-                    let field = id_field(&confirmed.response["body"], &resource)
-                        .unwrap_or_else(|| "id".to_owned());
-                    json!({"key": name, "eval": format!("body.{field}")})
-                })
-                .collect();
-            for name in &confirmed.saved_variables {
-                if let Some(value) = session
-                    .current_state
-                    .variables
-                    .get(name)
-                    .and_then(Value::as_str)
-                {
-                    holders.push((name.clone(), value.to_owned()));
-                } else if let Some(id) =
-                    id_field(&confirmed.response["body"], &resource).and_then(|field| {
-                        confirmed.response["body"]
-                            .get(&field)
-                            .and_then(Value::as_str)
-                            .map(str::to_owned)
-                    })
-                {
-                    holders.push((name.clone(), id));
-                }
-            }
-            let name = format!(
-                "{}_{index}",
-                operation
-                    .id
-                    .rsplit('_')
-                    .next()
-                    .unwrap_or(&operation.id)
-                    .to_lowercase()
-            );
-            let polled = confirmed.until.is_some();
-            let polling = self.sut.execution.auto_mode.polling;
-            let step = ScenarioStep {
-                operation_id: operation.id.clone(),
-                request_type: "http".to_owned(),
-                request: serde_json::to_string_pretty(&request).unwrap_or_default(),
-                expect: json!({
-                    "status_code": confirmed.response["status_code"],
-                    "cel": confirmed.until.clone().unwrap_or_default(),
-                })
-                .to_string(),
-                save: json!({ "placeholder": save }).to_string(),
-                description: format!("{} {}", operation.method, operation.path),
-                max_retries: if polled { polling.max_retries } else { 0 },
-                delay_after: if polled { polling.delay_seconds } else { 0 },
-                name,
-                continue_on_unexpected: false,
-                stage: stage(operation).to_owned(),
-                meta: "{}".to_owned(),
-                generation_id: session.session.id.clone(),
-                order: u32::try_from(index).unwrap_or(u32::MAX),
-                extra: serde_json::Map::new(),
-            };
-            steps.push(step);
-        }
-        Scenario {
-            scenario: ScenarioInfo {
-                id: session.session.id.clone(),
-                context: json!({
-                    "auth": {"type": self.sut.connection.auth.kind},
-                    "base_path": self.sut.connection.base_path,
-                    "host": self.sut.connection.host,
-                }),
-                description: session.session.target.clone(),
-                name: scenario_name(&session.session.target),
-                extra: serde_json::Map::new(),
-            },
-            steps,
-        }
+        Scenario::from_session(session, &self.spec, &self.sut)
     }
-}
-
-/// A command line split into words: whitespace separates, `"…"` and `'…'` group.
-fn split_command(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut current = String::new();
-    let mut quote: Option<char> = None;
-    let mut started = false;
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(open), c) if c == open => quote = None,
-            (Some(_), c) => current.push(c),
-            (None, '"' | '\'') => {
-                quote = Some(c);
-                started = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if started || !current.is_empty() {
-                    words.push(std::mem::take(&mut current));
-                }
-                started = false;
-            }
-            (None, c) => current.push(c),
-        }
-    }
-    if started || !current.is_empty() {
-        words.push(current);
-    }
-    words
 }
 
 /// Failures or refusals of one operation before the session gives up.
@@ -985,207 +773,5 @@ fn merge_variables(state: &mut ExploreState, text: &str) {
                 .variables
                 .insert("clarification".to_owned(), Value::from(text));
         }
-    }
-}
-
-/// The field of `body` holding the id of a `resource`: `{resource}Id`, `id` or `name`.
-fn id_field(body: &Value, resource: &str) -> Option<String> {
-    let object = body.as_object()?;
-    let wanted = format!("{resource}id");
-    object
-        .keys()
-        .find(|key| key.to_lowercase() == wanted)
-        .or_else(|| object.keys().find(|key| *key == "id"))
-        .cloned()
-}
-
-/// seed 000's state update rules: a create adds the resource and saves its id; a read
-/// updates it; an update marks it changing unless the response says its state; a delete
-/// removes it. The names of the saved variables are returned.
-pub fn apply(
-    state: &mut ExploreState,
-    operation: &Operation,
-    inputs: &IndexMap<String, Value>,
-    output: &Value,
-) -> Vec<String> {
-    let resource = operation_resource(operation);
-    let kind = plural(&resource);
-    let reported = STATE_FIELDS
-        .iter()
-        .find_map(|field| output.get(*field).and_then(Value::as_str))
-        .map(str::to_owned);
-    let attributes: IndexMap<String, Value> = output
-        .as_object()
-        .map(|object| {
-            object
-                .iter()
-                .filter(|(key, value)| {
-                    !value.is_null()
-                        && !value.is_object()
-                        && !value.is_array()
-                        && !is_secret_name(key)
-                })
-                .map(|(key, value)| (key.clone(), value.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let id_of_output = id_field(output, &resource)
-        .and_then(|field| output.get(&field))
-        .and_then(|value| {
-            value
-                .as_str()
-                .map(str::to_owned)
-                .or_else(|| (!value.is_null()).then(|| value.to_string()))
-        });
-    // The id a call on an existing resource names: its last path parameter.
-    let id_in_path = operation
-        .parameters
-        .iter()
-        .rfind(|parameter| parameter.location == Location::Path)
-        .and_then(|parameter| inputs.get(&parameter.input))
-        .and_then(|value| value.as_str().map(str::to_owned));
-    // A create's parent is the resource its path ends in (`/clusters/{clusterId}/branches`).
-    let parent = id_in_path.clone();
-    match operation_verb(operation) {
-        Verb::Create => {
-            let Some(id) = id_of_output else {
-                return Vec::new();
-            };
-            // The next number after the highest used, so a name freed by a delete is never
-            // given to another resource (its variable may still be referred to).
-            let prefix = format!("{resource}_");
-            let highest = state
-                .resources
-                .get(&kind)
-                .into_iter()
-                .flat_map(|named| named.keys())
-                .chain(state.variables.keys())
-                .filter_map(|name| name.strip_prefix(&prefix)?.parse::<u64>().ok())
-                .max()
-                .unwrap_or(0);
-            let name = format!("{prefix}{}", highest + 1);
-            let named = state.resources.entry(kind).or_default();
-            named.insert(
-                name.clone(),
-                Resource {
-                    id: id.clone(),
-                    state: reported,
-                    parent_id: parent,
-                    attributes,
-                },
-            );
-            state.variables.insert(name.clone(), Value::from(id));
-            vec![name]
-        }
-        Verb::Delete => {
-            if let (Some(id), Some(named)) = (id_in_path, state.resources.get_mut(&kind)) {
-                named.retain(|_, known| known.id != id);
-                if let Some(gone) = state
-                    .variables
-                    .iter()
-                    .find(|(_, value)| value.as_str() == Some(id.as_str()))
-                    .map(|(name, _)| name.clone())
-                {
-                    state.variables.shift_remove(&gone);
-                }
-            }
-            Vec::new()
-        }
-        verb => {
-            let id = id_in_path.or(id_of_output);
-            if let (Some(id), Some(named)) = (id, state.resources.get_mut(&kind))
-                && let Some(known) = named.values_mut().find(|known| known.id == id)
-            {
-                known.state = reported
-                    .or_else(|| (verb == Verb::Update).then(|| "MODIFYING".to_owned()))
-                    .or(known.state.take());
-                known.attributes.extend(attributes);
-            }
-            Vec::new()
-        }
-    }
-}
-
-fn stage(operation: &Operation) -> &'static str {
-    match operation_verb(operation) {
-        Verb::Create => "setup",
-        Verb::Delete => "teardown",
-        _ => "test",
-    }
-}
-
-fn scenario_name(target: &str) -> String {
-    let mut words = crate::intent::words(target);
-    words.truncate(8);
-    if words.is_empty() {
-        "explored".to_owned()
-    } else {
-        words.join("_")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn operation(method: &str, path: &str, parameters: &[&str]) -> Operation {
-        let spec = serde_json::json!({
-            "openapi": "3.0.0",
-            "paths": {path: {method.to_lowercase(): {
-                "operationId": "op",
-                "parameters": parameters.iter().map(|name| json!({"name": name, "in": "path", "required": true})).collect::<Vec<_>>(),
-                "responses": {"200": {"description": "ok"}}}}}
-        });
-        ApiSpec::parse(&spec.to_string(), Path::new("spec.json"))
-            .unwrap()
-            .operations
-            .remove(0)
-    }
-
-    #[test]
-    fn a_name_freed_by_a_delete_is_not_given_again() {
-        let create = operation("POST", "/clusters", &[]);
-        let delete = operation("DELETE", "/clusters/{clusterId}", &["clusterId"]);
-        let mut state = ExploreState::default();
-        let none = IndexMap::new();
-        assert_eq!(
-            apply(
-                &mut state,
-                &create,
-                &none,
-                &json!({"clusterId": "c1", "state": "CREATING"})
-            ),
-            ["cluster_1"]
-        );
-        assert_eq!(
-            apply(&mut state, &create, &none, &json!({"clusterId": "c2"})),
-            ["cluster_2"]
-        );
-        let mut inputs = IndexMap::new();
-        inputs.insert("clusterId".to_owned(), json!("c1"));
-        apply(&mut state, &delete, &inputs, &json!({}));
-        assert_eq!(
-            apply(
-                &mut state,
-                &create,
-                &none,
-                &json!({"clusterId": "c3", "rootPassword": "p"})
-            ),
-            ["cluster_3"]
-        );
-        assert_eq!(state.variables["cluster_2"], "c2", "untouched");
-        let third = &state.resources["clusters"]["cluster_3"];
-        assert!(
-            !third.attributes.contains_key("rootPassword"),
-            "secrets are not kept"
-        );
-        // A branch's parent is the resource its path ends in.
-        let branch = operation("POST", "/clusters/{clusterId}/branches", &["clusterId"]);
-        inputs.insert("clusterId".to_owned(), json!("c3"));
-        apply(&mut state, &branch, &inputs, &json!({"branchId": "b1"}));
-        assert_eq!(
-            state.resources["branches"]["branch_1"].parent_id.as_deref(),
-            Some("c3")
-        );
     }
 }

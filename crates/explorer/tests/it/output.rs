@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use wayline_core::{MemoryCatalog, ToolDefinition};
-use wayline_planner::output::Scenario;
+use wayline_explorer::output::Scenario;
 use wayline_testkit::fixture;
 
 #[test]

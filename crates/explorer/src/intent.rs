@@ -85,7 +85,7 @@ pub(crate) fn words(text: &str) -> Vec<String> {
 }
 
 /// The CRUD verb of an operation, from its method and path.
-pub fn operation_verb(operation: &Operation) -> Verb {
+pub(crate) fn operation_verb(operation: &Operation) -> Verb {
     if operation.method == CLI_METHOD {
         return Verb::Action("run".to_owned());
     }
@@ -109,7 +109,7 @@ pub fn operation_verb(operation: &Operation) -> Verb {
 
 /// The resource an operation acts on: the last collection segment of its path, singular
 /// (`/clusters/{clusterId}/branches/{branchId}:reset` → `branch`).
-pub fn operation_resource(operation: &Operation) -> String {
+pub(crate) fn operation_resource(operation: &Operation) -> String {
     if operation.method == CLI_METHOD {
         // A tool's name, as it is (`aws` is no plural).
         return operation.path.trim_start_matches('/').to_owned();

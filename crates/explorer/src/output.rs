@@ -11,8 +11,14 @@
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use wayline_core::workflow::{Edge, Poll, Severity, Step, StepKind, Workflow};
+use wayline_registry::openapi::{ApiSpec, Location, Operation};
+
+use crate::intent::{self, CLI_METHOD, Verb, operation_resource, operation_verb};
+use crate::session::Session;
+use crate::state::{id_field, is_secret_name};
+use crate::sut::SutConfig;
 
 /// The `scenario` block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -261,6 +267,200 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// The confirmed steps of `session` as a reusable scenario, for the SUT `sut` whose API
+    /// `spec` describes. A value that a step took from an earlier step's saved id becomes a
+    /// reference to its variable; a secret body field becomes a value to give at run time.
+    pub fn from_session(session: &Session, spec: &ApiSpec, sut: &SutConfig) -> Scenario {
+        let base = sut.base_url().unwrap_or_default();
+        let mut steps = Vec::new();
+        // Which variable holds each saved resource id, for later steps' parameters.
+        let mut holders: Vec<(String, String)> = Vec::new();
+        for (index, confirmed) in session.confirmed_steps.iter().enumerate() {
+            let Some(operation) = spec.operation(&confirmed.operation_id) else {
+                continue;
+            };
+            if operation.method == CLI_METHOD {
+                // The seed's CLI request shape: the tool's name and its arguments.
+                let request = json!({
+                    "name": confirmed.request["name"],
+                    "args": confirmed.request["args"],
+                });
+                steps.push(ScenarioStep {
+                    operation_id: operation.id.clone(),
+                    request_type: "cli".to_owned(),
+                    request: serde_json::to_string_pretty(&request).unwrap_or_default(),
+                    expect: json!({"exit_code": 0, "cel": ""}).to_string(),
+                    save: json!({ "placeholder": [] }).to_string(),
+                    description: operation.summary.clone(),
+                    max_retries: 0,
+                    delay_after: 0,
+                    name: format!("{}_{index}", operation.id.to_lowercase()),
+                    continue_on_unexpected: false,
+                    stage: "test".to_owned(),
+                    meta: "{}".to_owned(),
+                    generation_id: session.session.id.clone(),
+                    order: u32::try_from(index).unwrap_or(u32::MAX),
+                    extra: serde_json::Map::new(),
+                });
+                continue;
+            }
+            let inputs = confirmed.request.get("inputs").and_then(Value::as_object);
+            let mut path_params = serde_json::Map::new();
+            let mut body = serde_json::Map::new();
+            let mut body_params = serde_json::Map::new();
+            let mut query = serde_json::Map::new();
+            for parameter in &operation.parameters {
+                let Some(value) = inputs.and_then(|inputs| inputs.get(&parameter.input)) else {
+                    continue;
+                };
+                let variable = holders
+                    .iter()
+                    .rev()
+                    .find(|(_, id)| value.as_str() == Some(id.as_str()))
+                    .map(|(name, _)| name.clone());
+                match (parameter.location, variable) {
+                    (Location::Path, Some(variable)) => {
+                        path_params.insert(parameter.name.clone(), Value::from(variable));
+                    }
+                    (Location::Path, None) => {
+                        path_params
+                            .insert(parameter.name.clone(), Value::from(parameter.name.clone()));
+                    }
+                    (Location::Body, Some(variable)) => {
+                        body.insert(
+                            parameter.name.clone(),
+                            Value::from(format!("{{{variable}}}")),
+                        );
+                        body_params.insert(variable.clone(), Value::from(variable));
+                    }
+                    // A secret is never written out: it becomes a value to give at run time.
+                    (Location::Body, None) if is_secret_name(&parameter.name) => {
+                        let input = parameter.input.clone();
+                        body.insert(parameter.name.clone(), Value::from(format!("{{{input}}}")));
+                        body_params.insert(input.clone(), Value::from(input));
+                    }
+                    (Location::Body, None) => {
+                        body.insert(parameter.name.clone(), value.clone());
+                    }
+                    (Location::Query, _) => {
+                        query.insert(parameter.name.clone(), value.clone());
+                    }
+                    _ => {}
+                }
+            }
+            let mut request = json!({
+                "method": operation.method,
+                "path": format!("{base}{}", operation.path),
+            });
+            for (key, map) in [
+                ("path_params", path_params),
+                ("query_params", query),
+                ("body", body),
+                ("body_params", body_params),
+            ] {
+                if !map.is_empty() {
+                    request[key] = Value::Object(map);
+                }
+            }
+            let resource = operation_resource(operation);
+            let save: Vec<Value> = confirmed
+                .saved_variables
+                .iter()
+                .map(|name| {
+                    let field = id_field(&confirmed.response["body"], &resource)
+                        .unwrap_or_else(|| "id".to_owned());
+                    json!({"key": name, "eval": format!("body.{field}")})
+                })
+                .collect();
+            for name in &confirmed.saved_variables {
+                if let Some(value) = session
+                    .current_state
+                    .variables
+                    .get(name)
+                    .and_then(Value::as_str)
+                {
+                    holders.push((name.clone(), value.to_owned()));
+                } else if let Some(id) =
+                    id_field(&confirmed.response["body"], &resource).and_then(|field| {
+                        confirmed.response["body"]
+                            .get(&field)
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    })
+                {
+                    holders.push((name.clone(), id));
+                }
+            }
+            let name = format!(
+                "{}_{index}",
+                operation
+                    .id
+                    .rsplit('_')
+                    .next()
+                    .unwrap_or(&operation.id)
+                    .to_lowercase()
+            );
+            let polled = confirmed.until.is_some();
+            let polling = sut.execution.auto_mode.polling;
+            let step = ScenarioStep {
+                operation_id: operation.id.clone(),
+                request_type: "http".to_owned(),
+                request: serde_json::to_string_pretty(&request).unwrap_or_default(),
+                expect: json!({
+                    "status_code": confirmed.response["status_code"],
+                    "cel": confirmed.until.clone().unwrap_or_default(),
+                })
+                .to_string(),
+                save: json!({ "placeholder": save }).to_string(),
+                description: format!("{} {}", operation.method, operation.path),
+                max_retries: if polled { polling.max_retries } else { 0 },
+                delay_after: if polled { polling.delay_seconds } else { 0 },
+                name,
+                continue_on_unexpected: false,
+                stage: stage(operation).to_owned(),
+                meta: "{}".to_owned(),
+                generation_id: session.session.id.clone(),
+                order: u32::try_from(index).unwrap_or(u32::MAX),
+                extra: serde_json::Map::new(),
+            };
+            steps.push(step);
+        }
+        Scenario {
+            scenario: ScenarioInfo {
+                id: session.session.id.clone(),
+                context: json!({
+                    "auth": {"type": sut.connection.auth.kind},
+                    "base_path": sut.connection.base_path,
+                    "host": sut.connection.host,
+                }),
+                description: session.session.target.clone(),
+                name: scenario_name(&session.session.target),
+                extra: serde_json::Map::new(),
+            },
+            steps,
+        }
+    }
+}
+
+fn stage(operation: &Operation) -> &'static str {
+    match operation_verb(operation) {
+        Verb::Create => "setup",
+        Verb::Delete => "teardown",
+        _ => "test",
+    }
+}
+
+fn scenario_name(target: &str) -> String {
+    let mut words = intent::words(target);
+    words.truncate(8);
+    if words.is_empty() {
+        "explored".to_owned()
+    } else {
+        words.join("_")
+    }
+}
+
 /// `{name}` as a whole string: the name.
 fn placeholder(text: &str) -> Option<&str> {
     let name = text.strip_prefix('{')?.strip_suffix('}')?;
@@ -287,17 +487,7 @@ fn string_map(value: Option<&Value>) -> IndexMap<String, String> {
         .unwrap_or_default()
 }
 
-/// A step id from a name: word characters kept, the rest `_`.
-pub(crate) fn step_id(name: &str) -> String {
-    let id: String = name
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if id.is_empty() { "step".to_owned() } else { id }
+/// `name` as a step or workflow id.
+fn step_id(name: &str) -> String {
+    wayline_core::workflow::identifier(name, "step")
 }

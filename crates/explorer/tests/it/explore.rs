@@ -8,15 +8,15 @@ use std::sync::Arc;
 use wayline_core::intervene::QuestionKind;
 use wayline_core::{MemoryCatalog, RunStatus};
 use wayline_executor::{Engine, ReqwestTransport, RunOptions};
+use wayline_explorer::ScriptedInterventor;
+use wayline_explorer::explore::Explorer;
+use wayline_explorer::session::SessionStatus;
+use wayline_explorer::sut::SutConfig;
 use wayline_knowledge::{KnowledgeStore, MemoryKnowledge};
-use wayline_planner::ScriptedInterventor;
-use wayline_planner::explore::Explorer;
-use wayline_planner::session::SessionStatus;
-use wayline_planner::sut::SutConfig;
 use wayline_registry::openapi::ApiSpec;
 use wayline_testkit::fixture;
 
-use wayline_planner::testing::{self as simulation, calls, count};
+use wayline_explorer::testing::{self as simulation, calls, count};
 
 const TARGET: &str = "create a cluster, create a branch on it, delete both";
 const REGION: &str = r#"{"region": {"name": "regions/aws-us-east-1"}}"#;
@@ -499,7 +499,7 @@ async fn a_sut_behind_digest_auth_is_explored_with_one_challenge() {
                 _ => None,
             })
             .unwrap();
-        let transport = wayline_planner::auth::sut_transport(
+        let transport = wayline_explorer::auth::sut_transport(
             &credentials,
             Arc::new(ReqwestTransport::new().unwrap()),
         );

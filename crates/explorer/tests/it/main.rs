@@ -1,0 +1,7 @@
+//! Integration tests of `wayline-explorer` (one binary).
+
+mod dataflow;
+mod explore;
+mod output;
+mod suggest;
+mod sut;
