@@ -250,29 +250,13 @@ impl ProblemDoc {
     }
 }
 
-/// Writes `text` to `path` whole: its directory made if missing, the text written to a
-/// temporary file beside it (named by this process, so two writers never share one) and
-/// renamed into place, so a reader sees the old file or the new one.
+/// Writes `text` to `path` whole and durably ([`wayline_durable::write`]): a reader sees the
+/// old file or the new one, and a crash leaves one of them.
 pub(crate) fn write_atomically(path: &std::path::Path, text: &str) -> Result<(), Outcome> {
-    let fail = |error: std::io::Error| {
-        eprintln!("error: cannot write {}: {error}", path.display());
+    wayline_durable::write(path, text.as_bytes()).map_err(|error| {
+        eprintln!("error: {error}");
         Outcome::Unreadable
-    };
-    if let Some(parent) = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-    {
-        std::fs::create_dir_all(parent).map_err(fail)?;
-    }
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".{}.tmp", std::process::id()));
-    let temporary = path.with_file_name(name);
-    std::fs::write(&temporary, text)
-        .and_then(|()| std::fs::rename(&temporary, path))
-        .map_err(|error| {
-            let _ = std::fs::remove_file(&temporary);
-            fail(error)
-        })
+    })
 }
 
 pub(crate) fn print_json(value: &impl Serialize) {

@@ -152,11 +152,10 @@ impl Session {
         dir.join(format!("{id}.yaml"))
     }
 
-    /// Writes the session to `dir` (a temporary file renamed over the old one).
+    /// Writes the session to `dir`, durably ([`wayline_durable::write`]): a crash leaves the
+    /// session as it was before this save or after it, never an empty file.
     pub fn save(&mut self, dir: &Path, now: DateTime<Utc>) -> Result<PathBuf, String> {
         self.session.updated_at = now;
-        std::fs::create_dir_all(dir)
-            .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
         let path = Session::path(dir, &self.session.id);
         // Secret variables stay in memory only (the SUT's presets give them on resume): they
         // are set aside while the session is written, not copied with the whole session.
@@ -169,10 +168,7 @@ impl Session {
         let text = serde_norway::to_string(&*self);
         self.current_state.variables = all;
         let text = text.map_err(|error| format!("cannot write the session: {error}"))?;
-        let temporary = path.with_extension(format!("yaml.{:08x}.tmp", fastrand::u32(..)));
-        std::fs::write(&temporary, text)
-            .and_then(|()| std::fs::rename(&temporary, &path))
-            .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+        wayline_durable::write(&path, text.as_bytes()).map_err(|error| error.to_string())?;
         Ok(path)
     }
 

@@ -8,11 +8,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use wayline_core::StoreError;
 use wayline_core::store::{StoreErrorKind, check_id};
+use wayline_durable::sqlite::{self, Synchronous};
 
 use crate::model::{Knowledge, Stats};
 use crate::store::{Change, KnowledgeStore};
@@ -42,22 +42,12 @@ impl SqliteKnowledge {
     /// to date.
     pub fn open(path: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let path = path.into();
-        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|error| {
-                StoreError::new(
-                    StoreErrorKind::Unavailable,
-                    format!("cannot create {}: {error}", dir.display()),
-                )
+        let mut connection =
+            sqlite::open(&path, Synchronous::Normal).map_err(|error| match error {
+                wayline_durable::Error::Sqlite { source, .. } => sql_error(&path, &source),
+                other => StoreError::new(StoreErrorKind::Unavailable, other.to_string()),
             })?;
-        }
-        let mut connection = Connection::open(&path).map_err(|error| sql_error(&path, &error))?;
-        (|| -> rusqlite::Result<()> {
-            connection.busy_timeout(Duration::from_secs(10))?;
-            connection.pragma_update(None, "journal_mode", "WAL")?;
-            connection.pragma_update(None, "synchronous", "NORMAL")?;
-            migrate(&mut connection)
-        })()
-        .map_err(|error| sql_error(&path, &error))?;
+        migrate(&mut connection).map_err(|error| sql_error(&path, &error))?;
         Ok(SqliteKnowledge {
             inner: Arc::new(Inner {
                 path,

@@ -6,14 +6,14 @@
 //! no count. The three renames are not one atomic step: a crash between them can leave one
 //! file a change ahead of another, never a half-written file.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use wayline_core::StoreError;
 use wayline_core::store::{StoreErrorKind, check_id};
+use wayline_durable::LockFile;
 
 use crate::model::Knowledge;
 use crate::store::{self, Change, FILES, KnowledgeStore};
@@ -29,7 +29,6 @@ struct Inner {
     /// `<root>/knowledge`.
     dir: PathBuf,
     writers: Mutex<()>,
-    temp_counter: AtomicU64,
 }
 
 impl YamlKnowledge {
@@ -39,7 +38,6 @@ impl YamlKnowledge {
             inner: Arc::new(Inner {
                 dir: root.into().join("knowledge"),
                 writers: Mutex::new(()),
-                temp_counter: AtomicU64::new(0),
             }),
         }
     }
@@ -96,42 +94,13 @@ impl Inner {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let dir = self.dir.join(sut);
         fs::create_dir_all(&dir).map_err(|error| unavailable("create", &dir, &error))?;
-        let path = dir.join(".lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|error| unavailable("open", &path, &error))?;
-        file.lock()
-            .map_err(|error| unavailable("lock", &path, &error))?;
-        let outcome = work();
-        let _ = file.unlock();
-        outcome
+        let _held = LockFile::acquire(&dir.join(".lock")).map_err(durable_error)?;
+        work()
     }
+}
 
-    fn write(&self, path: &Path, text: &str) -> Result<(), StoreError> {
-        let dir = path.parent().unwrap_or(&self.dir);
-        let name = path
-            .file_name()
-            .and_then(|name| name.to_str())
-            .unwrap_or("file");
-        let temp = dir.join(format!(
-            ".{name}.{}-{}.tmp",
-            std::process::id(),
-            self.temp_counter.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = (|| {
-            let mut file = File::create(&temp)?;
-            file.write_all(text.as_bytes())?;
-            file.sync_all()?;
-            fs::rename(&temp, path)?;
-            File::open(dir)?.sync_all()
-        })();
-        written.map_err(|error| {
-            let _ = fs::remove_file(&temp);
-            unavailable("write", path, &error)
-        })
-    }
+fn durable_error(error: wayline_durable::Error) -> StoreError {
+    StoreError::new(StoreErrorKind::Unavailable, error.to_string())
 }
 
 fn unavailable(action: &str, path: &Path, error: &io::Error) -> StoreError {
@@ -159,7 +128,8 @@ impl KnowledgeStore for YamlKnowledge {
                 let texts = store::to_yaml(&knowledge)?;
                 let dir = inner.dir.join(&sut);
                 for (name, text) in FILES.iter().zip(&texts) {
-                    inner.write(&dir.join(name), text)?;
+                    wayline_durable::write(&dir.join(name), text.as_bytes())
+                        .map_err(durable_error)?;
                 }
                 Ok(knowledge)
             })

@@ -1,9 +1,8 @@
 //! [`FileStore`]: one JSON file per workflow version and per run, for development.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -13,6 +12,7 @@ use wayline_core::store::{
     WorkflowStore, check_id,
 };
 use wayline_core::{Run, StepResult};
+use wayline_durable::LockFile;
 
 use crate::records;
 
@@ -38,7 +38,6 @@ struct Inner {
     root: PathBuf,
     /// Serialises this process's writers; the lock file serialises processes.
     writers: Mutex<()>,
-    temp_counter: AtomicU64,
 }
 
 impl FileStore {
@@ -48,17 +47,11 @@ impl FileStore {
         for dir in [root.join("workflows"), root.join("runs")] {
             fs::create_dir_all(&dir).map_err(|error| unavailable("create", &dir, &error))?;
         }
-        let lock = root.join(".lock");
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&lock)
-            .map_err(|error| unavailable("create", &lock, &error))?;
+        LockFile::ensure(&root.join(".lock")).map_err(durable_error)?;
         Ok(FileStore {
             inner: Arc::new(Inner {
                 root,
                 writers: Mutex::new(()),
-                temp_counter: AtomicU64::new(0),
             }),
         })
     }
@@ -104,51 +97,20 @@ impl Inner {
             .writers
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let path = self.root.join(".lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|error| unavailable("open", &path, &error))?;
-        file.lock()
-            .map_err(|error| unavailable("lock", &path, &error))?;
-        let outcome = change();
-        // Closing the file releases the lock too; unlocking first makes the order explicit.
-        let _ = file.unlock();
-        outcome
+        let _held = LockFile::acquire(&self.root.join(".lock")).map_err(durable_error)?;
+        change()
     }
+}
 
-    /// Writes `value` as JSON to `path` atomically and durably.
-    fn write<T: Serialize>(&self, path: &Path, value: &T) -> Result<(), StoreError> {
-        let dir = path.parent().unwrap_or(&self.root);
-        fs::create_dir_all(dir).map_err(|error| unavailable("create", dir, &error))?;
-        let bytes = serde_json::to_vec_pretty(value).map_err(|error| {
-            StoreError::new(
-                StoreErrorKind::Invalid,
-                format!("cannot encode {}: {error}", path.display()),
-            )
-        })?;
-        let name = path
-            .file_name()
-            .and_then(|name| name.to_str())
-            .unwrap_or("file");
-        let temp = dir.join(format!(
-            ".{name}.{}-{}.tmp",
-            std::process::id(),
-            self.temp_counter.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = (|| {
-            let mut file = File::create(&temp)?;
-            file.write_all(&bytes)?;
-            file.sync_all()?;
-            fs::rename(&temp, path)?;
-            File::open(dir)?.sync_all()
-        })();
-        written.map_err(|error| {
-            let _ = fs::remove_file(&temp);
-            unavailable("write", path, &error)
-        })
-    }
+/// Writes `value` as JSON to `path` atomically and durably.
+fn write<T: Serialize>(path: &Path, value: &T) -> Result<(), StoreError> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(|error| {
+        StoreError::new(
+            StoreErrorKind::Invalid,
+            format!("cannot encode {}: {error}", path.display()),
+        )
+    })?;
+    wayline_durable::write(path, &bytes).map_err(durable_error)
 }
 
 /// Reads one JSON record; `None` when the file does not exist.
@@ -215,6 +177,10 @@ fn versions_in(dir: &Path) -> Result<Vec<StoredWorkflow>, StoreError> {
         .collect()
 }
 
+fn durable_error(error: wayline_durable::Error) -> StoreError {
+    StoreError::new(StoreErrorKind::Unavailable, error.to_string())
+}
+
 fn unavailable(action: &str, path: &Path, error: &io::Error) -> StoreError {
     StoreError::new(
         StoreErrorKind::Unavailable,
@@ -233,7 +199,7 @@ impl WorkflowStore for FileStore {
                 if path.exists() {
                     return Err(records::version_exists(&record));
                 }
-                inner.write(&path, &record)
+                write(&path, &record)
             })
         })
         .await
@@ -251,7 +217,7 @@ impl WorkflowStore for FileStore {
                 let mut next = record;
                 // Wrapping: a hand-edited record may hold the largest value; any change still shows.
                 next.revision = next.revision.wrapping_add(1);
-                inner.write(&path, &next)?;
+                write(&path, &next)?;
                 Ok(next)
             })
         })
@@ -320,7 +286,7 @@ impl RunStore for FileStore {
                 if path.exists() {
                     return Err(records::run_exists(&run.id));
                 }
-                inner.write(&path, &run)
+                write(&path, &run)
             })
         })
         .await
@@ -334,7 +300,7 @@ impl RunStore for FileStore {
                 let path = inner.run_path(&run_id);
                 let mut run: Run = read(&path)?.ok_or_else(|| records::run_missing(&run_id))?;
                 records::save_step_into(&mut run, &result)?;
-                inner.write(&path, &run)
+                write(&path, &run)
             })
         })
         .await
@@ -349,7 +315,7 @@ impl RunStore for FileStore {
                 if !path.exists() {
                     return Err(records::run_missing(&run.id));
                 }
-                inner.write(&path, &run)
+                write(&path, &run)
             })
         })
         .await

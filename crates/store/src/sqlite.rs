@@ -14,6 +14,7 @@ use wayline_core::store::{
     WorkflowStore, check_id,
 };
 use wayline_core::{Run, RunStatus, StepResult, StepStatus};
+use wayline_durable::sqlite::{self, BUSY_TIMEOUT, Synchronous};
 
 use crate::records;
 use crate::state_name;
@@ -118,14 +119,6 @@ impl SqliteStore {
         durability: Durability,
     ) -> Result<SqliteStore, StoreError> {
         let path = path.into();
-        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|error| {
-                StoreError::new(
-                    StoreErrorKind::Unavailable,
-                    format!("cannot create {}: {error}", dir.display()),
-                )
-            })?;
-        }
         let writer = connect(&path, durability)?;
         migrate(&writer, &path)?;
         let reader = connect(&path, durability)?;
@@ -231,18 +224,17 @@ impl SqliteStore {
 }
 
 fn connect(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
-    let connection = Connection::open(path).map_err(|error| sql_error(path, &error))?;
     let synchronous = match durability {
-        Durability::Process => "NORMAL",
-        Durability::Power => "FULL",
+        Durability::Process => Synchronous::Normal,
+        Durability::Power => Synchronous::Full,
     };
-    let setup = (|| {
-        connection.busy_timeout(BUSY_TIMEOUT)?;
-        connection.pragma_update(None, "journal_mode", "WAL")?;
-        connection.pragma_update(None, "synchronous", synchronous)?;
-        connection.pragma_update(None, "foreign_keys", "ON")
-    })();
-    setup.map_err(|error| sql_error(path, &error))?;
+    let connection = sqlite::open(path, synchronous).map_err(|error| match error {
+        wayline_durable::Error::Sqlite { source, .. } => sql_error(path, &source),
+        other => StoreError::new(StoreErrorKind::Unavailable, other.to_string()),
+    })?;
+    connection
+        .pragma_update(None, "foreign_keys", "ON")
+        .map_err(|error| sql_error(path, &error))?;
     Ok(connection)
 }
 
@@ -301,12 +293,6 @@ fn write_loop(connection: &Mutex<Connection>, jobs: &mpsc::Receiver<Job>, path: 
     }
 }
 
-/// Applies `changes` in one transaction; one outcome per change. In a batch each change has its
-/// own savepoint, so a failed one leaves the others in place; a change alone needs none (if it
-/// fails, the transaction is rolled back).
-/// How long a connection waits for another process's write lock.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// Starts a write transaction if the database's write lock is free right now.
 fn begin_without_waiting(connection: &Connection) -> bool {
     if connection.busy_timeout(Duration::ZERO).is_err() {
@@ -325,6 +311,9 @@ fn begin_without_waiting(connection: &Connection) -> bool {
     began
 }
 
+/// Applies `changes` in one transaction; one outcome per change. In a batch each change has its
+/// own savepoint, so a failed one leaves the others in place; a change alone needs none (if it
+/// fails, the transaction is rolled back).
 fn apply(connection: &Connection, changes: Vec<Change>, path: &Path) -> Vec<Outcome> {
     if let Err(error) = connection
         .prepare_cached("BEGIN IMMEDIATE")

@@ -4,8 +4,6 @@
 
 use std::path::Path;
 
-use tokio::io::AsyncWriteExt;
-
 use crate::error::{ErrorCode, SandboxError};
 use crate::model::FileEntry;
 
@@ -94,11 +92,11 @@ pub(crate) async fn read_bytes(
         .map_err(|error| io_error("read", path, &error))
 }
 
-/// Writes bytes, creating parent directories, replacing the file whole: the bytes go to a new
-/// temporary file of a random name, created exclusively (so no symlink planted in the
-/// workspace can redirect the write), which is then renamed over the target (replacing a
-/// symlink there rather than writing through it).
-pub(crate) async fn write(full: &Path, path: &str, bytes: &[u8]) -> Result<(), SandboxError> {
+/// Writes bytes, creating parent directories, replacing the file whole
+/// ([`wayline_durable::write`]): the bytes go to a new temporary file, created exclusively (so
+/// no symlink planted in the workspace can redirect the write), which is synced and renamed
+/// over the target (replacing a symlink there rather than writing through it).
+pub(crate) async fn write(full: &Path, path: &str, bytes: Vec<u8>) -> Result<(), SandboxError> {
     if tokio::fs::symlink_metadata(full)
         .await
         .is_ok_and(|metadata| metadata.is_dir())
@@ -119,26 +117,23 @@ pub(crate) async fn write(full: &Path, path: &str, bytes: &[u8]) -> Result<(), S
     tokio::fs::create_dir_all(parent)
         .await
         .map_err(|error| io_error("create the directory of", path, &error))?;
-    let temporary = parent.join(format!(".wayline-{:016x}.tmp", fastrand::u64(..)));
-    let written = async {
-        let mut file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)
-            .await?;
-        file.write_all(bytes).await?;
-        file.flush().await
+    let target = full.to_path_buf();
+    let written = tokio::task::spawn_blocking(move || wayline_durable::write(&target, &bytes))
+        .await
+        .unwrap_or_else(|error| {
+            Err(wayline_durable::Error::Io {
+                action: wayline_durable::Action::Write,
+                path: full.to_path_buf(),
+                source: std::io::Error::other(error),
+            })
+        });
+    match written {
+        Ok(()) => Ok(()),
+        Err(wayline_durable::Error::Io { action, source, .. }) => {
+            Err(io_error(action.as_str(), path, &source))
+        }
+        Err(other) => Err(io_error("write", path, &std::io::Error::other(other))),
     }
-    .await;
-    let renamed = match written {
-        Ok(()) => tokio::fs::rename(&temporary, full).await,
-        Err(error) => Err(error),
-    };
-    if let Err(error) = renamed {
-        let _ = tokio::fs::remove_file(&temporary).await;
-        return Err(io_error("write", path, &error));
-    }
-    Ok(())
 }
 
 /// Deletes a file, a symlink (not what it points at), or a directory with everything in it.

@@ -868,7 +868,7 @@ impl SandboxProvider for LocalProvider {
             self.inner.config.max_file_bytes,
         )?;
         let full = self.resolve(&ready, &normalized, PathField::Path)?;
-        files::write(&full, &normalized, content.as_bytes()).await
+        files::write(&full, &normalized, content.as_bytes().to_vec()).await
     }
 
     async fn delete_file(&self, id: &str, path: &str) -> SandboxResult<()> {
@@ -888,7 +888,7 @@ impl SandboxProvider for LocalProvider {
         let size = bytes.len() as u64;
         files::check_size(&normalized, size, self.inner.config.max_file_bytes)?;
         let full = self.resolve(&ready, &normalized, PathField::Path)?;
-        files::write(&full, &normalized, &bytes).await?;
+        files::write(&full, &normalized, bytes).await?;
         Ok(Uploaded {
             status: "ok".to_owned(),
             path: normalized,

@@ -83,22 +83,12 @@ pub(crate) fn load(dir: &Path) -> Result<Option<Persisted>, SandboxError> {
     Ok(Some(persisted))
 }
 
-/// Writes the state to `dir` (temporary file, then rename).
+/// Writes the state to `dir`, durably ([`wayline_durable::write`]).
 pub(crate) fn save(dir: &Path, persisted: &Persisted) -> Result<(), SandboxError> {
     let path = dir.join("state.json");
-    let temporary = dir.join("state.json.tmp");
     let text = serde_json::to_vec_pretty(persisted)
         .map_err(|error| internal(format!("cannot encode the sandbox state: {error}")))?;
-    // Synced before the rename (and the directory after it), so a crash or a power loss
-    // leaves the old state or the new one, never an empty file.
-    let written = std::fs::File::create(&temporary)
-        .and_then(|mut file| {
-            file.write_all(&text)?;
-            file.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&temporary, &path))
-        .and_then(|()| std::fs::File::open(dir)?.sync_all());
-    written.map_err(|error| internal(format!("cannot write {}: {error}", path.display())))
+    wayline_durable::write(&path, &text).map_err(|error| internal(error.to_string()))
 }
 
 fn history_path(dir: &Path, id: &str) -> PathBuf {

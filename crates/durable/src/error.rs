@@ -1,0 +1,73 @@
+//! The crate's error type.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Errors of `wayline-durable`: which operation failed on which path, and why.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file system operation failed.
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        action: Action,
+        /// To which path.
+        path: PathBuf,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// SQLite refused to open or set up a database.
+    #[cfg(feature = "sqlite")]
+    #[error("{}: {source}", path.display())]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(action: Action, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// The file system operation an [`Error::Io`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Action {
+    /// Creating a directory.
+    Create,
+    /// Writing a file (or syncing or renaming it into place).
+    Write,
+    /// Opening a file.
+    Open,
+    /// Taking a lock.
+    Lock,
+}
+
+impl Action {
+    /// The verb, as messages use it (`create`, `write`, `open`, `lock`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Write => "write",
+            Action::Open => "open",
+            Action::Lock => "lock",
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

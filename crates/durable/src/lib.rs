@@ -1,0 +1,25 @@
+//! Durable local storage, in one place for every crate that keeps files: a file written whole
+//! or not at all ([`write`]), the lock file that serialises writers across processes
+//! ([`LockFile`]), and (feature `sqlite`) the SQLite connection setup the stores share
+//! ([`sqlite::open`]).
+//!
+//! Durable means a crash or a power loss leaves the old content or the new, never an empty or
+//! half-written file: the new content goes to a temporary file beside the target, which is
+//! synced, renamed over the target, and the directory synced so the rename itself is kept.
+//!
+//! ```
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("sessions/ses_1.yaml");
+//! wayline_durable::write(&path, b"session: {}\n").unwrap();
+//! assert_eq!(std::fs::read_to_string(&path).unwrap(), "session: {}\n");
+//! ```
+
+mod error;
+mod lock;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+mod write;
+
+pub use error::{Action, Error};
+pub use lock::LockFile;
+pub use write::write;

@@ -1,0 +1,78 @@
+//! Integration tests of `wayline-durable` (one binary): what other processes see.
+
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+
+use wayline_durable::{LockFile, write};
+
+/// Writers in several threads, each through its own lock-file handle, never lose an
+/// increment: the lock serialises read-change-write, and each write is whole.
+#[test]
+fn writers_holding_the_lock_lose_no_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter");
+    let lock = dir.path().join(".lock");
+    write(&counter, b"0").unwrap();
+    let threads = 4;
+    let rounds = 25;
+    let start = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (counter, lock, start) = (counter.clone(), lock.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                for _ in 0..rounds {
+                    let _held = LockFile::acquire(&lock).unwrap();
+                    let value: u32 = read(&counter).parse().unwrap();
+                    write(&counter, (value + 1).to_string().as_bytes()).unwrap();
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    assert_eq!(read(&counter), (threads * rounds).to_string());
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[test]
+fn a_write_makes_the_directory_and_a_missing_parent_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("a/b/c.yaml");
+    write(&nested, b"x: 1\n").unwrap();
+    assert_eq!(read(&nested), "x: 1\n");
+    // A file where a directory should be.
+    let error = write(&dir.path().join("a/b/c.yaml/d.yaml"), b"").unwrap_err();
+    assert!(error.to_string().starts_with("cannot create "), "{error}");
+}
+
+#[test]
+fn sqlite_connections_share_a_file_in_wal_mode() {
+    use wayline_durable::sqlite::{Synchronous, open};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db/wayline.db");
+    let first = open(&path, Synchronous::Full).unwrap();
+    first
+        .execute_batch("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (7)")
+        .unwrap();
+    let second = open(&path, Synchronous::Normal).unwrap();
+    let n: i64 = second
+        .query_row("SELECT n FROM t", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(n, 7);
+    let level: i64 = first
+        .query_row("PRAGMA synchronous", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(level, 2, "FULL");
+    let error = open(dir.path(), Synchronous::Normal).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains(&dir.path().display().to_string()),
+        "{error}"
+    );
+}
