@@ -10,12 +10,13 @@ use serde_json::json;
 use wayline_core::document::Format;
 use wayline_core::{ScriptedDecider, StepKind, Workflow};
 use wayline_executor::EngineBuilder;
+use wayline_planner::Error as PlanError;
 use wayline_planner::decide::ModelDecider;
 use wayline_planner::llm::{
     Completion, CompletionRequest, LanguageModel, ModelError, ModelErrorKind, OpenAiConfig,
     OpenAiModel,
 };
-use wayline_planner::plan::{Plan, PlanError, PlanOptions, PlanSource, Planner};
+use wayline_planner::plan::{Plan, PlanOptions, PlanSource, Planner};
 
 use crate::knowledge::KnowledgeArg;
 use crate::run::{runtime, transport, unreadable};
@@ -35,7 +36,7 @@ pub(crate) struct ModelArgs {
 
 impl ModelArgs {
     /// The server and model these flags and the environment name, or why there is none.
-    fn config(&self) -> Result<OpenAiConfig, String> {
+    fn config(&self) -> Result<OpenAiConfig, PlanError> {
         OpenAiConfig::resolve(self.model_url.as_deref(), self.model.as_deref(), |name| {
             std::env::var(name).ok()
         })

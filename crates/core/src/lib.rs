@@ -44,7 +44,7 @@ pub use decide::{Decider, Decision, DecisionError, DecisionRequest, ScriptedDeci
 pub use error::Error;
 pub use expr::Expression;
 pub use intervene::{Answer, AutoApprove, Interventor, Question, QuestionKind};
-pub use notify::{FailedStep, NoticeKind, Notifier, NotifyError, RunNotice};
+pub use notify::{FailedStep, NoticeKind, Notifier, NotifyError, NotifyErrorKind, RunNotice};
 pub use observer::{RunEvent, RunObserver};
 pub use policy::{AllowAll, StepPolicy, StepRequest, Verdict};
 pub use reference::Reference;

@@ -99,10 +99,46 @@ impl RunNotice {
     }
 }
 
-/// A notification that could not be delivered.
+/// Why a notice was not delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NotifyErrorKind {
+    /// The receiver could not be reached, or kept failing through the retries.
+    Unavailable,
+    /// The receiver answered that it will not take the notice (an HTTP 4xx).
+    Refused,
+    /// The notice could not be encoded or written out here.
+    Local,
+}
+
+/// A notice that could not be delivered: its kind and a message naming the receiver (never a
+/// secret; webhook URLs are shown by their origin only).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct NotifyError(pub String);
+#[error("{message}")]
+pub struct NotifyError {
+    kind: NotifyErrorKind,
+    message: String,
+}
+
+impl NotifyError {
+    /// A failure of `kind`; `message` must hold no secret.
+    pub fn new(kind: NotifyErrorKind, message: impl Into<String>) -> Self {
+        NotifyError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// What kind.
+    pub fn kind(&self) -> NotifyErrorKind {
+        self.kind
+    }
+
+    /// What happened.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
 
 /// Delivers [`RunNotice`]s. See the [module documentation](self) for the contract.
 #[async_trait::async_trait]

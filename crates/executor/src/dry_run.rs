@@ -116,7 +116,7 @@ pub fn dry_run(
                                 line.extend(invocation.args);
                                 planned.command = Some(line);
                             }
-                            Err(error) => planned.notes.push(error),
+                            Err(error) => planned.notes.push(error.to_string()),
                         }
                     }
                 }
@@ -130,7 +130,7 @@ pub fn dry_run(
                             planned.request = Some(redactor.summary(&built.request));
                             planned.notes.extend(built.warnings);
                         }
-                        Err(error) => planned.notes.push(error),
+                        Err(error) => planned.notes.push(error.to_string()),
                     }
                 }
                 (_, None) => planned

@@ -33,6 +33,15 @@ pub enum Error {
         /// The finished run, when it ran.
         run: Option<Box<wayline_core::Run>>,
     },
+    /// A tool's request cannot be built from its definition and inputs (no base URL, an
+    /// invalid URL, a template that does not render). In a run this fails the step.
+    #[error("{reason}")]
+    Request {
+        /// The tool.
+        tool_id: String,
+        /// What is wrong, naming the tool, and how to fix it.
+        reason: String,
+    },
     /// A stored run cannot be resumed.
     #[error("run `{run_id}` cannot be resumed: {reason}")]
     Resume {

@@ -17,6 +17,7 @@ use wayline_core::template::{self, Mode};
 use wayline_core::tool::CodePath;
 use wayline_core::{AuthType, Header, HttpRequest, ToolConfig, ToolDefinition};
 
+use crate::Error;
 use crate::redact::is_credential_header;
 
 /// The content type that selects a form-encoded body.
@@ -63,6 +64,18 @@ pub struct BuiltRequest {
 /// assert_eq!(built.request.header("authorization"), Some("Bearer t0ken"));
 /// ```
 pub fn build_request(
+    tool: &ToolDefinition,
+    inputs: &IndexMap<String, Value>,
+    config: Option<&ToolConfig>,
+    idempotency_key: Option<&str>,
+) -> Result<BuiltRequest, Error> {
+    build(tool, inputs, config, idempotency_key).map_err(|reason| Error::Request {
+        tool_id: tool.id.clone(),
+        reason,
+    })
+}
+
+fn build(
     tool: &ToolDefinition,
     inputs: &IndexMap<String, Value>,
     config: Option<&ToolConfig>,
@@ -447,7 +460,9 @@ mod tests {
     #[test]
     fn bad_base_url_is_an_error() {
         let tool = tool("id: b\nname: B\nbase_url: \"not a url\"\n");
-        let error = build_request(&tool, &IndexMap::new(), None, None).unwrap_err();
+        let error = build_request(&tool, &IndexMap::new(), None, None)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("invalid URL `not a url`"), "{error}");
     }
 }

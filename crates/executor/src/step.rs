@@ -318,7 +318,8 @@ async fn call(
                 .idempotency_key
                 .as_ref()
                 .map(|_| format!("wayline-{}-{}", run.run_id, job.step.id));
-            let built = build_request(tool, &job.inputs, config, key.as_deref())?;
+            let built = build_request(tool, &job.inputs, config, key.as_deref())
+                .map_err(|error| error.to_string())?;
             progress.warnings.extend(built.warnings);
             let mut request = built.request;
             request.timeout = Some(prepared.timeout);

@@ -20,6 +20,7 @@ use wayline_knowledge::model::PatternStep;
 use wayline_knowledge::{Knowledge, KnowledgeStore, Queries};
 use wayline_registry::openapi::{ApiSpec, Location, Operation};
 
+use crate::Error;
 use crate::command::{CommandStep, command_step};
 use crate::dataflow::{self, DataFlow};
 use crate::intent::{self, CLI_METHOD, operation_resource};
@@ -64,8 +65,8 @@ impl Explorer {
         mut spec: ApiSpec,
         transport: Arc<dyn Transport>,
         interventor: Arc<dyn Interventor>,
-    ) -> Result<Explorer, String> {
-        let base_url = sut.base_url().map_err(|error| error.to_string())?;
+    ) -> Result<Explorer, Error> {
+        let base_url = sut.base_url()?;
         // The explorer sends what it knows: a body field it has no value for is left out
         // (and the API says what is missing), never sent as placeholder text. So its tools
         // are imported with every body field optional; the spec itself keeps what is
@@ -155,7 +156,7 @@ impl Explorer {
     }
 
     /// A new session for `target`, saved at once; preset variables are known from the start.
-    pub fn start(&self, target: &str) -> Result<Session, String> {
+    pub fn start(&self, target: &str) -> Result<Session, Error> {
         let mode = if self.thresholds.auto {
             "auto"
         } else {
@@ -175,7 +176,7 @@ impl Explorer {
     }
 
     /// Session `id` from the session directory, to go on with.
-    pub fn resume(&self, id: &str) -> Result<Session, String> {
+    pub fn resume(&self, id: &str) -> Result<Session, Error> {
         let mut session = Session::load(&self.session_dir, id)?;
         // Secret variables are not saved; the SUT's presets give them again.
         for (name, value) in &self.sut.preset_variables {
@@ -222,7 +223,7 @@ impl Explorer {
 
     /// Explores until the target is reached, a person stops it, or `max_steps` steps ran;
     /// the session is saved after every step.
-    pub async fn run(&self, session: &mut Session) -> Result<(), String> {
+    pub async fn run(&self, session: &mut Session) -> Result<(), Error> {
         let started = Instant::now();
         let began_in_progress = session.session.status == SessionStatus::InProgress;
         let mut silent = 0u32;

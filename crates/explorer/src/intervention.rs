@@ -22,6 +22,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use wayline_core::intervene::{Answer, Interventor, Question, QuestionKind};
 
+use crate::Error;
 use crate::sut::SutConfig;
 
 /// Where a suggestion came from.
@@ -301,17 +302,18 @@ pub struct ScriptedInterventor {
 
 impl ScriptedInterventor {
     /// Reads an answers file.
-    pub fn load(path: &Path) -> Result<ScriptedInterventor, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
+    pub fn load(path: &Path) -> Result<ScriptedInterventor, Error> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         ScriptedInterventor::parse(&text, &path.display().to_string())
     }
 
     /// Reads answers from YAML text; `origin` names it in errors.
-    pub fn parse(text: &str, origin: &str) -> Result<ScriptedInterventor, String> {
+    pub fn parse(text: &str, origin: &str) -> Result<ScriptedInterventor, Error> {
         let file: AnswersFile =
-            wayline_core::document::parse(text, wayline_core::document::Format::Yaml, origin)
-                .map_err(|error| error.to_string())?;
+            wayline_core::document::parse(text, wayline_core::document::Format::Yaml, origin)?;
         let rules = file
             .answers
             .into_iter()
@@ -320,8 +322,9 @@ impl ScriptedInterventor {
                     .operation
                     .as_deref()
                     .map(|pattern| {
-                        Regex::new(&format!("^(?:{pattern})$")).map_err(|error| {
-                            format!("{origin}: `{pattern}` is not a regex: {error}")
+                        Regex::new(&format!("^(?:{pattern})$")).map_err(|error| Error::Invalid {
+                            origin: origin.to_owned(),
+                            message: format!("`{pattern}` is not a regex: {error}"),
                         })
                     })
                     .transpose()?;
@@ -331,7 +334,7 @@ impl ScriptedInterventor {
                     used: 0,
                 })
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, Error>>()?;
         Ok(ScriptedInterventor {
             rules: Mutex::new(rules),
             default: file.default.as_ref().map_or(Answer::Abort, Answer::from),
@@ -459,8 +462,9 @@ mod tests {
             "used up: the default"
         );
         assert_eq!(scripted.asked().len(), 4);
-        let bad =
-            ScriptedInterventor::parse("answers:\n  - {answer: maybe}\n", "a.yaml").unwrap_err();
+        let bad = ScriptedInterventor::parse("answers:\n  - {answer: maybe}\n", "a.yaml")
+            .unwrap_err()
+            .to_string();
         assert!(bad.contains("a.yaml"), "{bad}");
     }
 }

@@ -40,6 +40,7 @@
 pub mod auth;
 mod command;
 pub mod dataflow;
+mod error;
 pub mod explore;
 pub mod intent;
 pub mod intervention;
@@ -51,6 +52,7 @@ pub mod sut;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use error::Error;
 pub use explore::Explorer;
 pub use intervention::{
     Action, Assessment, Decision, ScriptedInterventor, Source, Thresholds, decide,

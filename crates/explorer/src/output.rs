@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use wayline_core::workflow::{Edge, Poll, Severity, Step, StepKind, Workflow};
 use wayline_registry::openapi::{ApiSpec, Location, Operation};
 
+use crate::Error;
 use crate::intent::{self, CLI_METHOD, Verb, operation_resource, operation_verb};
 use crate::session::Session;
 use crate::state::{id_field, is_secret_name};
@@ -130,29 +131,35 @@ struct ExpectBlock {
 fn parse_json<T: for<'de> Deserialize<'de> + Default>(
     text: &str,
     step: &str,
-    field: &str,
-) -> Result<T, String> {
+    field: &'static str,
+) -> Result<T, Error> {
     if text.trim().is_empty() {
         return Ok(T::default());
     }
-    serde_json::from_str(text)
-        .map_err(|error| format!("step `{step}`: `{field}` is not the JSON it should be: {error}"))
+    serde_json::from_str(text).map_err(|error| Error::Scenario {
+        step: step.to_owned(),
+        field,
+        message: error.to_string(),
+    })
 }
 
 impl ScenarioStep {
     /// The request, parsed.
-    pub fn request_json(&self) -> Result<Value, String> {
-        serde_json::from_str(&self.request)
-            .map_err(|error| format!("step `{}`: `request` is not JSON: {error}", self.name))
+    pub fn request_json(&self) -> Result<Value, Error> {
+        serde_json::from_str(&self.request).map_err(|error| Error::Scenario {
+            step: self.name.clone(),
+            field: "request",
+            message: error.to_string(),
+        })
     }
 
     /// The save rules, parsed.
-    pub fn save_rules(&self) -> Result<Vec<SaveRule>, String> {
+    pub fn save_rules(&self) -> Result<Vec<SaveRule>, Error> {
         Ok(parse_json::<SaveBlock>(&self.save, &self.name, "save")?.placeholder)
     }
 
     /// The `expect.cel` condition, if any.
-    pub fn expect_cel(&self) -> Result<Option<String>, String> {
+    pub fn expect_cel(&self) -> Result<Option<String>, Error> {
         let expect: ExpectBlock = parse_json(&self.expect, &self.name, "expect")?;
         Ok(Some(expect.cel).filter(|cel| !cel.trim().is_empty()))
     }
@@ -160,10 +167,9 @@ impl ScenarioStep {
 
 impl Scenario {
     /// Reads a scenario from YAML text; `origin` names it in errors.
-    pub fn parse(text: &str, origin: &str) -> Result<Scenario, String> {
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario, Error> {
         let scenario: Scenario =
-            wayline_core::document::parse(text, wayline_core::document::Format::Yaml, origin)
-                .map_err(|error| error.to_string())?;
+            wayline_core::document::parse(text, wayline_core::document::Format::Yaml, origin)?;
         for step in &scenario.steps {
             step.request_json()?;
             step.save_rules()?;
@@ -179,7 +185,7 @@ impl Scenario {
 
     /// The scenario as a wayline workflow (see the module documentation), with the warnings
     /// about what could not be carried over.
-    pub fn to_workflow(&self) -> Result<(Workflow, Vec<String>), String> {
+    pub fn to_workflow(&self) -> Result<(Workflow, Vec<String>), Error> {
         let mut workflow = Workflow::new(step_id(&self.scenario.name), &self.scenario.name);
         workflow.description = self.scenario.description.clone();
         let mut warnings = Vec::new();

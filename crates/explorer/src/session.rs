@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Error;
 use crate::intent::Goal;
 use crate::state::ExploreState;
 
@@ -154,7 +155,7 @@ impl Session {
 
     /// Writes the session to `dir`, durably ([`wayline_durable::write`]): a crash leaves the
     /// session as it was before this save or after it, never an empty file.
-    pub fn save(&mut self, dir: &Path, now: DateTime<Utc>) -> Result<PathBuf, String> {
+    pub fn save(&mut self, dir: &Path, now: DateTime<Utc>) -> Result<PathBuf, Error> {
         self.session.updated_at = now;
         let path = Session::path(dir, &self.session.id);
         // Secret variables stay in memory only (the SUT's presets give them on resume): they
@@ -167,28 +168,31 @@ impl Session {
             .collect();
         let text = serde_norway::to_string(&*self);
         self.current_state.variables = all;
-        let text = text.map_err(|error| format!("cannot write the session: {error}"))?;
-        wayline_durable::write(&path, text.as_bytes()).map_err(|error| error.to_string())?;
+        let text = text.map_err(|error| Error::Encode {
+            message: error.to_string(),
+        })?;
+        wayline_durable::write(&path, text.as_bytes())?;
         Ok(path)
     }
 
     /// Reads session `id` from `dir`.
-    pub fn load(dir: &Path, id: &str) -> Result<Session, String> {
+    pub fn load(dir: &Path, id: &str) -> Result<Session, Error> {
         if id.is_empty()
             || !id
                 .chars()
                 .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
         {
-            return Err(format!("`{id}` is not a session id (ses_...)"));
+            return Err(Error::SessionId { id: id.to_owned() });
         }
         let path = Session::path(dir, id);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-        wayline_core::document::parse(
+        let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(wayline_core::document::parse(
             &text,
             wayline_core::document::Format::Yaml,
             &path.display().to_string(),
-        )
-        .map_err(|error| error.to_string())
+        )?)
     }
 }

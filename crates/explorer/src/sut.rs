@@ -36,33 +36,9 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wayline_core::Secret;
-use wayline_core::document::{self, DocumentError, Format};
+use wayline_core::document::{self, Format};
 
-/// Why a SUT config cannot be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SutError {
-    /// The file could not be read.
-    #[error("{}: cannot read: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file is not a valid SUT config (with the line).
-    #[error(transparent)]
-    Document(#[from] Box<DocumentError>),
-    /// A value is unusable: what and how to fix it.
-    #[error("{origin}: {message}")]
-    Invalid {
-        /// The file.
-        origin: String,
-        /// What is wrong.
-        message: String,
-    },
-}
+use crate::Error;
 
 /// How the SUT authenticates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -308,7 +284,7 @@ pub enum Credentials {
 
 impl SutConfig {
     /// Reads a SUT file, expanding `${VAR}` and `${VAR:-default}` from the environment.
-    pub fn load(path: &Path) -> Result<SutConfig, SutError> {
+    pub fn load(path: &Path) -> Result<SutConfig, Error> {
         SutConfig::load_with(path, &|name| std::env::var(name).ok())
     }
 
@@ -316,8 +292,8 @@ impl SutConfig {
     pub fn load_with(
         path: &Path,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<SutConfig, SutError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SutError::Io {
+    ) -> Result<SutConfig, Error> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
             path: path.to_owned(),
             source,
         })?;
@@ -331,12 +307,11 @@ impl SutConfig {
         text: &str,
         origin: &str,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<SutConfig, SutError> {
-        let expansion = document::expand_vars(text, env).map_err(|unset| {
-            SutError::Document(Box::new(unset.into_document_error(text, origin)))
-        })?;
+    ) -> Result<SutConfig, Error> {
+        let expansion = document::expand_vars(text, env)
+            .map_err(|unset| Error::Document(Box::new(unset.into_document_error(text, origin))))?;
         let mut config: SutConfig = expansion.parse(text, Format::Yaml, origin)?;
-        let invalid = |message: String| SutError::Invalid {
+        let invalid = |message: String| Error::Invalid {
             origin: origin.to_owned(),
             message,
         };
@@ -371,10 +346,10 @@ impl SutConfig {
 
     /// The API's base URL: `scheme://host` + `base_path`. An empty host is an error that
     /// says how to set it.
-    pub fn base_url(&self) -> Result<String, SutError> {
+    pub fn base_url(&self) -> Result<String, Error> {
         let host = self.connection.host.trim().trim_end_matches('/');
         if host.is_empty() {
-            return Err(SutError::Invalid {
+            return Err(Error::Invalid {
                 origin: self.origin(),
                 message: "connection.host is empty; set it (or the environment variable the file names for it)".to_owned(),
             });
@@ -420,17 +395,14 @@ impl SutConfig {
 
     /// The credentials, read from the environment through `env`. A variable the auth type
     /// needs that is unset or empty is an error naming it.
-    pub fn credentials(
-        &self,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Credentials, SutError> {
+    pub fn credentials(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Credentials, Error> {
         let auth = &self.connection.auth;
-        let read = |roles: &[&str]| -> Result<Secret, SutError> {
+        let read = |roles: &[&str]| -> Result<Secret, Error> {
             let Some((role, variable)) = roles
                 .iter()
                 .find_map(|role| auth.env_vars.get(*role).map(|variable| (*role, variable)))
             else {
-                return Err(SutError::Invalid {
+                return Err(Error::Invalid {
                     origin: self.origin(),
                     message: format!(
                         "connection.auth.env_vars needs `{}` (the environment variable holding it) for {:?} auth",
@@ -442,7 +414,7 @@ impl SutConfig {
             env(variable)
                 .filter(|value| !value.is_empty())
                 .map(Secret::new)
-                .ok_or_else(|| SutError::Invalid {
+                .ok_or_else(|| Error::Invalid {
                     origin: self.origin(),
                     message: format!("the environment variable {variable} (the {role}) is not set"),
                 })

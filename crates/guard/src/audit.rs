@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::Error;
+
 /// The hash the first entry links to.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -59,11 +61,12 @@ impl AuditEntry {
 pub trait AuditSink: Send + Sync + std::fmt::Debug {
     /// Appends the entry `make(last_seq, last_hash)` builds from the last entry the sink holds
     /// (`(0, GENESIS)` when it holds none), reading that last entry under the sink's own lock,
-    /// so writers in several processes extend one chain. Durable when it returns.
+    /// so writers in several processes extend one chain. Durable when it returns; a sink that
+    /// cannot keep the entry answers [`Error::Audit`] (or [`Error::Io`] for a file).
     fn append_next(
         &self,
         make: &mut dyn FnMut(u64, &str) -> AuditEntry,
-    ) -> Result<AuditEntry, String>;
+    ) -> Result<AuditEntry, Error>;
 }
 
 /// A hash-chained log over a sink.
@@ -78,8 +81,16 @@ impl AuditLog {
         AuditLog { sink }
     }
 
-    /// A log appending to a JSON-lines file (created when missing), continuing its chain.
-    pub fn file(path: impl Into<PathBuf>) -> Result<Self, String> {
+    /// A log appending to a JSON-lines file, continuing its chain. The file is created when
+    /// missing, now, so a path that cannot be written is reported here rather than at the
+    /// first entry.
+    pub fn file(path: impl Into<PathBuf>) -> Result<Self, Error> {
+        let path = path.into();
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|source| Error::io("open", &path, source))?;
         Ok(AuditLog::new(Box::new(FileSink::new(path))))
     }
 
@@ -90,7 +101,7 @@ impl AuditLog {
         kind: &str,
         detail: Value,
         at: DateTime<Utc>,
-    ) -> Result<AuditEntry, String> {
+    ) -> Result<AuditEntry, Error> {
         let mut detail = Some(detail);
         self.sink.append_next(&mut |last_seq, last_hash| {
             let mut entry = AuditEntry {
@@ -127,15 +138,15 @@ impl FileSink {
 }
 
 /// The last entry of a log file's text, if any.
-fn last_entry(text: &str, path: &Path) -> Result<Option<AuditEntry>, String> {
+fn last_entry(text: &str, path: &Path) -> Result<Option<AuditEntry>, Error> {
     match text.lines().rfind(|line| !line.trim().is_empty()) {
         None => Ok(None),
-        Some(line) => serde_json::from_str(line).map(Some).map_err(|error| {
-            format!(
-                "{}: the last entry is unreadable ({error}); run `wayline guard audit verify` on it",
-                path.display()
-            )
-        }),
+        Some(line) => serde_json::from_str(line)
+            .map(Some)
+            .map_err(|error| Error::AuditTail {
+                path: path.to_path_buf(),
+                reason: error.to_string(),
+            }),
     }
 }
 
@@ -143,14 +154,13 @@ impl AuditSink for FileSink {
     fn append_next(
         &self,
         make: &mut dyn FnMut(u64, &str) -> AuditEntry,
-    ) -> Result<AuditEntry, String> {
+    ) -> Result<AuditEntry, Error> {
         let _guard = self
             .lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let fail = |action: &str, error: std::io::Error| {
-            format!("cannot {action} {}: {error}", self.path.display())
-        };
+        let fail =
+            |action: &'static str, error: std::io::Error| Error::io(action, &self.path, error);
         let mut file = OpenOptions::new()
             .create(true)
             .read(true)
@@ -167,7 +177,9 @@ impl AuditSink for FileSink {
                 None => (0, GENESIS.to_owned()),
             };
             let entry = make(seq, &hash);
-            let line = serde_json::to_string(&entry).map_err(|error| error.to_string())?;
+            let line = serde_json::to_string(&entry).map_err(|error| Error::Audit {
+                message: format!("cannot encode entry {}: {error}", entry.seq),
+            })?;
             // A file cut in the middle of a line gets its own line back first.
             let separator = if text.is_empty() || text.ends_with('\n') {
                 ""
@@ -204,7 +216,7 @@ impl AuditSink for MemorySink {
     fn append_next(
         &self,
         make: &mut dyn FnMut(u64, &str) -> AuditEntry,
-    ) -> Result<AuditEntry, String> {
+    ) -> Result<AuditEntry, Error> {
         let mut entries = self
             .entries
             .lock()
@@ -222,7 +234,7 @@ impl AuditSink for std::sync::Arc<MemorySink> {
     fn append_next(
         &self,
         make: &mut dyn FnMut(u64, &str) -> AuditEntry,
-    ) -> Result<AuditEntry, String> {
+    ) -> Result<AuditEntry, Error> {
         self.as_ref().append_next(make)
     }
 }
@@ -292,8 +304,7 @@ pub fn verify_text(text: &str) -> Verification {
 }
 
 /// Checks the audit file at `path`.
-pub fn verify(path: &Path) -> Result<Verification, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+pub fn verify(path: &Path) -> Result<Verification, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::io("read", path, source))?;
     Ok(verify_text(&text))
 }

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::Error;
 use crate::glob::Glob;
 use crate::policy::Policy;
 
@@ -51,11 +52,6 @@ pub struct Grant {
     pub review_by: DateTime<Utc>,
 }
 
-/// Why a break-glass request is refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("break-glass refused: {0}")]
-pub struct BreakGlassError(pub String);
-
 impl BreakGlassRequest {
     /// A request.
     pub fn new(
@@ -80,8 +76,8 @@ impl BreakGlassRequest {
         policy: &Policy,
         id: impl Into<String>,
         now: DateTime<Utc>,
-    ) -> Result<Grant, BreakGlassError> {
-        let refuse = |why: String| Err(BreakGlassError(why));
+    ) -> Result<Grant, Error> {
+        let refuse = |reason: String| Err(Error::BreakGlass { reason });
         if self.justification.trim().len() < 10 {
             return refuse("give a justification (at least 10 characters) saying why the normal process cannot be followed".into());
         }
@@ -150,16 +146,18 @@ impl Grant {
     /// Checks that the grant obeys `policy`'s rules (a second person approved it, it lasts no
     /// longer than allowed, its patterns and state are valid); a grant read from a file that
     /// fails this is ignored.
-    pub fn check(&self, policy: &Policy) -> Result<(), BreakGlassError> {
+    pub fn check(&self, policy: &Policy) -> Result<(), Error> {
         let regranted = self
             .request
             .clone()
             .grant(policy, self.id.clone(), self.granted_at)?;
         if self.expires_at > regranted.expires_at {
-            return Err(BreakGlassError(format!(
-                "grant {} lasts longer than the {} minutes it was granted for",
-                self.id, self.request.minutes
-            )));
+            return Err(Error::BreakGlass {
+                reason: format!(
+                    "grant {} lasts longer than the {} minutes it was granted for",
+                    self.id, self.request.minutes
+                ),
+            });
         }
         Ok(())
     }

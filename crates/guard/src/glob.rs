@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::Error;
+
 /// A compiled pattern.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Glob {
@@ -23,16 +25,6 @@ enum Token {
         negated: bool,
         items: Vec<(char, char)>,
     },
-}
-
-/// Why a pattern does not compile.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("pattern `{pattern}`: {reason}")]
-pub struct GlobError {
-    /// The pattern.
-    pub pattern: String,
-    /// What is wrong.
-    pub reason: String,
 }
 
 impl fmt::Debug for Glob {
@@ -98,8 +90,8 @@ const MAX_ALTERNATIVES: usize = 256;
 
 impl Glob {
     /// Compiles `pattern`.
-    pub fn new(pattern: &str) -> Result<Glob, GlobError> {
-        let fail = |reason: &str| GlobError {
+    pub fn new(pattern: &str) -> Result<Glob, Error> {
+        let fail = |reason: &str| Error::Pattern {
             pattern: pattern.to_owned(),
             reason: reason.to_owned(),
         };
@@ -365,36 +357,23 @@ mod tests {
         assert!(!Glob::new("oc_*").unwrap().is_literal());
     }
 
+    fn reason(pattern: &str) -> String {
+        match Glob::new(pattern).unwrap_err() {
+            Error::Pattern { reason, .. } => reason,
+            other => panic!("not a pattern error: {other}"),
+        }
+    }
+
     #[test]
     fn malformed_patterns_are_refused_with_the_reason() {
-        assert!(
-            Glob::new("oc_[abc")
-                .unwrap_err()
-                .reason
-                .contains("unclosed `[`")
-        );
-        assert!(
-            Glob::new("oc_{a,b")
-                .unwrap_err()
-                .reason
-                .contains("unclosed `{`")
-        );
-        assert!(
-            Glob::new("oc_a}")
-                .unwrap_err()
-                .reason
-                .contains("without its `{`")
-        );
-        assert!(Glob::new("[z-a]").unwrap_err().reason.contains("backwards"));
+        assert!(reason("oc_[abc").contains("unclosed `[`"));
+        assert!(reason("oc_{a,b").contains("unclosed `{`"));
+        assert!(reason("oc_a}").contains("without its `{`"));
+        assert!(reason("[z-a]").contains("backwards"));
         assert!(Glob::new("").is_err());
-        assert!(
-            Glob::new(&"{a}".repeat(200))
-                .unwrap_err()
-                .reason
-                .contains("longer than")
-        );
+        assert!(reason(&"{a}".repeat(200)).contains("longer than"));
         let nested = format!("{}x{}", "{".repeat(20), "}".repeat(20));
-        assert!(Glob::new(&nested).unwrap_err().reason.contains("nested"));
+        assert!(reason(&nested).contains("nested"));
         assert!(Glob::new("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}").is_err());
     }
 }

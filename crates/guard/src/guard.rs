@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use wayline_core::ToolDefinition;
 
+use crate::Error;
 use crate::audit::AuditLog;
-use crate::breakglass::{BreakGlassError, BreakGlassRequest, Grant};
+use crate::breakglass::{BreakGlassRequest, Grant};
 use crate::glob::Name;
 use crate::panic::{self, Candidate, PanicKind, PanicSignal};
 use crate::policy::{Policy, ToolClass};
@@ -592,7 +593,7 @@ impl Guard {
         session: &mut Session,
         request: BreakGlassRequest,
         now: DateTime<Utc>,
-    ) -> Result<Grant, BreakGlassError> {
+    ) -> Result<Grant, Error> {
         let id = format!("bg-{}-{}", session.id, session.grants.len() + 1);
         match request.clone().grant(&self.policy, id, now) {
             Ok(grant) => {
@@ -601,10 +602,14 @@ impl Guard {
                 Ok(grant)
             }
             Err(error) => {
+                let reason = match &error {
+                    Error::BreakGlass { reason } => reason.clone(),
+                    other => other.to_string(),
+                };
                 self.log(
                     session,
                     "break_glass_refused",
-                    json!({"request": request, "reason": error.0}),
+                    json!({"request": request, "reason": reason}),
                     now,
                 );
                 Err(error)

@@ -29,6 +29,7 @@
 
 pub mod audit;
 mod breakglass;
+mod error;
 mod glob;
 mod guard;
 pub mod panic;
@@ -38,13 +39,14 @@ mod step_policy;
 mod suggest;
 pub mod suite;
 
-pub use breakglass::{BreakGlassError, BreakGlassRequest, Grant, Scope};
-pub use glob::{Glob, GlobError};
+pub use breakglass::{BreakGlassRequest, Grant, Scope};
+pub use error::Error;
+pub use glob::Glob;
 pub use guard::{Decision, GUIDANCE_BLOCK, Guard, Mode, ToolCall};
 pub use panic::{PanicKind, PanicSignal, Severity};
 pub use policy::{
-    BreakGlassConfig, DEFAULT_POLICY, EvidenceRequirement, PanicConfig, Policy, PolicyError,
-    PolicyFile, StateConfig, ToolClass,
+    BreakGlassConfig, DEFAULT_POLICY, EvidenceRequirement, PanicConfig, Policy, PolicyFile,
+    StateConfig, ToolClass,
 };
 pub use session::{Call, Evidence, Session, Transition};
 pub use step_policy::GuardPolicy;

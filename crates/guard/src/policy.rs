@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use wayline_core::ToolDefinition;
 use wayline_core::document::{self, Format};
 
+use crate::Error;
 use crate::glob::{Glob, Name};
 
 /// What a tool can do, from harmless to dangerous.
@@ -209,16 +210,6 @@ pub(crate) struct CompiledState {
     pub(crate) next: Vec<usize>,
 }
 
-/// Why a policy is refused: every problem, each naming where it is.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("policy `{origin}` is invalid:{}", .problems.iter().map(|p| format!("\n  - {p}")).collect::<String>())]
-pub struct PolicyError {
-    /// The file (or `default`).
-    pub origin: String,
-    /// Each problem.
-    pub problems: Vec<String>,
-}
-
 /// ADR-005's table, with patterns that classify MCP-ocs's real tools.
 pub const DEFAULT_POLICY: &str = include_str!("default_policy.yaml");
 
@@ -229,28 +220,21 @@ impl Policy {
     }
 
     /// Reads and checks a policy.
-    pub fn from_yaml(text: &str, origin: &str) -> Result<Policy, PolicyError> {
-        let file: PolicyFile =
-            document::parse(text, Format::Yaml, origin).map_err(|error| PolicyError {
-                origin: origin.to_owned(),
-                problems: vec![error.to_string()],
-            })?;
+    pub fn from_yaml(text: &str, origin: &str) -> Result<Policy, Error> {
+        let file: PolicyFile = document::parse(text, Format::Yaml, origin)?;
         Policy::new(file, origin)
     }
 
     /// Reads a policy file.
-    pub fn load(path: &std::path::Path) -> Result<Policy, PolicyError> {
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|error| PolicyError {
-            origin: origin.clone(),
-            problems: vec![format!("cannot read it: {error}")],
-        })?;
-        Policy::from_yaml(&text, &origin)
+    pub fn load(path: &std::path::Path) -> Result<Policy, Error> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| Error::io("read", path, source))?;
+        Policy::from_yaml(&text, &path.display().to_string())
     }
 
     /// Checks `file`: every state named exists, every state can be reached, no pattern both
     /// allows and blocks, every pattern compiles.
-    pub fn new(file: PolicyFile, origin: &str) -> Result<Policy, PolicyError> {
+    pub fn new(file: PolicyFile, origin: &str) -> Result<Policy, Error> {
         let mut problems = Vec::new();
         let mut compile = |pattern: &str, at: &str| match Glob::new(pattern) {
             Ok(glob) => Some(glob),
@@ -260,7 +244,7 @@ impl Policy {
             }
         };
         if file.states.is_empty() {
-            return Err(PolicyError {
+            return Err(Error::Policy {
                 origin: origin.to_owned(),
                 problems: vec!["it has no states; list at least one under `states`".into()],
             });
@@ -356,7 +340,7 @@ impl Policy {
             problems.push("break_glass.max_minutes: must be at least 1".into());
         }
         if !problems.is_empty() {
-            return Err(PolicyError {
+            return Err(Error::Policy {
                 origin: origin.to_owned(),
                 problems,
             });

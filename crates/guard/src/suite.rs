@@ -8,6 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use wayline_core::document::{self, Format};
 
+use crate::Error;
 use crate::guard::{Decision, GUIDANCE_BLOCK, Guard, Mode, ToolCall};
 use crate::policy::Policy;
 use crate::session::{Call, Session};
@@ -102,16 +103,14 @@ pub struct CaseResult {
 }
 
 /// Reads a suite and its policy. Errors name the file and line.
-pub fn load(path: &Path) -> Result<(Suite, Policy), String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-    let suite: Suite = document::parse(&text, Format::Yaml, &path.display().to_string())
-        .map_err(|error| error.to_string())?;
+pub fn load(path: &Path) -> Result<(Suite, Policy), Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::io("read", path, source))?;
+    let suite: Suite = document::parse(&text, Format::Yaml, &path.display().to_string())?;
     let policy = if suite.policy == "default" {
         Policy::default_policy()
     } else {
         let relative = path.parent().unwrap_or(Path::new(".")).join(&suite.policy);
-        Policy::load(&relative).map_err(|error| error.to_string())?
+        Policy::load(&relative)?
     };
     Ok((suite, policy))
 }

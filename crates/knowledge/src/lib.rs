@@ -34,6 +34,7 @@
 //! ```
 
 pub mod conformance;
+mod error;
 mod export;
 mod incidents;
 pub mod learn;
@@ -48,6 +49,7 @@ mod store;
 pub mod words;
 mod yaml_dir;
 
+pub use error::Error;
 pub use export::export;
 pub use memory::MemoryKnowledge;
 pub use model::Knowledge;
@@ -62,11 +64,16 @@ pub use yaml_dir::YamlKnowledge;
 
 /// Reads a knowledge document (an export, or `knowledge show --format json` output): YAML or
 /// JSON by the file's extension. Errors name the file and line.
-pub fn read_document(path: &std::path::Path) -> Result<Knowledge, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+pub fn read_document(path: &std::path::Path) -> Result<Knowledge, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let format = wayline_core::document::Format::from_path(path)
         .unwrap_or(wayline_core::document::Format::Yaml);
-    wayline_core::document::parse(&text, format, &path.display().to_string())
-        .map_err(|error| error.to_string())
+    Ok(wayline_core::document::parse(
+        &text,
+        format,
+        &path.display().to_string(),
+    )?)
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use wayline_core::decide::{Decider, Decision, DecisionError, DecisionRequest};
 
+use crate::Error;
 use crate::llm::{CompletionRequest, LanguageModel, Message};
 use crate::prompt::{estimate_tokens, json_object};
 
@@ -83,15 +84,16 @@ fn schema(choices: &[String]) -> Value {
 }
 
 /// Reads `{"choice", "reason"}` from a model's answer.
-pub fn parse_decision(text: &str) -> Result<Decision, String> {
-    let json =
-        json_object(text).ok_or_else(|| "the model's answer holds no JSON object".to_owned())?;
-    let value: Value =
-        serde_json::from_str(json).map_err(|error| format!("the model's answer: {error}"))?;
+pub fn parse_decision(text: &str) -> Result<Decision, Error> {
+    let unreadable = |message: String| Error::Answer { message };
+    let json = json_object(text)
+        .ok_or_else(|| unreadable("the model's answer holds no JSON object".to_owned()))?;
+    let value: Value = serde_json::from_str(json)
+        .map_err(|error| unreadable(format!("the model's answer: {error}")))?;
     let choice = value
         .get("choice")
         .and_then(Value::as_str)
-        .ok_or_else(|| "the model's answer has no `choice` string".to_owned())?;
+        .ok_or_else(|| unreadable("the model's answer has no `choice` string".to_owned()))?;
     let reason = value
         .get("reason")
         .and_then(Value::as_str)
@@ -110,7 +112,7 @@ impl Decider for ModelDecider {
             )
             .await
             .map_err(|error| DecisionError::new(format!("the model gave no answer: {error}")))?;
-        parse_decision(&completion.text).map_err(DecisionError::new)
+        parse_decision(&completion.text).map_err(|error| DecisionError::new(error.to_string()))
     }
 }
 
@@ -124,10 +126,16 @@ mod tests {
             parse_decision("Sure.\n```json\n{\"choice\": \" keep \", \"reason\": \"idle\"}\n```")
                 .unwrap();
         assert_eq!(decision, Decision::new("keep", "idle"));
-        assert!(parse_decision("keep").unwrap_err().contains("no JSON"));
+        assert!(
+            parse_decision("keep")
+                .unwrap_err()
+                .to_string()
+                .contains("no JSON")
+        );
         assert!(
             parse_decision("{\"pick\": \"keep\"}")
                 .unwrap_err()
+                .to_string()
                 .contains("no `choice`")
         );
     }

@@ -14,9 +14,12 @@
 //!   script.
 
 pub mod decide;
+mod error;
 #[cfg(feature = "testing")]
 pub mod fake_model;
 pub mod llm;
 pub mod plan;
 pub mod prompt;
 pub mod recall;
+
+pub use error::Error;

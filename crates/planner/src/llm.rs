@@ -22,6 +22,8 @@ use serde_json::{Value, json};
 use wayline_core::Secret;
 use wayline_core::transport::{Header, HttpRequest, Transport};
 
+use crate::Error;
+
 /// Who says a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -303,20 +305,25 @@ impl OpenAiConfig {
         url: Option<&str>,
         model: Option<&str>,
         var: impl Fn(&str) -> Option<String>,
-    ) -> Result<OpenAiConfig, String> {
+    ) -> Result<OpenAiConfig, Error> {
+        let missing = |message: &str| Error::Config {
+            message: message.to_owned(),
+        };
         let url = url
             .map(str::to_owned)
             .or_else(|| var("WAYLINE_LLM_URL"))
             .filter(|url| !url.trim().is_empty())
-            .ok_or("no model server: pass --model-url URL or set WAYLINE_LLM_URL (e.g. http://127.0.0.1:8000/v1)")?;
+            .ok_or_else(|| missing("no model server: pass --model-url URL or set WAYLINE_LLM_URL (e.g. http://127.0.0.1:8000/v1)"))?;
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(format!("the model URL `{url}` is not an http(s) URL"));
+            return Err(Error::Config {
+                message: format!("the model URL `{url}` is not an http(s) URL"),
+            });
         }
         let model = model
             .map(str::to_owned)
             .or_else(|| var("WAYLINE_LLM_MODEL"))
             .filter(|model| !model.trim().is_empty())
-            .ok_or("no model named: pass --model NAME or set WAYLINE_LLM_MODEL")?;
+            .ok_or_else(|| missing("no model named: pass --model NAME or set WAYLINE_LLM_MODEL"))?;
         let mut config = OpenAiConfig::new(url, model);
         if let Some(key) = var("WAYLINE_LLM_API_KEY").filter(|key| !key.is_empty()) {
             config = config.api_key(key);

@@ -15,7 +15,8 @@ use wayline_core::ToolCatalog;
 use wayline_core::workflow::{Workflow, WorkflowStatus};
 use wayline_graph::{ValidationReport, ViewFormat, render, validate};
 
-use crate::llm::{CompletionRequest, LanguageModel, Message, ModelError, Usage};
+use crate::Error;
+use crate::llm::{CompletionRequest, LanguageModel, Message, Usage};
 use crate::prompt::{self, DEFAULT_BUDGET};
 use crate::recall::{self, Recall};
 
@@ -92,23 +93,6 @@ impl std::fmt::Display for PlanSource {
     }
 }
 
-/// Why no valid plan came out.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PlanError {
-    /// The model could not be asked.
-    #[error("the model gave no answer: {0}")]
-    Model(#[from] ModelError),
-    /// Every answer had problems; the last ones are given.
-    #[error("no valid plan after {answers} answer(s); the last one's problems: {}", problems.join("; "))]
-    Invalid {
-        /// Answers read.
-        answers: u32,
-        /// The last answer's problems (a parse error, or the validation report's errors).
-        problems: Vec<String>,
-    },
-}
-
 /// Plans with a model over a catalog.
 #[derive(Clone)]
 pub struct Planner {
@@ -157,7 +141,7 @@ impl Planner {
     }
 
     /// A valid draft workflow for `goal` with the run inputs `inputs`, or why none came out.
-    pub async fn plan(&self, goal: &str, inputs: &[String]) -> Result<Plan, PlanError> {
+    pub async fn plan(&self, goal: &str, inputs: &[String]) -> Result<Plan, Error> {
         let mut notes = Vec::new();
         if let Some(knowledge) = &self.knowledge {
             match self.recall(knowledge, goal, inputs) {
@@ -178,7 +162,7 @@ impl Planner {
             usage.prompt_tokens += completion.usage.prompt_tokens;
             usage.completion_tokens += completion.usage.completion_tokens;
             let problems = match prompt::parse_answer(&completion.text) {
-                Err(problem) => vec![problem],
+                Err(problem) => vec![problem.to_string()],
                 Ok(mut workflow) => {
                     let report = validate(&workflow, self.catalog.as_ref());
                     let lint = dangling_literals(&workflow, self.catalog.as_ref());
@@ -200,7 +184,7 @@ impl Planner {
                 }
             };
             if answers > self.options.max_repairs {
-                return Err(PlanError::Invalid { answers, problems });
+                return Err(Error::Invalid { answers, problems });
             }
             messages.push(Message::assistant(completion.text));
             messages.push(Message::user(format!(

@@ -12,6 +12,7 @@ use wayline_core::workflow::Workflow;
 use wayline_knowledge::words::words;
 use wayline_registry::{CatalogEntry, catalog_entries};
 
+use crate::Error;
 use crate::llm::Message;
 
 /// Tokens a prompt may use unless told otherwise.
@@ -203,12 +204,16 @@ pub fn json_object(text: &str) -> Option<&str> {
 
 /// The workflow in a model's answer. Prose and code fences around it are fine; the JSON must
 /// be a workflow (unknown fields are errors naming the nearest known field).
-pub fn parse_answer(text: &str) -> Result<Workflow, String> {
-    let json = json_object(text).ok_or_else(|| {
-        "the answer holds no JSON object; answer with the workflow as one JSON object".to_owned()
+pub fn parse_answer(text: &str) -> Result<Workflow, Error> {
+    let json = json_object(text).ok_or_else(|| Error::Answer {
+        message: "the answer holds no JSON object; answer with the workflow as one JSON object"
+            .to_owned(),
     })?;
-    document::parse::<Workflow>(json, Format::Json, "the model's answer")
-        .map_err(|error| error.to_string())
+    Ok(document::parse::<Workflow>(
+        json,
+        Format::Json,
+        "the model's answer",
+    )?)
 }
 
 #[cfg(test)]
@@ -221,11 +226,12 @@ mod tests {
         let workflow = parse_answer(fenced).unwrap();
         assert_eq!(workflow.steps[0].input_mapping["q"], "{braces} in a string");
         let typo = "{\"id\": \"w\", \"name\": \"W\", \"steps\": [{\"id\": \"a\", \"tool_id\": \"t\", \"input_mappings\": {}}]}";
-        let error = parse_answer(typo).unwrap_err();
+        let error = parse_answer(typo).unwrap_err().to_string();
         assert!(error.contains("input_mapping"), "{error}");
         assert!(
             parse_answer("I cannot help with that.")
                 .unwrap_err()
+                .to_string()
                 .contains("no JSON object")
         );
         assert_eq!(json_object("x {\"a\": \"}\"} y"), Some("{\"a\": \"}\"}"));

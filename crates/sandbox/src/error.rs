@@ -1,9 +1,46 @@
-//! Errors with Bay's codes, so a caller handles a local sandbox and a Bay deployment alike.
+//! The crate's errors: [`SandboxError`], an error with Bay's codes, answered by every sandbox
+//! operation so a caller handles a local sandbox and a Bay deployment alike; and [`Error`], for
+//! setting a sandbox up (a profiles file, the isolation asked for), which happens before any
+//! Bay operation.
 
 use std::fmt;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+/// Errors of `wayline-sandbox` in setting a sandbox up. Sandbox operations answer
+/// [`SandboxError`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file is not the document it should be (with the line and a suggestion).
+    #[error(transparent)]
+    Document(#[from] Box<wayline_core::document::DocumentError>),
+    /// A profiles file that parses but cannot be used.
+    #[error("{origin}: {message}")]
+    Profiles {
+        /// The file.
+        origin: String,
+        /// Which profile, what is wrong, and what to write instead.
+        message: String,
+    },
+    /// The isolation asked for cannot run on this machine.
+    #[error("{message}")]
+    Isolation {
+        /// Why, and what to install or choose instead.
+        message: String,
+    },
+}
 
 /// Bay's error codes (and the HTTP status Bay answers each with).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

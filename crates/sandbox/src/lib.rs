@@ -47,7 +47,7 @@ pub mod time;
 pub mod ttl;
 
 pub use client::{BayClient, BayConfig};
-pub use error::{ErrorCode, SandboxError};
+pub use error::{Error, ErrorCode, SandboxError};
 pub use local::{LocalConfig, LocalProvider};
 pub use model::{FileEntry, PythonResult, SandboxInfo, ShellResult, Status};
 pub use provider::{

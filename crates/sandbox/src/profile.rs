@@ -16,7 +16,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use wayline_core::document::{self, Format};
 
-use crate::error::{ErrorCode, SandboxError};
+use crate::error::{Error, ErrorCode, SandboxError};
 
 /// A capability a profile can grant.
 pub const CAPABILITIES: [&str; 4] = ["filesystem", "shell", "python", "browser"];
@@ -79,40 +79,47 @@ impl Profiles {
     }
 
     /// Reads a profiles file. Errors name the file and line, or the profile and the problem.
-    pub fn load(path: &Path) -> Result<Profiles, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Profiles, Error> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Profiles::from_yaml(&text, &path.display().to_string())
     }
 
     /// Reads profiles from YAML text.
-    pub fn from_yaml(text: &str, origin: &str) -> Result<Profiles, String> {
-        let file: ProfilesFile =
-            document::parse(text, Format::Yaml, origin).map_err(|error| error.to_string())?;
+    pub fn from_yaml(text: &str, origin: &str) -> Result<Profiles, Error> {
+        let file: ProfilesFile = document::parse(text, Format::Yaml, origin)?;
+        let invalid = |message: String| {
+            Err(Error::Profiles {
+                origin: origin.to_owned(),
+                message,
+            })
+        };
         let mut seen = Vec::new();
         for profile in &file.profiles {
-            let at = format!("{origin}: profile `{}`", profile.id);
+            let at = format!("profile `{}`", profile.id);
             if profile.id.is_empty() {
-                return Err(format!("{origin}: a profile has an empty id"));
+                return invalid("a profile has an empty id".to_owned());
             }
             if seen.contains(&profile.id) {
-                return Err(format!("{at} is listed twice"));
+                return invalid(format!("{at} is listed twice"));
             }
             seen.push(profile.id.clone());
             for capability in &profile.capabilities {
                 if !CAPABILITIES.contains(&capability.as_str()) {
-                    return Err(format!(
+                    return invalid(format!(
                         "{at}: unknown capability `{capability}` (use {})",
                         CAPABILITIES.join(", ")
                     ));
                 }
             }
             if profile.idle_timeout == 0 {
-                return Err(format!("{at}: idle_timeout must be at least 1 second"));
+                return invalid(format!("{at}: idle_timeout must be at least 1 second"));
             }
         }
         if file.profiles.is_empty() {
-            return Err(format!("{origin}: no profiles; list at least one"));
+            return invalid("no profiles; list at least one".to_owned());
         }
         Ok(Profiles {
             profiles: file.profiles,
@@ -181,7 +188,7 @@ mod tests {
             (ErrorCode::ValidationError, "Invalid profile: gpu")
         );
 
-        let bad = |yaml: &str| Profiles::from_yaml(yaml, "p.yaml").unwrap_err();
+        let bad = |yaml: &str| Profiles::from_yaml(yaml, "p.yaml").unwrap_err().to_string();
         assert!(
             bad("profiles:\n  - {id: a, capabilities: [gpu]}\n")
                 .contains("unknown capability `gpu`")

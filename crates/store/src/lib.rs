@@ -30,6 +30,7 @@
 //! ```
 
 pub mod conformance;
+mod error;
 mod file;
 mod lifecycle;
 mod memory;
@@ -42,6 +43,7 @@ mod sqlite;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use error::Error;
 pub use file::FileStore;
 pub use lifecycle::{Lifecycle, Saved, graph_hash, state_name};
 pub use memory::MemoryStore;

@@ -5,7 +5,9 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wayline_core::{HttpRequest, Notifier, NotifyError, Run, RunNotice, RunStatus, Transport};
+use wayline_core::{
+    HttpRequest, Notifier, NotifyError, NotifyErrorKind, Run, RunNotice, RunStatus, Transport,
+};
 
 /// Posts each notice as JSON to a URL. Connection failures, timeouts, 429 and 5xx answers are
 /// retried (3 attempts by default, waiting 0.5 s then 1 s); any other non-2xx answer is final.
@@ -93,8 +95,12 @@ pub fn origin(url: &str) -> String {
 #[async_trait::async_trait]
 impl Notifier for WebhookNotifier {
     async fn notify(&self, notice: &RunNotice) -> Result<(), NotifyError> {
-        let body = serde_json::to_vec(notice)
-            .map_err(|error| NotifyError(format!("cannot encode the notice: {error}")))?;
+        let body = serde_json::to_vec(notice).map_err(|error| {
+            NotifyError::new(
+                NotifyErrorKind::Local,
+                format!("cannot encode the notice: {error}"),
+            )
+        })?;
         let mut request = HttpRequest::new("POST", self.url.clone());
         request.headers.push(wayline_core::Header {
             name: "content-type".into(),
@@ -113,25 +119,31 @@ impl Notifier for WebhookNotifier {
                     format!("HTTP {}", response.status)
                 }
                 Ok(response) => {
-                    return Err(NotifyError(format!(
-                        "webhook {} answered HTTP {}",
-                        self.origin, response.status
-                    )));
+                    return Err(NotifyError::new(
+                        NotifyErrorKind::Refused,
+                        format!("webhook {} answered HTTP {}", self.origin, response.status),
+                    ));
                 }
                 Err(error) if error.kind().is_transient() => self.scrub(&error.to_string()),
                 Err(error) => {
-                    return Err(NotifyError(format!(
-                        "webhook {}: {}",
-                        self.origin,
-                        self.scrub(&error.to_string())
-                    )));
+                    return Err(NotifyError::new(
+                        NotifyErrorKind::Unavailable,
+                        format!(
+                            "webhook {}: {}",
+                            self.origin,
+                            self.scrub(&error.to_string())
+                        ),
+                    ));
                 }
             };
             if attempt >= self.attempts {
-                return Err(NotifyError(format!(
-                    "webhook {} failed after {attempt} attempts: {why}",
-                    self.origin
-                )));
+                return Err(NotifyError::new(
+                    NotifyErrorKind::Unavailable,
+                    format!(
+                        "webhook {} failed after {attempt} attempts: {why}",
+                        self.origin
+                    ),
+                ));
             }
             tokio::time::sleep(wait).await;
             wait = wait.saturating_mul(2);
@@ -167,7 +179,12 @@ impl Notifier for ConsoleNotifier {
         } else {
             writeln!(std::io::stdout().lock(), "{line}")
         };
-        written.map_err(|error| NotifyError(format!("cannot write the notice: {error}")))
+        written.map_err(|error| {
+            NotifyError::new(
+                NotifyErrorKind::Local,
+                format!("cannot write the notice: {error}"),
+            )
+        })
     }
 }
 
@@ -297,8 +314,9 @@ mod tests {
             .await;
         assert_eq!(
             failures,
-            [NotifyError(
-                "webhook http://hooks.test/… failed after 3 attempts: HTTP 500".into()
+            [NotifyError::new(
+                NotifyErrorKind::Unavailable,
+                "webhook http://hooks.test/… failed after 3 attempts: HTTP 500"
             )]
         );
         let refused = script(vec![Ok(404)]);
@@ -308,8 +326,11 @@ mod tests {
             .run_finished(&failed_run())
             .await;
         assert_eq!(
-            failures[0].0,
-            "webhook http://hooks.test/… answered HTTP 404"
+            failures[0],
+            NotifyError::new(
+                NotifyErrorKind::Refused,
+                "webhook http://hooks.test/… answered HTTP 404"
+            )
         );
         assert_eq!(
             refused.bodies.lock().unwrap().len(),
@@ -330,7 +351,7 @@ mod tests {
             .to(Arc::new(hook))
             .run_finished(&failed_run())
             .await;
-        let shown = format!("{debug} {}", failures[0].0);
+        let shown = format!("{debug} {}", failures[0]);
         for secret in ["s3cret", "t0k", "pw"] {
             assert!(!shown.contains(secret), "{secret} in {shown}");
         }

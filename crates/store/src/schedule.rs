@@ -24,6 +24,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use wayline_core::document::{self, Format};
 
+use crate::Error;
+
 /// The longest the loop sleeps before it looks at the clock again.
 const RECHECK: Duration = Duration::from_secs(60);
 
@@ -47,7 +49,11 @@ pub enum Schedule {
 
 impl Schedule {
     /// An interval schedule; `text` is a number with a unit: `30s`, `15m`, `2h`, `1d`.
-    pub fn every(text: &str) -> Result<Schedule, String> {
+    pub fn every(text: &str) -> Result<Schedule, Error> {
+        Schedule::every_seconds(text).map_err(|message| Error::Schedule { message })
+    }
+
+    fn every_seconds(text: &str) -> Result<Schedule, String> {
         let text = text.trim();
         let split = text
             .find(|c: char| !c.is_ascii_digit())
@@ -80,9 +86,10 @@ impl Schedule {
     }
 
     /// A cron schedule.
-    pub fn cron(expression: &str) -> Result<Schedule, String> {
-        let cron = croner::Cron::from_str(expression.trim())
-            .map_err(|error| format!("`{expression}` is not a cron expression: {error}"))?;
+    pub fn cron(expression: &str) -> Result<Schedule, Error> {
+        let cron = croner::Cron::from_str(expression.trim()).map_err(|error| Error::Schedule {
+            message: format!("`{expression}` is not a cron expression: {error}"),
+        })?;
         Ok(Schedule::Cron {
             expression: expression.trim().to_owned(),
             cron: Box::new(cron),
@@ -145,31 +152,43 @@ struct TriggerEntry {
 
 /// Reads a schedules file: a YAML (or JSON) list of `{workflow_id, every | cron, inputs}`.
 /// Errors name the file, and the entry and what to write instead.
-pub fn load_triggers(path: &Path) -> Result<Vec<Trigger>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+pub fn load_triggers(path: &Path) -> Result<Vec<Trigger>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let format = Format::from_path(path).unwrap_or(Format::Yaml);
     let origin = path.display().to_string();
-    let entries: Vec<TriggerEntry> =
-        document::parse(&text, format, &origin).map_err(|error| error.to_string())?;
+    let entries: Vec<TriggerEntry> = document::parse(&text, format, &origin)?;
     if entries.is_empty() {
-        return Err(format!("{origin}: no triggers; list at least one"));
+        return Err(Error::Trigger {
+            origin,
+            what: "no triggers".to_owned(),
+            message: "list at least one".to_owned(),
+        });
     }
     entries
         .into_iter()
         .enumerate()
         .map(|(index, entry)| {
-            let at = format!("{origin}: trigger {} (`{}`)", index + 1, entry.workflow_id);
+            let invalid = |message: String| Error::Trigger {
+                origin: origin.clone(),
+                what: format!("trigger {} (`{}`)", index + 1, entry.workflow_id),
+                message,
+            };
             let schedule = match (&entry.every, &entry.cron) {
                 (Some(every), None) => Schedule::every(every),
                 (None, Some(cron)) => Schedule::cron(cron),
-                _ => Err("give exactly one of `every` (e.g. 15m) and `cron`".to_owned()),
+                _ => Err(Error::Schedule {
+                    message: "give exactly one of `every` (e.g. 15m) and `cron`".to_owned(),
+                }),
             }
-            .map_err(|error| format!("{at}: {error}"))?;
+            .map_err(|error| invalid(error.to_string()))?;
             let now = Utc::now();
             if schedule.next_after(now, now).is_none() {
-                return Err(format!(
-                    "{at}: this schedule never fires (no date matches it); check the day and month fields"
+                return Err(invalid(
+                    "this schedule never fires (no date matches it); check the day and month fields"
+                        .to_owned(),
                 ));
             }
             Ok(Trigger {
@@ -340,20 +359,28 @@ mod tests {
         assert!(
             matches!(Schedule::every("2h"), Ok(Schedule::Every(d)) if d == Duration::from_secs(7200))
         );
-        assert!(Schedule::every("15").unwrap_err().contains("unit must be"));
+        assert!(
+            Schedule::every("15")
+                .unwrap_err()
+                .to_string()
+                .contains("unit must be")
+        );
         assert!(
             Schedule::every("0s")
                 .unwrap_err()
+                .to_string()
                 .contains("longer than zero")
         );
         assert!(
             Schedule::every("soon")
                 .unwrap_err()
+                .to_string()
                 .contains("not an interval")
         );
         assert!(
             Schedule::cron("not cron")
                 .unwrap_err()
+                .to_string()
                 .contains("not a cron expression")
         );
         let cron = Schedule::cron("30 6 * * MON").unwrap();
@@ -375,6 +402,7 @@ mod tests {
         assert!(
             Schedule::every("100000000d")
                 .unwrap_err()
+                .to_string()
                 .contains("at most 366d")
         );
         assert!(Schedule::every("366d").is_ok());
@@ -387,7 +415,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("schedules.yaml");
         std::fs::write(&path, "- {workflow_id: feb30, cron: '0 0 30 2 *'}\n").unwrap();
-        let error = load_triggers(&path).unwrap_err();
+        let error = load_triggers(&path).unwrap_err().to_string();
         assert!(error.contains("trigger 1 (`feb30`)"), "{error}");
         assert!(error.contains("never fires"), "{error}");
     }

@@ -61,6 +61,8 @@ fn the_fixture_output_round_trips_and_becomes_a_valid_workflow() {
 #[test]
 fn broken_embedded_json_is_reported_with_the_step() {
     let text = "scenario: {id: s, name: s}\nsteps:\n  - {operation_id: A, name: first, request: '{\"method\": '}\n";
-    let error = Scenario::parse(text, "broken.yaml").unwrap_err();
+    let error = Scenario::parse(text, "broken.yaml")
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("step `first`"), "{error}");
 }

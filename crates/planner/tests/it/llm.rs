@@ -146,8 +146,12 @@ fn configuration_comes_from_flags_then_the_environment() {
     let flags =
         OpenAiConfig::resolve(Some("https://llm.example.com/v1"), Some("big"), env).unwrap();
     assert_eq!(flags.model, "big");
-    let missing = OpenAiConfig::resolve(None, None, |_| None).unwrap_err();
+    let missing = OpenAiConfig::resolve(None, None, |_| None)
+        .unwrap_err()
+        .to_string();
     assert!(missing.contains("WAYLINE_LLM_URL"), "{missing}");
-    let no_model = OpenAiConfig::resolve(Some("http://h/v1"), None, |_| None).unwrap_err();
+    let no_model = OpenAiConfig::resolve(Some("http://h/v1"), None, |_| None)
+        .unwrap_err()
+        .to_string();
     assert!(no_model.contains("WAYLINE_LLM_MODEL"), "{no_model}");
 }

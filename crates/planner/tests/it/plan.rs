@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use wayline_core::{MemoryCatalog, ToolDefinition};
+use wayline_planner::Error as PlanError;
 use wayline_planner::llm::{Role, ScriptedModel};
-use wayline_planner::plan::{PlanError, PlanOptions, Planner};
+use wayline_planner::plan::{PlanOptions, Planner};
 
 fn catalog() -> Arc<MemoryCatalog> {
     let mut geocode = ToolDefinition::new("geocode", "https://geo.example.com");

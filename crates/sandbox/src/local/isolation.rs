@@ -17,6 +17,8 @@ use std::process::Stdio;
 
 use tokio::process::Command;
 
+use crate::error::Error;
+
 /// Where code sees its workspace under bubblewrap (Bay's path).
 pub const SANDBOX_ROOT: &str = "/workspace";
 
@@ -49,14 +51,15 @@ pub enum IsolationMode {
 impl Isolation {
     /// The isolation `mode` asks for on this machine: `Err` when bubblewrap is required and
     /// cannot run.
-    pub fn choose(mode: IsolationMode) -> Result<Isolation, String> {
+    pub fn choose(mode: IsolationMode) -> Result<Isolation, Error> {
         match mode {
             IsolationMode::None => Ok(Isolation::None),
             IsolationMode::Auto => Ok(Isolation::bubblewrap().unwrap_or(Isolation::None)),
-            IsolationMode::Bubblewrap => Isolation::bubblewrap().ok_or_else(|| {
-                "bubblewrap (`bwrap`) is not installed or cannot create namespaces here; \
-                 install it (Debian: `apt-get install bubblewrap`) or use no isolation"
-                    .to_owned()
+            IsolationMode::Bubblewrap => Isolation::bubblewrap().ok_or_else(|| Error::Isolation {
+                message: "bubblewrap (`bwrap`) is not installed or cannot create namespaces \
+                          here; install it (Debian: `apt-get install bubblewrap`) or use no \
+                          isolation"
+                    .to_owned(),
             }),
         }
     }

@@ -264,7 +264,8 @@ impl LocalProvider {
                 dir.display()
             ))
         })?;
-        let isolation = Isolation::choose(config.isolation).map_err(internal)?;
+        let isolation =
+            Isolation::choose(config.isolation).map_err(|error| internal(error.to_string()))?;
         let mut persisted = state::load(dir)?
             .unwrap_or_else(|| Persisted::new(IdempotencyStore::new(config.idempotency_ttl)));
         // No session survives a restart; neither does an idle deadline.
