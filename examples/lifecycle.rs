@@ -20,7 +20,7 @@ use std::sync::Arc;
 use wayline::core::{RunStatus, Step, Workflow};
 use wayline::executor::{Engine, RunOptions};
 use wayline::graph::{ViewFormat, render, validate};
-use wayline::store::{FileStore, Lifecycle, RunQuery, Stores, state_name};
+use wayline::store::{FileStore, Lifecycle, RunQuery, Stores};
 
 const TOOLS: &[&str] = &[
     "id: geocode\nname: Geocode\ndescription: City name to coordinates\n\
@@ -99,14 +99,14 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
         "saved {} version {} ({})",
         saved.record.id(),
         saved.record.version,
-        state_name(saved.record.state())
+        saved.record.state().as_str()
     );
     print!("{}", render(&setup.workflow, &report, ViewFormat::Text));
     let approved = lifecycle
         .approve("city_weather", None, "you")
         .await
         .map_err(|error| error.to_string())?;
-    println!("approved by you: {}", state_name(approved.state()));
+    println!("approved by you: {}", approved.state().as_str());
     let validation = engine
         .run(
             &approved.workflow,
@@ -117,7 +117,7 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
     println!(
         "validation run {}: {}",
         validation.id,
-        state_name_of(validation.status)
+        validation.status.as_str()
     );
     lifecycle
         .record_validation(&validation)
@@ -127,7 +127,7 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
         .activate("city_weather", approved.version)
         .await
         .map_err(|error| error.to_string())?;
-    println!("now {}\n", state_name(active.state()));
+    println!("now {}\n", active.state().as_str());
 
     // Execution phase: the active version, run by id (a trigger would do the same).
     for city in ["Oslo", "Tokyo"] {
@@ -149,7 +149,7 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
             "{city}: {} °C, wind {} km/h ({})",
             weather["temperature"],
             weather["wind"],
-            state_name_of(run.status)
+            run.status.as_str()
         );
     }
 
@@ -169,7 +169,7 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
     println!(
         "\nedited: version {} is {}; version {} stays active",
         draft.record.version,
-        state_name(draft.record.state()),
+        draft.record.state().as_str(),
         active.version
     );
 
@@ -184,7 +184,7 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
             "  {}  v{}  {}",
             run.id,
             run.workflow_version.unwrap_or_default(),
-            state_name_of(run.status)
+            run.status.as_str()
         );
     }
     if history
@@ -196,11 +196,4 @@ async fn lifecycle(dir: &std::path::Path) -> Result<(), String> {
     } else {
         Err("a run failed".into())
     }
-}
-
-fn state_name_of(status: RunStatus) -> String {
-    serde_json::to_value(status)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_owned))
-        .unwrap_or_default()
 }

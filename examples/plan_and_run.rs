@@ -26,7 +26,7 @@ use wayline::executor::{Engine, RunOptions, summary};
 use wayline::planner::decide::ModelDecider;
 use wayline::planner::llm::ScriptedModel;
 use wayline::planner::plan::Planner;
-use wayline::store::{Lifecycle, MemoryStore, Stores, state_name};
+use wayline::store::{Lifecycle, MemoryStore, Stores};
 
 /// The same tools as the `lifecycle` example (each example reads on its own).
 const TOOLS: &[&str] = &[
@@ -138,7 +138,7 @@ async fn plan_and_run() -> Result<RunStatus, String> {
     println!(
         "\nsaved version {}, approved by you: {}\n",
         approved.version,
-        state_name(approved.state())
+        approved.state().as_str()
     );
 
     // Execution: deterministic, except the one scoped question at the decision step.

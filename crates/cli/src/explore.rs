@@ -164,7 +164,7 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
         }
         write_atomically(path, &text)?;
     }
-    let status = serde_json::to_value(session.session.status).unwrap_or_default();
+    let status = session.session.status.as_str();
     match args.format {
         ReportFormat::Json => print_json(&json!({
             "session_id": session.session.id,
@@ -186,7 +186,7 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
             println!(
                 "session {}: {} — {} step(s), {} question(s); output {}",
                 session.session.id,
-                status.as_str().unwrap_or("?"),
+                status,
                 session.confirmed_steps.len(),
                 session.interventions,
                 output.display()

@@ -185,7 +185,7 @@ fn list(store: &StoreArg, query: &RunQuery, format: ReportFormat) -> Result<Outc
                 println!(
                     "{}  {started}  {:<9}  {}{version}  ({} steps, {} failed)",
                     run.id,
-                    status_name(run.status),
+                    run.status.as_str(),
                     run.workflow_id,
                     run.steps,
                     run.failed_steps
@@ -270,11 +270,4 @@ fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
     DateTime::parse_from_rfc3339(text)
         .map(|at| at.with_timezone(&Utc))
         .map_err(|error| format!("{error}; write RFC 3339, e.g. 2026-11-22T08:00:00Z"))
-}
-
-fn status_name(status: RunStatus) -> String {
-    serde_json::to_value(status)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_owned))
-        .unwrap_or_default()
 }

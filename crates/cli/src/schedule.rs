@@ -144,13 +144,12 @@ fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
                 .workflow_version(record.version);
             match engine.run(&record.workflow, options).await {
                 Ok(run) => {
-                    let status = serde_json::to_value(run.status).unwrap_or_default();
                     println!(
                         "{} {} v{} {}",
                         run.id,
                         run.workflow_id,
                         record.version,
-                        status.as_str().unwrap_or("?")
+                        run.status.as_str()
                     );
                     if run.status != RunStatus::Success {
                         failures_ref.set(failures_ref.get() + 1);

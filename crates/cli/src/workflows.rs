@@ -8,7 +8,7 @@ use serde::Serialize;
 use wayline_core::{MemoryCatalog, RunStatus, StoredWorkflow, WorkflowStatus};
 use wayline_executor::{Progress, RunOptions};
 use wayline_graph::{ViewFormat, render, validate};
-use wayline_store::{Lifecycle, state_name};
+use wayline_store::Lifecycle;
 
 use crate::plan::with_decider;
 use crate::run::{engine_builder, execute, parse_inputs, runtime, unreadable};
@@ -119,7 +119,7 @@ fn describe(record: &StoredWorkflow) -> String {
         "{} version {} ({})",
         record.id(),
         record.version,
-        state_name(record.state())
+        record.state().as_str()
     )
 }
 
@@ -143,7 +143,7 @@ fn save(file: &std::path::Path, store: &StoreArg) -> Result<Outcome, Outcome> {
 struct ShowDocument<'a> {
     #[serde(flatten)]
     record: &'a StoredWorkflow,
-    state: String,
+    state: &'static str,
     edges: Vec<EdgeDocument>,
 }
 
@@ -182,7 +182,7 @@ fn show(
                 .collect();
             print_json(&ShowDocument {
                 record: &record,
-                state: state_name(record.state()),
+                state: record.state().as_str(),
                 edges,
             });
         }
@@ -270,7 +270,7 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
             "the validation run {} of {} did not succeed; the workflow stays {} (`wayline runs show {}`)",
             run.id,
             describe(&record),
-            state_name(record.state()),
+            record.state().as_str(),
             run.id
         );
         return Ok(Outcome::Failed);
@@ -296,7 +296,7 @@ struct Listed {
     id: String,
     name: String,
     latest_version: u32,
-    latest_state: String,
+    latest_state: &'static str,
     active_version: Option<u32>,
 }
 
@@ -318,7 +318,7 @@ fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
                     id: latest.id().to_owned(),
                     name: latest.workflow.name.clone(),
                     latest_version: latest.version,
-                    latest_state: state_name(latest.state()),
+                    latest_state: latest.state().as_str(),
                     active_version: active,
                 });
             }

@@ -78,8 +78,7 @@ impl RunNotice {
         let outcome = match self.kind {
             NoticeKind::RunSucceeded => "succeeded".to_owned(),
             NoticeKind::RunFailed => {
-                let status = serde_json::to_value(run.status).unwrap_or_default();
-                let status = status.as_str().unwrap_or("failed").to_owned();
+                let status = run.status.as_str().to_owned();
                 if self.failed_steps.is_empty() {
                     status
                 } else {

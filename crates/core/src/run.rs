@@ -67,6 +67,24 @@ pub enum RunStatus {
     Cancelled,
 }
 
+impl RunStatus {
+    /// The status as records write it (`success`, `failed`, `running`, `cancelled`).
+    ///
+    /// ```
+    /// use wayline_core::RunStatus;
+    /// assert_eq!(RunStatus::Cancelled.as_str(), "cancelled");
+    /// assert_eq!(serde_json::to_value(RunStatus::Failed).unwrap(), RunStatus::Failed.as_str());
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Success => "success",
+            RunStatus::Failed => "failed",
+            RunStatus::Running => "running",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// The outcome of one step in a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -180,9 +198,48 @@ pub enum StepStatus {
     UnknownOutcome,
 }
 
+impl StepStatus {
+    /// The status as records write it (`success`, `failed`, `skipped`, `pending`, `running`,
+    /// `unknown_outcome`).
+    ///
+    /// ```
+    /// use wayline_core::StepStatus;
+    /// assert_eq!(StepStatus::UnknownOutcome.as_str(), "unknown_outcome");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Success => "success",
+            StepStatus::Failed => "failed",
+            StepStatus::Skipped => "skipped",
+            StepStatus::Pending => "pending",
+            StepStatus::Running => "running",
+            StepStatus::UnknownOutcome => "unknown_outcome",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_names_are_the_serialized_names() {
+        use RunStatus as R;
+        use StepStatus as S;
+        for status in [R::Success, R::Failed, R::Running, R::Cancelled] {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+        for status in [
+            S::Success,
+            S::Failed,
+            S::Skipped,
+            S::Pending,
+            S::Running,
+            S::UnknownOutcome,
+        ] {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+    }
 
     #[test]
     fn run_serializes_with_seed_field_names() {

@@ -111,6 +111,27 @@ pub enum WorkflowStatus {
     Archived,
 }
 
+impl WorkflowStatus {
+    /// The state as stores write it (`draft`, `approved`, `validated`, `active`, `archived`).
+    ///
+    /// ```
+    /// use wayline_core::WorkflowStatus;
+    /// assert_eq!(WorkflowStatus::Validated.as_str(), "validated");
+    /// for state in [WorkflowStatus::Draft, WorkflowStatus::Active, WorkflowStatus::Archived] {
+    ///     assert_eq!(serde_json::to_value(state).unwrap(), state.as_str());
+    /// }
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkflowStatus::Draft => "draft",
+            WorkflowStatus::Approved => "approved",
+            WorkflowStatus::Validated => "validated",
+            WorkflowStatus::Active => "active",
+            WorkflowStatus::Archived => "archived",
+        }
+    }
+}
+
 /// One node of the graph.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -13,12 +13,13 @@
 //! [`UnknownSteps`] decides.
 
 use tracing::Instrument;
-use wayline_core::{Run, RunStatus, StepKind, StepResult, StepStatus};
+use wayline_core::{Run, RunStatus, StepResult, StepStatus};
 
+use crate::Engine;
 use crate::Error;
 use crate::cancel::CancelToken;
-use crate::engine::{Engine, Scheduler};
-use crate::prepare::{PreparedStep, PreparedWorkflow};
+use crate::prepare::PreparedWorkflow;
+use crate::scheduler::Scheduler;
 
 /// What to do with steps whose outcome is unknown and which are not safe to repeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -74,16 +75,6 @@ impl ResumeOptions {
     }
 }
 
-/// True when running the step a second time cannot do harm a first time did not.
-pub(crate) fn safe_to_repeat(step: &PreparedStep, kind: StepKind) -> bool {
-    if kind == StepKind::Transform {
-        return true;
-    }
-    step.tool
-        .as_deref()
-        .is_none_or(wayline_core::ToolDefinition::safe_to_repeat)
-}
-
 impl Engine {
     /// Finishes run `run_id`, an interrupted run of `prepared` in the engine's run store, with
     /// the inputs it was started with. See the [module documentation](crate::durable).
@@ -120,10 +111,9 @@ impl Engine {
             )));
         }
         if record.status != RunStatus::Running {
-            let status = serde_json::to_value(record.status).unwrap_or_default();
             return Err(refuse(format!(
                 "it has already ended ({}); start a new run instead",
-                status.as_str().unwrap_or("ended")
+                record.status.as_str()
             )));
         }
         if let Some(unknown) = record
@@ -139,7 +129,6 @@ impl Engine {
         let mut unsafe_unknown = Vec::new();
         for result in &mut record.step_results {
             let position = prepared.index[result.step_id.as_str()];
-            let kind = workflow.steps[position].kind;
             match result.status {
                 StepStatus::Success | StepStatus::Failed => {}
                 // Skipped by an earlier resume's decision (`UnknownSteps::Skip`): the scheduler
@@ -147,7 +136,7 @@ impl Engine {
                 // final. Deciding again would run an unsafe call the person chose not to repeat.
                 StepStatus::Skipped if result.started_at.is_some() => {}
                 StepStatus::Running | StepStatus::UnknownOutcome
-                    if !safe_to_repeat(&prepared.steps[position], kind)
+                    if !prepared.steps[position].safe_to_repeat()
                         && options.unknown != UnknownSteps::Retry =>
                 {
                     if options.unknown == UnknownSteps::Skip {

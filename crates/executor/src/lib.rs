@@ -18,6 +18,7 @@
 
 mod cancel;
 mod command;
+mod context;
 mod digest;
 mod dry_run;
 pub mod durable;
@@ -36,6 +37,7 @@ mod request;
 mod resolve;
 mod response;
 mod retry;
+mod scheduler;
 mod step;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -77,11 +77,24 @@ pub(crate) struct PreparedStep {
     pub(crate) validations: Vec<Validation>,
     pub(crate) retry: RetryPolicy,
     pub(crate) timeout: Duration,
+    pub(crate) kind: StepKind,
 }
 
 impl PreparedStep {
     pub(crate) fn has_outputs(&self) -> bool {
         !self.cel_outputs.is_empty() || !self.path_outputs.is_empty()
+    }
+
+    /// True when running the step a second time cannot do harm a first time did not: a
+    /// transform, or a call whose tool is safe to repeat (a read, or marked idempotent, or
+    /// sending an idempotency key).
+    pub(crate) fn safe_to_repeat(&self) -> bool {
+        if self.kind == StepKind::Transform {
+            return true;
+        }
+        self.tool
+            .as_deref()
+            .is_none_or(wayline_core::ToolDefinition::safe_to_repeat)
     }
 }
 
@@ -94,7 +107,7 @@ pub(crate) fn prepare(
     defaults: Defaults,
 ) -> Result<PreparedWorkflow, Error> {
     let report = wayline_graph::validate(workflow, catalog);
-    let mut problems: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+    let mut problems = report.problems();
     let mut steps = Vec::with_capacity(workflow.steps.len());
     let mut input_refs: Vec<String> = Vec::new();
     let is_step = |id: &str| workflow.step(id).is_some();
@@ -225,6 +238,7 @@ pub(crate) fn prepare(
             validations,
             retry,
             timeout,
+            kind: step.kind,
         });
     }
     if !problems.is_empty() {

@@ -18,7 +18,7 @@ use wayline_core::{
 };
 
 use crate::command::{self, Invocation};
-use crate::engine::RunShared;
+use crate::context::RunShared;
 use crate::eval::{self, ResponseView, Scope};
 use crate::middleware::StepContext;
 use crate::prepare::PreparedStep;

@@ -27,6 +27,18 @@ pub enum SessionStatus {
     Failed,
 }
 
+impl SessionStatus {
+    /// The status as session files write it (`in_progress`, `completed`, `aborted`, `failed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::InProgress => "in_progress",
+            SessionStatus::Completed => "completed",
+            SessionStatus::Aborted => "aborted",
+            SessionStatus::Failed => "failed",
+        }
+    }
+}
+
 /// The `session` block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]

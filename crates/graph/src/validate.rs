@@ -114,6 +114,12 @@ impl ValidationReport {
         &self.graph
     }
 
+    /// Each problem as a sentence (`kind: message`), in the report's order: what a person, a
+    /// log line or a model asked to repair the workflow reads.
+    pub fn problems(&self) -> Vec<String> {
+        self.errors.iter().map(ToString::to_string).collect()
+    }
+
     /// The problems of one kind.
     pub fn errors_of(&self, kind: ProblemKind) -> impl Iterator<Item = &Problem> {
         self.errors

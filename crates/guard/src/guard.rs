@@ -12,9 +12,10 @@ use crate::Error;
 use crate::audit::AuditLog;
 use crate::breakglass::{BreakGlassRequest, Grant};
 use crate::glob::Name;
-use crate::panic::{self, Candidate, PanicKind, PanicSignal};
+use crate::panic::{self, Candidate};
 use crate::policy::{Policy, ToolClass};
 use crate::session::{Call, Session};
+use crate::signal::{PanicKind, PanicSignal};
 
 /// How decisions are enforced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -32,9 +32,10 @@ mod breakglass;
 mod error;
 mod glob;
 mod guard;
-pub mod panic;
+mod panic;
 mod policy;
 mod session;
+mod signal;
 mod step_policy;
 mod suggest;
 pub mod suite;
@@ -43,11 +44,11 @@ pub use breakglass::{BreakGlassRequest, Grant, Scope};
 pub use error::Error;
 pub use glob::Glob;
 pub use guard::{Decision, GUIDANCE_BLOCK, Guard, Mode, ToolCall};
-pub use panic::{PanicKind, PanicSignal, Severity};
 pub use policy::{
     BreakGlassConfig, DEFAULT_POLICY, EvidenceRequirement, PanicConfig, Policy, PolicyFile,
     StateConfig, ToolClass,
 };
 pub use session::{Call, Evidence, Session, Transition};
+pub use signal::{PanicKind, PanicSignal, Severity};
 pub use step_policy::GuardPolicy;
 pub use suggest::{Priority, Suggestion};

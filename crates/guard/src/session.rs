@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::breakglass::Grant;
-use crate::panic::PanicSignal;
 use crate::policy::ToolClass;
+use crate::signal::PanicSignal;
 
 /// One diagnostic session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

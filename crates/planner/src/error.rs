@@ -1,9 +1,8 @@
-//! The crate's error type. (A [`LanguageModel`](crate::llm::LanguageModel) answers with
-//! [`ModelError`], the error of the trait a host implements.)
+//! The crate's errors: [`Error`], and [`ModelError`], what a
+//! [`LanguageModel`](crate::llm::LanguageModel) answers with (the error of the trait a host
+//! implements; `llm` re-exports it).
 
 use wayline_core::document::DocumentError;
-
-use crate::llm::ModelError;
 
 /// Errors of `wayline-planner`.
 #[derive(Debug, thiserror::Error)]
@@ -36,4 +35,43 @@ pub enum Error {
         /// What is missing, and how to give it.
         message: String,
     },
+}
+
+/// What kind of failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModelErrorKind {
+    /// Unreachable, timed out, rate-limited or failing after the retries.
+    Unavailable,
+    /// The credentials were refused.
+    Auth,
+    /// The request was refused (a bad model name, too long a prompt).
+    Refused,
+    /// The answer is not a completion.
+    Unreadable,
+    /// A scripted model ran out of answers.
+    Exhausted,
+}
+
+/// A model call that gave no completion.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ModelError {
+    kind: ModelErrorKind,
+    message: String,
+}
+
+impl ModelError {
+    /// A failure of `kind`; `message` holds no secret.
+    pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
+        ModelError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// What kind.
+    pub fn kind(&self) -> ModelErrorKind {
+        self.kind
+    }
 }

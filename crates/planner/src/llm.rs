@@ -23,6 +23,7 @@ use wayline_core::Secret;
 use wayline_core::transport::{Header, HttpRequest, Transport};
 
 use crate::Error;
+pub use crate::error::{ModelError, ModelErrorKind};
 
 /// Who says a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,45 +137,6 @@ pub struct Completion {
     pub usage: Usage,
     /// The model that answered.
     pub model: String,
-}
-
-/// What kind of failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ModelErrorKind {
-    /// Unreachable, timed out, rate-limited or failing after the retries.
-    Unavailable,
-    /// The credentials were refused.
-    Auth,
-    /// The request was refused (a bad model name, too long a prompt).
-    Refused,
-    /// The answer is not a completion.
-    Unreadable,
-    /// A scripted model ran out of answers.
-    Exhausted,
-}
-
-/// A model call that gave no completion.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ModelError {
-    kind: ModelErrorKind,
-    message: String,
-}
-
-impl ModelError {
-    /// A failure of `kind`; `message` holds no secret.
-    pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
-        ModelError {
-            kind,
-            message: message.into(),
-        }
-    }
-
-    /// What kind.
-    pub fn kind(&self) -> ModelErrorKind {
-        self.kind
-    }
 }
 
 /// A language model. See the [module documentation](self) for the contract.

@@ -13,7 +13,7 @@ use wayline_knowledge::model::Knowledge;
 
 use wayline_core::ToolCatalog;
 use wayline_core::workflow::{Workflow, WorkflowStatus};
-use wayline_graph::{ValidationReport, ViewFormat, render, validate};
+use wayline_graph::{ViewFormat, render, validate};
 
 use crate::Error;
 use crate::llm::{CompletionRequest, LanguageModel, Message, Usage};
@@ -178,7 +178,7 @@ impl Planner {
                             notes,
                         });
                     }
-                    let mut problems = problems_of(&report);
+                    let mut problems = report.problems();
                     problems.extend(lint);
                     problems
                 }
@@ -294,11 +294,6 @@ fn dangling_literals(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<Stri
         }
     }
     problems
-}
-
-/// The report's errors as sentences, as they go back to a model or into a note.
-pub(crate) fn problems_of(report: &ValidationReport) -> Vec<String> {
-    report.errors.iter().map(ToString::to_string).collect()
 }
 
 #[cfg(test)]

@@ -26,8 +26,6 @@ use wayline_knowledge::model::{Knowledge, Pattern};
 use wayline_knowledge::words;
 use wayline_knowledge::{Queries, ResourceStates};
 
-use crate::plan::problems_of;
-
 /// Calls a polling pattern step may make when it names no limit: one check, as in the
 /// scenario conversion.
 const DEFAULT_POLLS: u32 = 1;
@@ -105,7 +103,7 @@ pub fn recall(
             } else {
                 Err(format!(
                     "it does not make a valid workflow: {}",
-                    problems_of(&report).join("; ")
+                    report.problems().join("; ")
                 ))
             }
         });

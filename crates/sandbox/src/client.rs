@@ -479,8 +479,7 @@ impl SandboxProvider for BayClient {
             pairs.push(format!("cursor={}", encode(cursor)));
         }
         if let Some(status) = query.status {
-            let status = serde_json::to_value(status).unwrap_or(Value::Null);
-            pairs.push(format!("status={}", status.as_str().unwrap_or_default()));
+            pairs.push(format!("status={}", status.as_str()));
         }
         let path = if pairs.is_empty() {
             "/v1/sandboxes".to_owned()

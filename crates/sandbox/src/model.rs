@@ -22,6 +22,19 @@ pub enum Status {
     Expired,
 }
 
+impl Status {
+    /// The status as Bay writes it (`idle`, `starting`, `ready`, `failed`, `expired`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Idle => "idle",
+            Status::Starting => "starting",
+            Status::Ready => "ready",
+            Status::Failed => "failed",
+            Status::Expired => "expired",
+        }
+    }
+}
+
 /// Bay's `SandboxResponse`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]

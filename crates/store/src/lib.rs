@@ -45,7 +45,7 @@ use std::sync::Arc;
 
 pub use error::Error;
 pub use file::FileStore;
-pub use lifecycle::{Lifecycle, Saved, graph_hash, state_name};
+pub use lifecycle::{Lifecycle, Saved, graph_hash};
 pub use memory::MemoryStore;
 pub use notify::{ConsoleNotifier, Notifications, WebhookNotifier, origin};
 #[cfg(feature = "sqlite")]

@@ -258,7 +258,7 @@ impl Lifecycle {
                     "validation run `{}` of workflow `{}` version {version} did not succeed ({}); fix what failed and run it again",
                     run.id,
                     run.workflow_id,
-                    serde_json::to_value(run.status).unwrap_or_default()
+                    run.status.as_str()
                 ),
             ));
         }
@@ -279,7 +279,7 @@ impl Lifecycle {
                     StoreErrorKind::Conflict,
                     format!(
                         "workflow `{id}` version {version} is {}: activation needs a green validation run of the approved graph",
-                        state_name(record.state())
+                        record.state().as_str()
                     ),
                 ));
             }
@@ -348,17 +348,9 @@ fn expect_state(
             "cannot {action} workflow `{}` version {}: it is {}; save a new version to change it",
             record.id(),
             record.version,
-            state_name(record.state())
+            record.state().as_str()
         ),
     ))
-}
-
-/// The lower-case name of a lifecycle state, as stored.
-pub fn state_name(state: WorkflowStatus) -> String {
-    serde_json::to_value(state)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_owned))
-        .unwrap_or_else(|| format!("{state:?}"))
 }
 
 #[cfg(test)]

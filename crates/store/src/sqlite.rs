@@ -13,11 +13,10 @@ use wayline_core::store::{
     Cursor, RunPage, RunQuery, RunStore, RunSummary, StoreError, StoreErrorKind, StoredWorkflow,
     WorkflowStore, check_id,
 };
-use wayline_core::{Run, RunStatus, StepResult, StepStatus};
+use wayline_core::{Run, RunStatus, StepResult};
 use wayline_durable::sqlite::{self, BUSY_TIMEOUT, Synchronous};
 
 use crate::records;
-use crate::state_name;
 
 /// The schema, one entry per version; a database at version N runs entries N.. on open.
 const MIGRATIONS: &[&str] = &[
@@ -405,20 +404,6 @@ fn timestamp(at: Option<DateTime<Utc>>) -> Option<String> {
     at.map(|at| at.to_rfc3339_opts(SecondsFormat::Nanos, true))
 }
 
-fn status_text(status: RunStatus) -> String {
-    serde_json::to_value(status)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-fn step_status_text(status: StepStatus) -> String {
-    serde_json::to_value(status)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 fn insert_run(connection: &Connection, run: &Run) -> rusqlite::Result<()> {
     let mut header = run.clone();
     header.step_results = Vec::new();
@@ -430,7 +415,7 @@ fn insert_run(connection: &Connection, run: &Run) -> rusqlite::Result<()> {
             run.id,
             run.workflow_id,
             run.workflow_version,
-            status_text(run.status),
+            run.status.as_str(),
             timestamp(run.started_at),
             timestamp(run.finished_at),
             record
@@ -444,7 +429,7 @@ fn insert_run(connection: &Connection, run: &Run) -> rusqlite::Result<()> {
                 run.id,
                 position as i64,
                 result.step_id,
-                step_status_text(result.status),
+                result.status.as_str(),
                 serde_json::to_string(result).unwrap_or_default()
             ],
         )?;
@@ -507,7 +492,7 @@ impl WorkflowStore for SqliteStore {
                     params![
                         record.id(),
                         record.version,
-                        state_name(record.state()),
+                        record.state().as_str(),
                         record.revision as i64,
                         text
                     ],
@@ -550,7 +535,7 @@ impl WorkflowStore for SqliteStore {
                         params![
                             next.id(),
                             next.version,
-                            state_name(next.state()),
+                            next.state().as_str(),
                             next.revision as i64,
                             text
                         ],
@@ -650,7 +635,7 @@ impl RunStore for SqliteStore {
         let (run_id, step_id, status) = (
             run_id.to_owned(),
             result.step_id.clone(),
-            step_status_text(result.status),
+            result.status.as_str(),
         );
         let path = self.inner.path.clone();
         self.write(move |connection| {
@@ -662,7 +647,7 @@ impl RunStore for SqliteStore {
                 .map_err(|error| sql_error(&path, &error))?;
             match stored_status {
                 None => return Err(records::run_missing(&run_id)),
-                Some(status) if status != status_text(RunStatus::Running) => {
+                Some(status) if status != RunStatus::Running.as_str() => {
                     return Err(records::run_ended(&run_id));
                 }
                 Some(_) => {}
@@ -745,7 +730,7 @@ impl RunStore for SqliteStore {
                 .query_map(
                     params![
                         query.workflow_id,
-                        query.status.map(status_text),
+                        query.status.map(RunStatus::as_str),
                         timestamp(query.started_after),
                         timestamp(query.started_before),
                         cursor_set,

@@ -1,0 +1,76 @@
+//! What steps run with: the engine's plug-ins and settings ([`EngineInner`], built by the
+//! [`EngineBuilder`](crate::EngineBuilder)) and what every step of one run shares
+//! ([`RunShared`]). The engine makes them, the scheduler and each step read them.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+use wayline_core::code::CodeRunner;
+use wayline_core::decide::Decider;
+use wayline_core::{
+    RunEvent, RunObserver, RunStore, SecretProvider, StepPolicy, ToolCatalog, ToolConfig, Transport,
+};
+
+use crate::middleware::StepMiddleware;
+use crate::prepare::Defaults;
+use crate::redact::Redactor;
+
+/// What an [`Engine`](crate::Engine) is made of: its plug-ins and settings, shared by every
+/// run it makes.
+pub(crate) struct EngineInner {
+    pub(crate) catalog: Arc<dyn ToolCatalog>,
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) secrets: Arc<dyn SecretProvider>,
+    pub(crate) observers: Vec<Arc<dyn RunObserver>>,
+    pub(crate) middleware: Vec<Arc<dyn StepMiddleware>>,
+    pub(crate) policies: Vec<Arc<dyn StepPolicy>>,
+    pub(crate) run_store: Option<Arc<dyn RunStore>>,
+    pub(crate) code_runner: Option<Arc<dyn CodeRunner>>,
+    pub(crate) decider: Option<Arc<dyn Decider>>,
+    pub(crate) max_parallel: usize,
+    pub(crate) per_host_limit: Option<usize>,
+    pub(crate) defaults: Defaults,
+    pub(crate) max_retry_after: Duration,
+}
+
+impl EngineInner {
+    pub(crate) fn emit(&self, event: &RunEvent<'_>) {
+        for observer in &self.observers {
+            observer.on_event(event);
+        }
+    }
+}
+
+/// What every step of one run shares.
+pub(crate) struct RunShared<'e> {
+    pub(crate) engine: &'e EngineInner,
+    pub(crate) run_id: String,
+    pub(crate) workflow_id: String,
+    pub(crate) inputs: IndexMap<String, Value>,
+    pub(crate) configs: HashMap<String, Result<Option<ToolConfig>, String>>,
+    pub(crate) redactor: Redactor,
+}
+
+impl fmt::Debug for RunShared<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunShared")
+            .field("run_id", &self.run_id)
+            .field("workflow_id", &self.workflow_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunShared<'_> {
+    /// The tool's config, or why it could not be had.
+    pub(crate) fn config(&self, tool_id: &str) -> Result<Option<&ToolConfig>, String> {
+        match self.configs.get(tool_id) {
+            Some(Ok(config)) => Ok(config.as_ref()),
+            Some(Err(error)) => Err(error.clone()),
+            None => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,463 @@
+//! The scheduler: one run of a prepared workflow.
+//!
+//! Scheduling is by readiness: a step starts as soon as its last dependency finished, while
+//! fewer than `max_parallel` steps run (and fewer than the per-host limit on its host). When
+//! several steps are ready, the one with the longest chain of steps after it goes first, then
+//! the one declared first. Outputs, statuses and the record's order never depend on timing: a
+//! step reads only the outputs of steps it depends on, all finished before it starts.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use serde_json::Value;
+use tracing::Instrument;
+use wayline_core::{Run, RunEvent, RunStatus, Severity, StepResult, StepStatus};
+
+use crate::Error;
+use crate::cancel::CancelToken;
+use crate::context::RunShared;
+use crate::eval::{self, Scope};
+use crate::prepare::PreparedWorkflow;
+use crate::resolve::{self, Outputs, Unresolved};
+use crate::step::{self, StepDone, StepJob};
+
+type StepFuture<'r> = Pin<Box<dyn Future<Output = (usize, StepDone)> + 'r>>;
+
+/// One run's mutable state.
+pub(crate) struct Scheduler<'r> {
+    prepared: &'r PreparedWorkflow,
+    shared: &'r RunShared<'r>,
+    pub(crate) record: Run,
+    /// True when continuing a stored run rather than starting one.
+    resumed: bool,
+    /// Position → index in `record.step_results`.
+    slot: Vec<usize>,
+    outputs: Vec<Option<Arc<Value>>>,
+    /// Unfinished predecessors per step.
+    waiting: Vec<usize>,
+    ready: BinaryHeap<(u64, Reverse<usize>)>,
+    hosts: Vec<Option<String>>,
+    busy: HashMap<String, usize>,
+}
+
+struct ByPosition<'a>(&'a Scheduler<'a>);
+
+impl Outputs for ByPosition<'_> {
+    fn output(&self, id: &str) -> Option<&Value> {
+        let position = *self.0.prepared.index.get(id)?;
+        self.0.outputs[position].as_deref()
+    }
+}
+
+impl<'r> Scheduler<'r> {
+    pub(crate) fn new(prepared: &'r PreparedWorkflow, shared: &'r RunShared<'r>) -> Self {
+        let count = prepared.steps.len();
+        let mut record = Run::new(shared.run_id.clone(), prepared.workflow.id.clone());
+        record.user_inputs = shared.inputs.clone();
+        record.started_at = Some(Utc::now());
+        let mut slot = vec![0; count];
+        for (index, &position) in prepared.order.iter().enumerate() {
+            slot[position] = index;
+            record.step_results.push(StepResult::pending(
+                prepared.workflow.steps[position].id.clone(),
+            ));
+        }
+        Scheduler::with_record(prepared, shared, record, slot)
+    }
+
+    /// Continues `record`, a stored run of `prepared` whose step results are each final
+    /// (success, failed, skipped) or `pending` (to run now). Successful outputs feed the steps
+    /// still to run.
+    pub(crate) fn resumed(
+        prepared: &'r PreparedWorkflow,
+        shared: &'r RunShared<'r>,
+        mut record: Run,
+    ) -> Self {
+        let mut slot = Vec::with_capacity(prepared.steps.len());
+        for step in &prepared.workflow.steps {
+            let index = match record
+                .step_results
+                .iter()
+                .position(|result| result.step_id == step.id)
+            {
+                Some(index) => index,
+                None => {
+                    record
+                        .step_results
+                        .push(StepResult::pending(step.id.clone()));
+                    record.step_results.len() - 1
+                }
+            };
+            slot.push(index);
+        }
+        let mut scheduler = Scheduler::with_record(prepared, shared, record, slot);
+        scheduler.resumed = true;
+        for position in 0..prepared.steps.len() {
+            let result = &scheduler.record.step_results[scheduler.slot[position]];
+            if result.status == StepStatus::Success {
+                scheduler.outputs[position] = Some(Arc::new(result.output_data.clone()));
+            }
+            if result.status != StepStatus::Pending {
+                for &next in &prepared.successors[position] {
+                    scheduler.waiting[next] -= 1;
+                }
+            }
+        }
+        scheduler
+    }
+
+    fn with_record(
+        prepared: &'r PreparedWorkflow,
+        shared: &'r RunShared<'r>,
+        record: Run,
+        slot: Vec<usize>,
+    ) -> Self {
+        let count = prepared.steps.len();
+        // One URL parse per tool, not per step.
+        let mut host_of: HashMap<&str, Option<String>> = HashMap::new();
+        let hosts = prepared
+            .steps
+            .iter()
+            .map(|step| {
+                let tool = step.tool.as_ref()?;
+                host_of
+                    .entry(tool.id.as_str())
+                    .or_insert_with(|| {
+                        let base = shared
+                            .config(&tool.id)
+                            .ok()
+                            .flatten()
+                            .and_then(|config| config.base_url.as_deref())
+                            .unwrap_or(&tool.base_url);
+                        url::Url::parse(base)
+                            .ok()
+                            .and_then(|url| url.host_str().map(str::to_owned))
+                    })
+                    .clone()
+            })
+            .collect();
+        Scheduler {
+            prepared,
+            shared,
+            record,
+            resumed: false,
+            slot,
+            outputs: vec![None; count],
+            waiting: prepared.predecessors.iter().map(Vec::len).collect(),
+            ready: BinaryHeap::new(),
+            hosts,
+            busy: HashMap::new(),
+        }
+    }
+
+    /// Runs to the end. An `Err` means the run store failed: at the start (nothing ran), or at
+    /// the end (the error carries the run record that could not be saved).
+    pub(crate) async fn run(
+        mut self,
+        cancel: Option<CancelToken>,
+        deadline: Option<Duration>,
+    ) -> Result<Run, Error> {
+        let engine = self.shared.engine;
+        if let Some(store) = &engine.run_store {
+            let stored = if self.resumed {
+                store.finish_run(&self.record).await
+            } else {
+                store.create_run(&self.record).await
+            };
+            stored.map_err(|error| Error::Store {
+                run_id: self.record.id.clone(),
+                error,
+                run: None,
+            })?;
+        }
+        engine.emit(&RunEvent::RunStarted { run: &self.record });
+        // Collected first: settling a step below releases its dependents itself.
+        let startable: Vec<usize> = (0..self.prepared.steps.len())
+            .filter(|&position| {
+                self.waiting[position] == 0
+                    && self.record.step_results[self.slot[position]].status == StepStatus::Pending
+            })
+            .collect();
+        for position in startable {
+            match self.failed_dependency(position) {
+                Some(reason) => self.settle(position, StepStatus::Skipped, reason),
+                None => self.push_ready(position),
+            }
+        }
+        let cancel = cancel.unwrap_or_default();
+        let deadline_sleep = async {
+            match deadline {
+                Some(deadline) => tokio::time::sleep(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(deadline_sleep);
+        let mut in_flight: FuturesUnordered<StepFuture<'r>> = FuturesUnordered::new();
+        let stopped = loop {
+            while in_flight.len() < engine.max_parallel {
+                let Some(position) = self.next_ready() else {
+                    break;
+                };
+                if let Some(future) = self.start(position) {
+                    in_flight.push(future);
+                }
+            }
+            if in_flight.is_empty() {
+                break None;
+            }
+            tokio::select! {
+                Some((position, done)) = in_flight.next() => self.finish(position, done),
+                () = cancel.cancelled() => break Some("the run was cancelled".to_owned()),
+                () = &mut deadline_sleep => break Some(format!(
+                    "the run deadline of {} ms passed",
+                    deadline.map_or(0, |deadline| deadline.as_millis())
+                )),
+            }
+        };
+        drop(in_flight);
+        if let Some(reason) = &stopped {
+            self.stop(reason);
+        }
+        let status = if stopped.is_some() {
+            RunStatus::Cancelled
+        } else if self.prepared.order.iter().any(|&position| {
+            self.prepared.workflow.steps[position].severity == Severity::Critical
+                && self.record.step_results[self.slot[position]].status == StepStatus::Failed
+        }) {
+            RunStatus::Failed
+        } else {
+            RunStatus::Success
+        };
+        self.record.status = status;
+        self.record.finished_at = Some(Utc::now());
+        engine.emit(&RunEvent::RunFinished { run: &self.record });
+        tracing::info!(status = ?self.record.status, "run finished");
+        if let Some(store) = &engine.run_store
+            && let Err(error) = store.finish_run(&self.record).await
+        {
+            return Err(Error::Store {
+                run_id: self.record.id.clone(),
+                error,
+                run: Some(Box::new(self.record)),
+            });
+        }
+        Ok(self.record)
+    }
+
+    fn push_ready(&mut self, position: usize) {
+        self.ready
+            .push((self.prepared.priority[position], Reverse(position)));
+    }
+
+    /// The best ready step whose host has room.
+    fn next_ready(&mut self) -> Option<usize> {
+        let Some(limit) = self.shared.engine.per_host_limit else {
+            return self.ready.pop().map(|(_, Reverse(position))| position);
+        };
+        let mut held = Vec::new();
+        let mut chosen = None;
+        while let Some(entry) = self.ready.pop() {
+            let position = entry.1.0;
+            let full = self.hosts[position]
+                .as_ref()
+                .is_some_and(|host| self.busy.get(host).copied().unwrap_or(0) >= limit);
+            if full {
+                held.push(entry);
+            } else {
+                chosen = Some(position);
+                break;
+            }
+        }
+        self.ready.extend(held);
+        chosen
+    }
+
+    /// Starts a step: evaluates `when`, resolves inputs, and returns the future that runs it
+    /// (`None` when it finished at once: skipped, or failed before any call).
+    fn start(&mut self, position: usize) -> Option<StepFuture<'r>> {
+        let prepared: &'r PreparedWorkflow = self.prepared;
+        let shared: &'r RunShared<'r> = self.shared;
+        let step = &prepared.steps[position];
+        let definition = &prepared.workflow.steps[position];
+        let started_at = Utc::now();
+        {
+            let result = &mut self.record.step_results[self.slot[position]];
+            result.status = StepStatus::Running;
+            result.started_at = Some(started_at);
+        }
+        shared.engine.emit(&RunEvent::StepStarted {
+            run_id: &shared.run_id,
+            step_id: &definition.id,
+        });
+        let mut steps = HashMap::new();
+        for (id, from) in &step.reads {
+            if let Some(output) = &self.outputs[*from] {
+                steps.insert(id.clone(), Arc::clone(output));
+            }
+        }
+        // A decision's context is what the steps it depends on gave.
+        if definition.kind == wayline_core::StepKind::Decision {
+            for &from in &prepared.predecessors[position] {
+                if let Some(output) = &self.outputs[from] {
+                    steps
+                        .entry(prepared.workflow.steps[from].id.clone())
+                        .or_insert_with(|| Arc::clone(output));
+                }
+            }
+        }
+        if let Some(when) = &step.when {
+            let scope = Scope {
+                inputs: &shared.inputs,
+                steps: &steps,
+                response: None,
+            };
+            match eval::condition(when, scope) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.settle(
+                        position,
+                        StepStatus::Skipped,
+                        format!("`when` condition `{}` is false", when.source()),
+                    );
+                    return None;
+                }
+                Err(error) => {
+                    self.settle(position, StepStatus::Failed, format!("`when`: {error}"));
+                    return None;
+                }
+            }
+        }
+        let is_step = |id: &str| prepared.is_step(id);
+        let inputs = match resolve::resolve(
+            definition,
+            &is_step,
+            &shared.inputs,
+            &ByPosition(self),
+            Unresolved::Fail,
+        ) {
+            Ok(inputs) => inputs,
+            Err(error) => {
+                self.settle(position, StepStatus::Failed, error);
+                return None;
+            }
+        };
+        if let Some(host) = &self.hosts[position] {
+            *self.busy.entry(host.clone()).or_default() += 1;
+        }
+        let job = StepJob {
+            run: shared,
+            step: definition,
+            prepared: step,
+            inputs,
+            steps,
+            started_at,
+        };
+        let span =
+            tracing::info_span!("step", step_id = %definition.id, tool_id = %definition.tool_id);
+        let store = shared.engine.run_store.as_deref();
+        let running = store.map(|_| self.record.step_results[self.slot[position]].clone());
+        let repeatable = step.safe_to_repeat();
+        Some(Box::pin(
+            async move {
+                let done = match (store, running) {
+                    (Some(store), Some(running)) => {
+                        step::execute_durably(job, store, running, repeatable).await
+                    }
+                    _ => step::execute(job).await,
+                };
+                (position, done)
+            }
+            .instrument(span),
+        ))
+    }
+
+    fn finish(&mut self, position: usize, done: StepDone) {
+        if let Some(host) = &self.hosts[position]
+            && let Some(count) = self.busy.get_mut(host)
+        {
+            *count = count.saturating_sub(1);
+        }
+        self.outputs[position] = done.output;
+        let index = self.slot[position];
+        self.record.step_results[index] = done.result;
+        self.after(position);
+    }
+
+    /// Records a step that ends without running (skipped, or failed before its call).
+    fn settle(&mut self, position: usize, status: StepStatus, reason: String) {
+        let result = &mut self.record.step_results[self.slot[position]];
+        result.status = status;
+        result.error = Some(self.shared.redactor.text(&reason).into_owned());
+        result.finished_at = Some(Utc::now());
+        self.after(position);
+    }
+
+    /// Emits the step's result and releases or skips its dependents.
+    fn after(&mut self, position: usize) {
+        let shared = self.shared;
+        let result = &self.record.step_results[self.slot[position]];
+        shared.engine.emit(&RunEvent::StepFinished {
+            run_id: &shared.run_id,
+            result,
+        });
+        tracing::info!(step = %result.step_id, status = ?result.status, "step finished");
+        let mut blocked = Vec::new();
+        for &next in &self.prepared.successors[position] {
+            self.waiting[next] -= 1;
+            if self.waiting[next] == 0 {
+                blocked.push(next);
+            }
+        }
+        for next in blocked {
+            match self.failed_dependency(next) {
+                Some(reason) => self.settle(next, StepStatus::Skipped, reason),
+                None => self.push_ready(next),
+            }
+        }
+    }
+
+    /// Why a step whose dependencies all finished cannot run, if one did not succeed.
+    fn failed_dependency(&self, position: usize) -> Option<String> {
+        self.prepared.predecessors[position]
+            .iter()
+            .find_map(|&from| {
+                let result = &self.record.step_results[self.slot[from]];
+                let verb = match result.status {
+                    StepStatus::Success => return None,
+                    StepStatus::Skipped => "was skipped",
+                    _ => "failed",
+                };
+                Some(format!("dependency `{}` {verb}", result.step_id))
+            })
+    }
+
+    /// Ends a stopped run: running steps fail, steps not started are skipped.
+    fn stop(&mut self, reason: &str) {
+        let now = Utc::now();
+        let shared = self.shared;
+        for result in &mut self.record.step_results {
+            let (status, error) = match result.status {
+                StepStatus::Running => (
+                    StepStatus::Failed,
+                    format!("stopped while running: {reason}"),
+                ),
+                StepStatus::Pending => (StepStatus::Skipped, format!("not started: {reason}")),
+                _ => continue,
+            };
+            result.status = status;
+            result.error = Some(error);
+            result.finished_at = Some(now);
+            shared.engine.emit(&RunEvent::StepFinished {
+                run_id: &shared.run_id,
+                result,
+            });
+        }
+    }
+}
