@@ -15,9 +15,9 @@ use wayline_explorer::session::SessionStatus;
 use wayline_explorer::sut::SutConfig;
 use wayline_registry::openapi::ApiSpec;
 
-use crate::knowledge::KnowledgeArg;
-use crate::run::{runtime, transport, unreadable};
-use crate::{Outcome, ReportFormat, print_json, write_atomically};
+use crate::args::KnowledgeArg;
+use crate::assemble::{open_knowledge, runtime, transport};
+use crate::report::{Outcome, ReportFormat, fail, print_json, unreadable, write_atomically};
 
 /// `wayline explore` arguments.
 #[derive(Debug, clap::Args)]
@@ -107,7 +107,7 @@ pub(crate) fn explore_command(args: ExploreArgs) -> Outcome {
 }
 
 fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
-    let sut = SutConfig::load(&args.sut).map_err(unreadable)?;
+    let sut = SutConfig::load(&args.sut).map_err(fail)?;
     let spec_path = args
         .spec
         .clone()
@@ -116,9 +116,9 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
     let spec = ApiSpec::load(&spec_path).map_err(unreadable)?;
     let credentials = sut
         .credentials(&|name| std::env::var(name).ok())
-        .map_err(unreadable)?;
+        .map_err(fail)?;
     let interventor: Arc<dyn Interventor> = match (&args.answers, args.auto) {
-        (Some(path), _) => Arc::new(ScriptedInterventor::load(path).map_err(unreadable)?),
+        (Some(path), _) => Arc::new(ScriptedInterventor::load(path).map_err(fail)?),
         (None, true) => Arc::new(AutoApprove),
         (None, false) => Arc::new(TerminalInterventor),
     };
@@ -127,10 +127,10 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
         .clone()
         .or_else(|| home_dir("sessions"))
         .ok_or_else(|| unreadable("no --session-dir given and no home directory known"))?;
-    let knowledge = args.knowledge.open(None)?;
+    let knowledge = open_knowledge(&args.knowledge, None)?;
     let transport = sut_transport(&credentials, Arc::new(transport()?));
     let mut explorer = Explorer::new(sut, spec, transport, interventor)
-        .map_err(unreadable)?
+        .map_err(fail)?
         .knowledge(knowledge)
         .session_dir(&session_dir);
     if args.auto {
@@ -138,18 +138,16 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
     }
     let runtime = runtime()?;
     let mut session = match (&args.resume, &args.target) {
-        (Some(id), _) => explorer.resume(id).map_err(unreadable)?,
-        (None, Some(target)) => explorer.start(target).map_err(unreadable)?,
+        (Some(id), _) => explorer.resume(id).map_err(fail)?,
+        (None, Some(target)) => explorer.start(target).map_err(fail)?,
         (None, None) => return Err(unreadable("give --target TEXT, or --resume ID")),
     };
-    runtime
-        .block_on(explorer.run(&mut session))
-        .map_err(unreadable)?;
+    runtime.block_on(explorer.run(&mut session)).map_err(fail)?;
     let scenario = explorer.output(&session);
     let output = session_dir.join(format!("{}-output.yaml", session.session.id));
     write_atomically(&output, &scenario.to_yaml())?;
     if let Some(path) = &args.emit_workflow {
-        let (workflow, warnings) = scenario.to_workflow().map_err(unreadable)?;
+        let (workflow, warnings) = scenario.to_workflow().map_err(fail)?;
         for warning in warnings {
             eprintln!("warning: {warning}");
         }

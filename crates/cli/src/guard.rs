@@ -9,8 +9,7 @@ use wayline_core::document::{self, Format};
 use wayline_guard::audit::{self, AuditLog, Verification};
 use wayline_guard::{Decision, Guard, Mode, Policy, Session, ToolCall, suite};
 
-use crate::run::unreadable;
-use crate::{Outcome, ReportFormat, print_json};
+use crate::report::{Outcome, ReportFormat, fail, print_json, unreadable, write_atomically};
 
 /// `wayline guard ...`
 #[derive(Debug, clap::Subcommand)]
@@ -141,7 +140,7 @@ pub(crate) fn guard_command(command: GuardCommand) -> Outcome {
 fn load_policy(path: Option<&Path>) -> Result<Policy, Outcome> {
     match path {
         None => Ok(Policy::default_policy()),
-        Some(path) => Policy::load(path).map_err(unreadable),
+        Some(path) => Policy::load(path).map_err(fail),
     }
 }
 
@@ -174,7 +173,7 @@ fn run(command: GuardCommand) -> Result<Outcome, Outcome> {
             suite: path,
             format,
         } => {
-            let (suite, policy) = suite::load(&path).map_err(unreadable)?;
+            let (suite, policy) = suite::load(&path).map_err(fail)?;
             let results = suite::run(&suite, &Arc::new(policy));
             let failed = results.iter().filter(|result| !result.passed).count();
             match format {
@@ -200,7 +199,7 @@ fn run(command: GuardCommand) -> Result<Outcome, Outcome> {
             })
         }
         GuardCommand::Audit(AuditCommand::Verify { file }) => {
-            match audit::verify(&file).map_err(unreadable)? {
+            match audit::verify(&file).map_err(fail)? {
                 Verification::Intact { entries, head } => {
                     println!("intact: {entries} entries, each linked to the one before");
                     // A chain cannot show entries cut from its end: the head, kept elsewhere,
@@ -309,13 +308,12 @@ fn open_session(
     let policy = Arc::new(load_policy(policy)?);
     let mut guard = Guard::new(policy, mode);
     if let Some(audit) = audit {
-        guard = guard.audit(Arc::new(AuditLog::file(audit).map_err(unreadable)?));
+        guard = guard.audit(Arc::new(AuditLog::file(audit).map_err(fail)?));
     }
     let session = match std::fs::read_to_string(path) {
         Ok(text) => {
             let format = Format::from_path(path).unwrap_or(Format::Yaml);
-            document::parse::<Session>(&text, format, &path.display().to_string())
-                .map_err(unreadable)?
+            document::parse::<Session>(&text, format, &path.display().to_string()).map_err(fail)?
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             let id = path
@@ -347,7 +345,7 @@ fn save_session(path: &Path, session: &Session) -> Result<(), Outcome> {
         Some(Format::Json) => serde_json::to_string_pretty(session).map_err(unreadable)?,
         _ => serde_norway::to_string(session).map_err(unreadable)?,
     };
-    crate::write_atomically(path, &text)
+    write_atomically(path, &text)
 }
 
 fn print_decision(decision: &Decision, session: &Session) {

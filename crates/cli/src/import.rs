@@ -5,9 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use wayline_registry::openapi::{ApiSpec, tool_yaml};
 
-use crate::run::unreadable;
-
-use crate::{Outcome, ReportFormat, print_json, write_atomically};
+use crate::report::{Outcome, ReportFormat, print_json, unreadable, write_atomically};
 
 /// `wayline import ...`
 #[derive(Debug, clap::Subcommand)]

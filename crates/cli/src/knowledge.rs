@@ -1,66 +1,14 @@
-//! `wayline knowledge ...` and the `--learn` flags of `wayline run`.
+//! `wayline knowledge ...`: what was learned about a SUT, shown, checked, suggested from,
+//! exported and imported.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
 use serde::Serialize;
-use wayline_knowledge::{
-    Knowledge, KnowledgeStore, Queries, ResourceStates, SqliteKnowledge, YamlKnowledge,
-};
+use wayline_knowledge::{Knowledge, Queries, ResourceStates};
 
-use crate::run::{runtime, unreadable};
-use crate::{Outcome, ReportFormat, print_json};
-
-/// Where knowledge is kept.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub(crate) struct KnowledgeArg {
-    /// The knowledge store: a `.db` file (SQLite; it may be the run store's file) or a
-    /// directory holding `knowledge/SUT/{patterns,pitfalls,stats}.yaml`. Default: the run
-    /// store given to `--store` (its SQLite file, or its directory), else `$WAYLINE_HOME`.
-    #[arg(long = "knowledge", value_name = "PATH")]
-    pub(crate) knowledge: Option<PathBuf>,
-}
-
-impl KnowledgeArg {
-    /// Opens the store named, else beside the run store, else in the default directory.
-    pub(crate) fn open(
-        &self,
-        run_store: Option<&Path>,
-    ) -> Result<Arc<dyn KnowledgeStore>, Outcome> {
-        let path = match (&self.knowledge, run_store) {
-            (Some(path), _) => path.clone(),
-            (None, Some(store)) => store.to_path_buf(),
-            (None, _) => wayline_store::default_location()
-                .and_then(|db| db.parent().map(Path::to_path_buf))
-                .ok_or_else(|| {
-                    unreadable("no knowledge store given and no home directory known; pass --knowledge PATH or set WAYLINE_HOME")
-                })?,
-        };
-        if is_sqlite(&path) {
-            Ok(Arc::new(SqliteKnowledge::open(&path).map_err(unreadable)?))
-        } else {
-            Ok(Arc::new(YamlKnowledge::new(path)))
-        }
-    }
-}
-
-fn is_sqlite(path: &Path) -> bool {
-    path.extension().is_some_and(|extension| extension == "db")
-}
-
-/// `wayline run --learn --sut NAME`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub(crate) struct LearnArgs {
-    /// Record what the run teaches (statistics, pitfalls, patterns) into the knowledge of
-    /// `--sut`.
-    #[arg(long, requires = "sut")]
-    pub(crate) learn: bool,
-    /// The system under test the knowledge is about.
-    #[arg(long, value_name = "NAME")]
-    pub(crate) sut: Option<String>,
-    #[command(flatten)]
-    pub(crate) store: KnowledgeArg,
-}
+use crate::args::KnowledgeArg;
+use crate::assemble::{open_knowledge, runtime};
+use crate::report::{Outcome, ReportFormat, fail, print_json, unreadable};
 
 /// `wayline knowledge ...`
 #[derive(Debug, clap::Subcommand)]
@@ -279,8 +227,8 @@ fn run(command: KnowledgeCommand) -> Result<Outcome, Outcome> {
             Ok(Outcome::Ok)
         }
         KnowledgeCommand::Import { file, sut, store } => {
-            let incoming = wayline_knowledge::read_document(&file).map_err(unreadable)?;
-            let store = store.open(None)?;
+            let incoming = wayline_knowledge::read_document(&file).map_err(fail)?;
+            let store = open_knowledge(&store, None)?;
             let counts = (
                 incoming.patterns.len(),
                 incoming.pitfalls.len(),
@@ -288,7 +236,7 @@ fn run(command: KnowledgeCommand) -> Result<Outcome, Outcome> {
             );
             let merged = runtime
                 .block_on(store.update(&sut, Box::new(move |knowledge| knowledge.merge(&incoming))))
-                .map_err(unreadable)?;
+                .map_err(fail)?;
             println!(
                 "imported {} patterns, {} pitfalls, {} operations into `{sut}`; it now has {} patterns, {} pitfalls, {} operations",
                 counts.0,
@@ -324,8 +272,8 @@ fn load(
     store: &KnowledgeArg,
     sut: &str,
 ) -> Result<Knowledge, Outcome> {
-    let store = store.open(None)?;
-    runtime.block_on(store.load(sut)).map_err(unreadable)
+    let store = open_knowledge(store, None)?;
+    runtime.block_on(store.load(sut)).map_err(fail)
 }
 
 fn parse_states(raw: &[String]) -> Result<ResourceStates, Outcome> {

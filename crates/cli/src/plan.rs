@@ -1,97 +1,21 @@
 //! `wayline plan`: a goal in plain words to a validated draft workflow — from a learned
 //! pattern when one fits (`--sut`), else from a language model, repaired from the validation
-//! report a bounded number of times. Also the model flags `wayline run` shares for decision
-//! steps.
+//! report a bounded number of times.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::json;
 use wayline_core::document::Format;
-use wayline_core::{ScriptedDecider, StepKind, Workflow};
-use wayline_executor::EngineBuilder;
 use wayline_planner::Error as PlanError;
-use wayline_planner::decide::ModelDecider;
 use wayline_planner::llm::{
-    Completion, CompletionRequest, LanguageModel, ModelError, ModelErrorKind, OpenAiConfig,
-    OpenAiModel,
+    Completion, CompletionRequest, LanguageModel, ModelError, ModelErrorKind, OpenAiModel,
 };
 use wayline_planner::plan::{Plan, PlanOptions, PlanSource, Planner};
 
-use crate::knowledge::KnowledgeArg;
-use crate::run::{runtime, transport, unreadable};
-use crate::{Outcome, ReportFormat, load_tools, print_json, write_atomically};
-
-/// Which language model to ask.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub(crate) struct ModelArgs {
-    /// The model server's OpenAI-compatible base URL, `/v1` included (default:
-    /// `$WAYLINE_LLM_URL`). The API key comes from `$WAYLINE_LLM_API_KEY`.
-    #[arg(long, value_name = "URL")]
-    pub(crate) model_url: Option<String>,
-    /// The model (default: `$WAYLINE_LLM_MODEL`).
-    #[arg(long, value_name = "NAME")]
-    pub(crate) model: Option<String>,
-}
-
-impl ModelArgs {
-    /// The server and model these flags and the environment name, or why there is none.
-    fn config(&self) -> Result<OpenAiConfig, PlanError> {
-        OpenAiConfig::resolve(self.model_url.as_deref(), self.model.as_deref(), |name| {
-            std::env::var(name).ok()
-        })
-    }
-
-    /// The model these flags and the environment name; when there is none, why (printed).
-    pub(crate) fn resolve(&self) -> Result<Arc<dyn LanguageModel>, Outcome> {
-        let config = self.config().map_err(unreadable)?;
-        Ok(Arc::new(OpenAiModel::new(config, Arc::new(transport()?))))
-    }
-}
-
-/// `builder` with a decider when any of `workflows` has a decision step: one asking the model
-/// of `model`, or for a dry run one that is never asked. No model configured is an error (exit
-/// 2) that says why one is needed.
-pub(crate) fn with_decider<'w>(
-    builder: EngineBuilder,
-    workflows: impl IntoIterator<Item = &'w Workflow>,
-    model: &ModelArgs,
-    dry_run: bool,
-) -> Result<EngineBuilder, Outcome> {
-    let deciding = workflows.into_iter().find(|workflow| {
-        workflow
-            .steps
-            .iter()
-            .any(|step| step.kind == StepKind::Decision)
-    });
-    let Some(workflow) = deciding else {
-        return Ok(builder);
-    };
-    if dry_run {
-        return Ok(builder.decider(Arc::new(ScriptedDecider::default())));
-    }
-    let model = model.resolve().inspect_err(|_| {
-        eprintln!(
-            "(workflow `{}` has decision steps, which a language model answers)",
-            workflow.id
-        );
-    })?;
-    Ok(builder.decider(Arc::new(ModelDecider::new(model))))
-}
-
-/// As [`with_decider`], for commands whose workflows may change while they run (`schedule
-/// run` fires the version active at each fire): with a model configured, the decider is
-/// attached whatever the workflows are now.
-pub(crate) fn with_decider_for_later<'w>(
-    builder: EngineBuilder,
-    workflows: impl IntoIterator<Item = &'w Workflow>,
-    model: &ModelArgs,
-) -> Result<EngineBuilder, Outcome> {
-    if model.config().is_ok() {
-        return Ok(builder.decider(Arc::new(ModelDecider::new(model.resolve()?))));
-    }
-    with_decider(builder, workflows, model, false)
-}
+use crate::args::{KnowledgeArg, ModelArgs};
+use crate::assemble::{load_tools, model_config, open_knowledge, runtime, transport};
+use crate::report::{Outcome, ReportFormat, fail, print_json, unreadable, write_atomically};
 
 /// Stands in for a model that is not configured: a plan from knowledge needs none, and one
 /// that does need it fails with the reason.
@@ -163,20 +87,20 @@ fn plan(args: &PlanArgs) -> Result<Outcome, Outcome> {
         )));
     }
     // Without a model, a plan from knowledge can still come out.
-    let model: Arc<dyn LanguageModel> = match args.model.config() {
+    let model: Arc<dyn LanguageModel> = match model_config(&args.model) {
         Ok(config) => Arc::new(OpenAiModel::new(config, Arc::new(transport()?))),
         Err(why) if args.sut.is_some() => Arc::new(NoModel(format!(
             "{why}; and no learned pattern of `{}` fits the goal",
             args.sut.as_deref().unwrap_or_default()
         ))),
-        Err(why) => return Err(unreadable(why)),
+        Err(why) => return Err(fail(why)),
     };
     let mut options = PlanOptions::default();
     options.max_repairs = args.max_repairs;
     let mut planner = Planner::new(model, registry).options(options);
     if let Some(sut) = &args.sut {
-        let store = args.knowledge.open(None)?;
-        let knowledge = runtime.block_on(store.load(sut)).map_err(unreadable)?;
+        let store = open_knowledge(&args.knowledge, None)?;
+        let knowledge = runtime.block_on(store.load(sut)).map_err(fail)?;
         planner = planner.knowledge(Arc::new(knowledge));
     }
     let plan = match runtime.block_on(planner.plan(&args.goal, &args.inputs)) {
@@ -184,7 +108,7 @@ fn plan(args: &PlanArgs) -> Result<Outcome, Outcome> {
         Err(PlanError::Invalid { answers, problems }) => {
             return Ok(no_plan(args.format, answers, &problems));
         }
-        Err(error) => return Err(unreadable(error)),
+        Err(error) => return Err(fail(error)),
     };
     let (text, format) = workflow_text(&plan, args.out.as_deref())?;
     if let Some(path) = &args.out {

@@ -1,42 +1,18 @@
-//! The store side of the CLI: `--store`, and `wayline runs list|show|resume`.
+//! `wayline runs list|show|resume`: run history, and finishing interrupted runs.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use wayline_core::RunStatus;
 use wayline_core::store::RunQuery;
 use wayline_executor::{Error, Progress, ResumeOptions, UnknownSteps, summary};
-use wayline_store::{Lifecycle, Stores};
+use wayline_store::Lifecycle;
 
-use crate::plan::with_decider;
-use crate::run::{cancellable, engine_builder, engine_error, report_run, runtime, unreadable};
-use crate::{Outcome, ReportFormat, load_tools, print_json};
-
-/// Where runs and workflows are kept.
-#[derive(Debug, Clone, clap::Args)]
-pub(crate) struct StoreArg {
-    /// The store: a `.db` file (SQLite) or a directory (JSON files). Default:
-    /// `$WAYLINE_HOME/wayline.db` (`WAYLINE_HOME` defaults to `~/.wayline`).
-    #[arg(long = "store", value_name = "PATH")]
-    pub(crate) store: Option<PathBuf>,
-}
-
-impl StoreArg {
-    /// Opens the store named, or the default one.
-    pub(crate) fn open(&self) -> Result<Stores, Outcome> {
-        let path = match &self.store {
-            Some(path) => path.clone(),
-            None => wayline_store::default_location().ok_or_else(|| {
-                eprintln!(
-                    "error: no store given and no home directory known; pass --store PATH or set WAYLINE_HOME"
-                );
-                Outcome::Unreadable
-            })?,
-        };
-        wayline_store::open(&path).map_err(unreadable)
-    }
-}
+use crate::args::{ModelArgs, StoreArg, ToolsArgs};
+use crate::assemble::{cancellable, engine_builder, load_tools, open_store, runtime, with_decider};
+use crate::report::{
+    Outcome, ReportFormat, engine_error, fail, print_json, report_run, unreadable,
+};
 
 /// `wayline runs ...`
 #[derive(Debug, clap::Subcommand)]
@@ -106,15 +82,11 @@ impl From<StatusArg> for RunStatus {
 pub(crate) struct ResumeArgs {
     /// The run id.
     run_id: String,
-    /// Tool files or directories (repeatable).
-    #[arg(long = "tools", required = true, value_name = "DIR")]
-    tools: Vec<PathBuf>,
-    /// The tool-configs file: base URL overrides and credentials per tool.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    #[command(flatten)]
+    tools: ToolsArgs,
     /// The language model that answers decision steps, if the workflow has any.
     #[command(flatten)]
-    model: crate::plan::ModelArgs,
+    model: ModelArgs,
     /// Run again the steps that were in flight and are not safe to repeat.
     #[arg(long, conflicts_with = "skip_unknown")]
     retry_unknown: bool,
@@ -167,10 +139,10 @@ pub(crate) fn runs_command(command: RunsCommand) -> Outcome {
 }
 
 fn list(store: &StoreArg, query: &RunQuery, format: ReportFormat) -> Result<Outcome, Outcome> {
-    let stores = store.open()?;
+    let stores = open_store(store)?;
     let page = runtime()?
         .block_on(stores.runs.list_runs(query))
-        .map_err(unreadable)?;
+        .map_err(fail)?;
     match format {
         ReportFormat::Json => print_json(&page),
         ReportFormat::Text => {
@@ -200,10 +172,10 @@ fn list(store: &StoreArg, query: &RunQuery, format: ReportFormat) -> Result<Outc
 }
 
 fn show(store: &StoreArg, run_id: &str, format: ReportFormat) -> Result<Outcome, Outcome> {
-    let stores = store.open()?;
+    let stores = open_store(store)?;
     let run = runtime()?
         .block_on(stores.runs.run(run_id))
-        .map_err(unreadable)?
+        .map_err(fail)?
         .ok_or_else(|| {
             unreadable(format!(
                 "no run `{run_id}` in the store; `wayline runs list` shows the runs"
@@ -217,12 +189,12 @@ fn show(store: &StoreArg, run_id: &str, format: ReportFormat) -> Result<Outcome,
 }
 
 fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
-    let stores = args.store.open()?;
-    let registry = load_tools(&args.tools)?;
+    let stores = open_store(&args.store)?;
+    let registry = load_tools(&args.tools.tools)?;
     let runtime = runtime()?;
     let stored = runtime
         .block_on(stores.runs.run(&args.run_id))
-        .map_err(unreadable)?
+        .map_err(fail)?
         .ok_or_else(|| unreadable(format!("no run `{}` in the store", args.run_id)))?;
     let Some(version) = stored.workflow_version else {
         return Err(unreadable(format!(
@@ -232,13 +204,13 @@ fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
     };
     let saved = runtime
         .block_on(Lifecycle::new(stores.workflows.clone()).get(&stored.workflow_id, Some(version)))
-        .map_err(unreadable)?;
-    let builder = engine_builder(Arc::new(registry), args.config.as_deref())?;
+        .map_err(fail)?;
+    let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref())?;
     let engine = with_decider(builder, [&saved.workflow], &args.model, false)?
         .run_store(stores.runs.clone())
         .observer(Arc::new(Progress::stderr()))
         .build();
-    let prepared = engine.prepare(&saved.workflow).map_err(unreadable)?;
+    let prepared = engine.prepare(&saved.workflow).map_err(fail)?;
     let unknown = if args.retry_unknown {
         UnknownSteps::Retry
     } else if args.skip_unknown {

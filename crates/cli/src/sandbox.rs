@@ -1,4 +1,4 @@
-//! `wayline sandbox serve`, and the code runner `wayline run` gives code steps.
+//! `wayline sandbox serve`: Bay's HTTP API over the embedded local sandbox.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -6,20 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::ValueEnum;
-use wayline_core::Transport;
-use wayline_core::code::{CodeError, CodeOutput, CodeRequest, CodeRunner};
-use wayline_core::tool::ToolKind;
-use wayline_registry::{ToolConfigs, ToolRegistry};
 use wayline_sandbox::local::IsolationMode;
 use wayline_sandbox::profile::Profiles;
 use wayline_sandbox::server::{BayServer, ServeOptions};
-use wayline_sandbox::{
-    BayClient, BayConfig, CodeRouter, LocalConfig, LocalProvider, SandboxCodeRunner,
-    SandboxProvider,
-};
+use wayline_sandbox::{LocalConfig, LocalProvider};
 
-use crate::Outcome;
-use crate::run::{runtime, transport};
+use crate::assemble::runtime;
+use crate::report::{Outcome, fail, unreadable};
 
 /// `wayline sandbox ...`
 #[derive(Debug, clap::Subcommand)]
@@ -83,14 +76,9 @@ pub(crate) fn sandbox_command(command: SandboxCommand) -> Outcome {
     }
 }
 
-fn unreadable(message: impl std::fmt::Display) -> Outcome {
-    eprintln!("error: {message}");
-    Outcome::Unreadable
-}
-
 fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
     let profiles = match &args.profiles {
-        Some(path) => Profiles::load(path).map_err(unreadable)?,
+        Some(path) => Profiles::load(path).map_err(fail)?,
         None => Profiles::bay_defaults(),
     };
     let data_dir = match args.data_dir {
@@ -117,7 +105,7 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
                 .profiles(profiles)
                 .isolation(isolation),
         )
-        .map_err(unreadable)?;
+        .map_err(fail)?;
         let address: SocketAddr = format!("{}:{}", args.host, args.port)
             .parse()
             .map_err(|error| unreadable(format!("--host {}: {error}", args.host)))?;
@@ -162,67 +150,4 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
         }
         Ok(Outcome::Ok)
     })
-}
-
-/// A runner over a local provider whose data directory is removed with it.
-#[derive(Debug)]
-struct ScratchRunner {
-    runner: SandboxCodeRunner,
-    _dir: tempfile::TempDir,
-}
-
-#[async_trait::async_trait]
-impl CodeRunner for ScratchRunner {
-    async fn run(&self, request: CodeRequest) -> Result<CodeOutput, CodeError> {
-        self.runner.run(request).await
-    }
-}
-
-/// The code runner for the code tools of `registry`, if there are any: each runs in the
-/// embedded local sandbox (a data directory of this command's own), unless its tool-configs
-/// entry has a `base_url` — then in the Bay there, with `auth_token` as its API key.
-pub(crate) fn code_runner(
-    registry: &ToolRegistry,
-    configs: &ToolConfigs,
-) -> Result<Option<Arc<dyn CodeRunner>>, Outcome> {
-    let code_tools: Vec<&str> = registry
-        .tools()
-        .filter(|tool| tool.kind == ToolKind::Code)
-        .map(|tool| tool.id.as_str())
-        .collect();
-    if code_tools.is_empty() {
-        return Ok(None);
-    }
-    let dir = tempfile::Builder::new()
-        .prefix("wayline-sandbox-")
-        .tempdir()
-        .map_err(|error| unreadable(format!("cannot make the sandbox's directory: {error}")))?;
-    let local = LocalProvider::open(LocalConfig::new(dir.path()))
-        .map_err(|error| unreadable(format!("cannot start the local sandbox: {error}")))?;
-    let local: Arc<dyn SandboxProvider> = Arc::new(local);
-    let mut router = CodeRouter::new(Arc::new(ScratchRunner {
-        runner: SandboxCodeRunner::new(local),
-        _dir: dir,
-    }));
-    // One HTTP client for every Bay, made when the first one is needed.
-    let mut http: Option<Arc<dyn Transport>> = None;
-    for id in code_tools {
-        let Some(config) = configs.get(id) else {
-            continue;
-        };
-        let Some(endpoint) = config.base_url.as_deref().filter(|url| !url.is_empty()) else {
-            continue;
-        };
-        let mut bay = BayConfig::new(endpoint);
-        if let Some(token) = &config.auth_token {
-            bay = bay.token(token.expose());
-        }
-        let http = match &http {
-            Some(http) => Arc::clone(http),
-            None => Arc::clone(http.insert(Arc::new(transport()?))),
-        };
-        let client: Arc<dyn SandboxProvider> = Arc::new(BayClient::new(bay, http));
-        router = router.route(id, Arc::new(SandboxCodeRunner::new(client)));
-    }
-    Ok(Some(Arc::new(router)))
 }

@@ -1,69 +1,20 @@
-//! `wayline schedule run` and the notification flags shared with `wayline run`.
+//! `wayline schedule run`: saved workflows run on intervals and cron schedules.
 
 use std::cell::Cell;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use wayline_core::{Run, RunStatus};
+use wayline_core::RunStatus;
 use wayline_executor::RunOptions;
+use wayline_store::Lifecycle;
 use wayline_store::schedule::{Firing, load_triggers, run_triggers};
-use wayline_store::{ConsoleNotifier, Lifecycle, Notifications, WebhookNotifier};
 
-use crate::Outcome;
-use crate::load_tools;
-use crate::plan::with_decider_for_later;
-use crate::run::{engine_builder, runtime, transport, unreadable};
-use crate::runs::StoreArg;
-
-/// Who is told about finished runs.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub(crate) struct NotifyArgs {
-    /// POST a JSON notice to this URL when a run fails (retried; repeatable).
-    #[arg(long = "notify-webhook", value_name = "URL")]
-    webhooks: Vec<String>,
-    /// Print a one-line notice on stdout when a run fails (on stderr with `--format json`).
-    #[arg(long)]
-    notify_stdout: bool,
-    /// Also notify when a run succeeds.
-    #[arg(long)]
-    notify_on_success: bool,
-}
-
-impl NotifyArgs {
-    /// The notifications these flags ask for; `--notify-stdout` notices go to stderr when
-    /// stdout carries JSON.
-    pub(crate) fn notifications(&self, json_on_stdout: bool) -> Result<Notifications, Outcome> {
-        let mut notifications = Notifications::new().on_success(self.notify_on_success);
-        if !self.webhooks.is_empty() {
-            let transport: Arc<dyn wayline_core::Transport> = Arc::new(transport()?);
-            for url in &self.webhooks {
-                if url::Url::parse(url).is_err() {
-                    return Err(unreadable(format!(
-                        "--notify-webhook {}: not a URL (write e.g. https://hooks.example/wayline)",
-                        wayline_store::origin(url)
-                    )));
-                }
-                notifications =
-                    notifications.to(Arc::new(WebhookNotifier::new(url, Arc::clone(&transport))));
-            }
-        }
-        if self.notify_stdout {
-            notifications = notifications.to(Arc::new(if json_on_stdout {
-                ConsoleNotifier::stderr()
-            } else {
-                ConsoleNotifier::stdout()
-            }));
-        }
-        Ok(notifications)
-    }
-}
-
-/// Sends the notices `run` deserves; a notice that cannot be delivered is a warning.
-pub(crate) async fn announce(notifications: &Notifications, run: &Run) {
-    for failure in notifications.run_finished(run).await {
-        eprintln!("warning: notification not delivered: {failure}");
-    }
-}
+use crate::args::{ModelArgs, NotifyArgs, StoreArg, ToolsArgs};
+use crate::assemble::{
+    announce, engine_builder, load_tools, notifications, open_store, runtime,
+    with_decider_for_later,
+};
+use crate::report::{Outcome, fail};
 
 /// `wayline schedule ...`
 #[derive(Debug, clap::Subcommand)]
@@ -79,15 +30,11 @@ pub(crate) struct ScheduleArgs {
     /// The schedules file: a YAML list of `{workflow_id, every: 15m | cron: "0 6 * * *",
     /// inputs: {...}}`.
     file: PathBuf,
-    /// Tool files or directories (repeatable).
-    #[arg(long = "tools", required = true, value_name = "DIR")]
-    tools: Vec<PathBuf>,
-    /// The tool-configs file: base URL overrides and credentials per tool.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    #[command(flatten)]
+    tools: ToolsArgs,
     /// The language model that answers decision steps, if the workflow has any.
     #[command(flatten)]
-    model: crate::plan::ModelArgs,
+    model: ModelArgs,
     /// Stop after this many runs have finished.
     #[arg(long, value_name = "N")]
     max_runs: Option<usize>,
@@ -105,10 +52,10 @@ pub(crate) fn schedule_command(command: ScheduleCommand) -> Outcome {
 }
 
 fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
-    let triggers = load_triggers(&args.file).map_err(unreadable)?;
-    let stores = args.store.open()?;
-    let registry = load_tools(&args.tools)?;
-    let notifications = args.notify.notifications(false)?;
+    let triggers = load_triggers(&args.file).map_err(fail)?;
+    let stores = open_store(&args.store)?;
+    let registry = load_tools(&args.tools.tools)?;
+    let notifications = notifications(&args.notify, false)?;
     let lifecycle = Lifecycle::new(stores.workflows.clone());
     let runtime = runtime()?;
     // Every trigger must name a workflow with an active version before anything starts.
@@ -116,10 +63,10 @@ fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
     for trigger in &triggers {
         let record = runtime
             .block_on(lifecycle.active(&trigger.workflow_id))
-            .map_err(unreadable)?;
+            .map_err(fail)?;
         active.push(record.workflow);
     }
-    let builder = engine_builder(Arc::new(registry), args.config.as_deref())?;
+    let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref())?;
     let engine = with_decider_for_later(builder, &active, &args.model)?
         .run_store(stores.runs.clone())
         .build();

@@ -10,10 +10,9 @@ use wayline_executor::{Progress, RunOptions};
 use wayline_graph::{ViewFormat, render, validate};
 use wayline_store::Lifecycle;
 
-use crate::plan::with_decider;
-use crate::run::{engine_builder, execute, parse_inputs, runtime, unreadable};
-use crate::runs::StoreArg;
-use crate::{Outcome, ReportFormat, load_tools, print_errors, print_json};
+use crate::args::{ModelArgs, StoreArg, ToolsArgs, parse_inputs};
+use crate::assemble::{engine_builder, execute, load_tools, open_store, runtime, with_decider};
+use crate::report::{Outcome, ReportFormat, fail, print_errors, print_json, unreadable};
 
 /// `wayline workflow ...`
 #[derive(Debug, clap::Subcommand)]
@@ -71,15 +70,11 @@ pub(crate) struct ActivateArgs {
     /// A version (default: the latest).
     #[arg(long, value_name = "N")]
     version: Option<u32>,
-    /// Tool files or directories (repeatable).
-    #[arg(long = "tools", required = true, value_name = "DIR")]
-    tools: Vec<PathBuf>,
-    /// The tool-configs file: base URL overrides and credentials per tool.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    #[command(flatten)]
+    tools: ToolsArgs,
     /// The language model that answers decision steps, if the workflow has any.
     #[command(flatten)]
-    model: crate::plan::ModelArgs,
+    model: ModelArgs,
     /// An input of the validation run, `NAME=TEXT` or `NAME:=JSON`.
     #[arg(long = "input", value_name = "K=V")]
     inputs: Vec<String>,
@@ -111,7 +106,7 @@ pub(crate) fn workflow_command(command: WorkflowCommand) -> Outcome {
 }
 
 fn lifecycle(store: &StoreArg) -> Result<Lifecycle, Outcome> {
-    Ok(Lifecycle::new(store.open()?.workflows))
+    Ok(Lifecycle::new(open_store(store)?.workflows))
 }
 
 fn describe(record: &StoredWorkflow) -> String {
@@ -131,7 +126,7 @@ fn save(file: &std::path::Path, store: &StoreArg) -> Result<Outcome, Outcome> {
     let lifecycle = lifecycle(store)?;
     let saved = runtime()?
         .block_on(lifecycle.save(&workflow))
-        .map_err(unreadable)?;
+        .map_err(fail)?;
     let how = if saved.created { "saved" } else { "unchanged" };
     eprintln!("{how}: {}", describe(&saved.record));
     println!("{}", saved.record.id());
@@ -164,7 +159,7 @@ fn show(
     let lifecycle = lifecycle(store)?;
     let record = runtime()?
         .block_on(lifecycle.get(id, version))
-        .map_err(unreadable)?;
+        .map_err(fail)?;
     // The view needs no tools: edges come from the mappings and conditions themselves.
     let report = validate(&record.workflow, &MemoryCatalog::new());
     match format {
@@ -213,25 +208,25 @@ fn approve(id: &str, version: Option<u32>, by: &str, store: &StoreArg) -> Result
     let lifecycle = lifecycle(store)?;
     let record = runtime()?
         .block_on(lifecycle.approve(id, version, by))
-        .map_err(unreadable)?;
+        .map_err(fail)?;
     println!("approved: {}", describe(&record));
     Ok(Outcome::Ok)
 }
 
 fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
-    let stores = args.store.open()?;
+    let stores = open_store(&args.store)?;
     let lifecycle = Lifecycle::new(stores.workflows.clone());
     let runtime = runtime()?;
     let record = runtime
         .block_on(lifecycle.get(&args.id, args.version))
-        .map_err(unreadable)?;
+        .map_err(fail)?;
     match record.state() {
         WorkflowStatus::Approved | WorkflowStatus::Validated => {}
         WorkflowStatus::Active => {
             // Activating again finishes an activation a crash cut short; no new validation run.
             runtime
                 .block_on(lifecycle.activate(record.id(), record.version))
-                .map_err(unreadable)?;
+                .map_err(fail)?;
             println!(
                 "active: {} version {} (it already was)",
                 record.id(),
@@ -255,8 +250,8 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
     }
     let mut inputs = IndexMap::new();
     parse_inputs(&args.inputs, &mut inputs).map_err(unreadable)?;
-    let registry = load_tools(&args.tools)?;
-    let builder = engine_builder(Arc::new(registry), args.config.as_deref())?;
+    let registry = load_tools(&args.tools.tools)?;
+    let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref())?;
     let engine = with_decider(builder, [&record.workflow], &args.model, false)?
         .run_store(stores.runs.clone())
         .observer(Arc::new(Progress::stderr()))
@@ -280,7 +275,7 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
             lifecycle.record_validation(&run).await?;
             lifecycle.activate(&args.id, record.version).await
         })
-        .map_err(unreadable)?;
+        .map_err(fail)?;
     println!(
         "active: {} version {} (validation run {})",
         record.id(),
@@ -301,7 +296,7 @@ struct Listed {
 }
 
 fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
-    let stores = store.open()?;
+    let stores = open_store(store)?;
     let listed = runtime()?
         .block_on(async {
             let mut listed = Vec::new();
@@ -324,7 +319,7 @@ fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
             }
             Ok::<_, wayline_core::StoreError>(listed)
         })
-        .map_err(unreadable)?;
+        .map_err(fail)?;
     match format {
         ReportFormat::Json => print_json(&listed),
         ReportFormat::Text => {

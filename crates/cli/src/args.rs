@@ -1,0 +1,112 @@
+//! The flag groups several commands share (clap), and reading `--input` values. Data only:
+//! what a group opens or builds is in `assemble.rs`.
+
+use std::path::PathBuf;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+/// The tools a command calls, and their configs.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ToolsArgs {
+    /// Tool files or directories (repeatable).
+    #[arg(long = "tools", required = true, value_name = "DIR")]
+    pub(crate) tools: Vec<PathBuf>,
+    /// The tool-configs file: base URL overrides and credentials per tool.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+}
+
+/// What `wayline run` and `wayline tools try` share.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Common {
+    #[command(flatten)]
+    pub(crate) tools: ToolsArgs,
+    /// A run input, `NAME=TEXT` (a string) or `NAME:=JSON` (typed: numbers, lists...).
+    #[arg(long = "input", value_name = "K=V")]
+    pub(crate) inputs: Vec<String>,
+    /// Print the requests that would be sent, and send none.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+}
+
+/// Where runs and workflows are kept.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct StoreArg {
+    /// The store: a `.db` file (SQLite) or a directory (JSON files). Default:
+    /// `$WAYLINE_HOME/wayline.db` (`WAYLINE_HOME` defaults to `~/.wayline`).
+    #[arg(long = "store", value_name = "PATH")]
+    pub(crate) store: Option<PathBuf>,
+}
+
+/// Where knowledge is kept.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct KnowledgeArg {
+    /// The knowledge store: a `.db` file (SQLite; it may be the run store's file) or a
+    /// directory holding `knowledge/SUT/{patterns,pitfalls,stats}.yaml`. Default: the run
+    /// store given to `--store` (its SQLite file, or its directory), else `$WAYLINE_HOME`.
+    #[arg(long = "knowledge", value_name = "PATH")]
+    pub(crate) knowledge: Option<PathBuf>,
+}
+
+/// `wayline run --learn --sut NAME`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct LearnArgs {
+    /// Record what the run teaches (statistics, pitfalls, patterns) into the knowledge of
+    /// `--sut`.
+    #[arg(long, requires = "sut")]
+    pub(crate) learn: bool,
+    /// The system under test the knowledge is about.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) sut: Option<String>,
+    #[command(flatten)]
+    pub(crate) store: KnowledgeArg,
+}
+
+/// Which language model to ask.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct ModelArgs {
+    /// The model server's OpenAI-compatible base URL, `/v1` included (default:
+    /// `$WAYLINE_LLM_URL`). The API key comes from `$WAYLINE_LLM_API_KEY`.
+    #[arg(long, value_name = "URL")]
+    pub(crate) model_url: Option<String>,
+    /// The model (default: `$WAYLINE_LLM_MODEL`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) model: Option<String>,
+}
+
+/// Who is told about finished runs.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct NotifyArgs {
+    /// POST a JSON notice to this URL when a run fails (retried; repeatable).
+    #[arg(long = "notify-webhook", value_name = "URL")]
+    pub(crate) webhooks: Vec<String>,
+    /// Print a one-line notice on stdout when a run fails (on stderr with `--format json`).
+    #[arg(long)]
+    pub(crate) notify_stdout: bool,
+    /// Also notify when a run succeeds.
+    #[arg(long)]
+    pub(crate) notify_on_success: bool,
+}
+
+/// Parses `NAME=TEXT` and `NAME:=JSON` inputs into `into`.
+pub(crate) fn parse_inputs(
+    raw: &[String],
+    into: &mut IndexMap<String, Value>,
+) -> Result<(), String> {
+    for item in raw {
+        if let Some((name, json)) = item.split_once(":=") {
+            let value = serde_json::from_str(json).map_err(|error| {
+                format!(
+                    "--input {item}: `{json}` is not JSON ({error}); use {name}=TEXT for a string"
+                )
+            })?;
+            into.insert(name.to_owned(), value);
+        } else if let Some((name, text)) = item.split_once('=') {
+            into.insert(name.to_owned(), Value::String(text.to_owned()));
+        } else {
+            return Err(format!("--input {item}: write NAME=TEXT or NAME:=JSON"));
+        }
+    }
+    Ok(())
+}

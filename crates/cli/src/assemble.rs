@@ -1,0 +1,336 @@
+//! What commands build from their flags: the async runtime, the HTTP transport, tools and
+//! their configs, an engine (with its code runner and, for decision steps, its decider),
+//! stores, notifications, run inputs, and a run that Ctrl-C cancels. Every failure is printed
+//! here and comes back as the [`Outcome`] it deserves.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+use wayline_core::code::{CodeError, CodeOutput, CodeRequest, CodeRunner};
+use wayline_core::document::Format;
+use wayline_core::tool::ToolKind;
+use wayline_core::{Run, ScriptedDecider, StepKind, ToolCatalog, Transport, Workflow};
+use wayline_executor::{CancelToken, Engine, EngineBuilder, ReqwestTransport, RunOptions};
+use wayline_knowledge::{KnowledgeStore, SqliteKnowledge, YamlKnowledge};
+use wayline_planner::decide::ModelDecider;
+use wayline_planner::llm::{LanguageModel, OpenAiConfig, OpenAiModel};
+use wayline_registry::{ToolConfigs, ToolRegistry};
+use wayline_sandbox::{
+    BayClient, BayConfig, CodeRouter, LocalConfig, LocalProvider, SandboxCodeRunner,
+    SandboxProvider,
+};
+use wayline_store::{ConsoleNotifier, Notifications, Stores, WebhookNotifier};
+
+use crate::args::{KnowledgeArg, ModelArgs, NotifyArgs, StoreArg, parse_inputs};
+use crate::report::{Outcome, engine_error, fail, outcome_of, print_errors, unreadable};
+
+/// A runtime on this thread, for one command.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Outcome> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| unreadable(format!("cannot start the async runtime: {error}")))
+}
+
+/// The HTTP transport.
+pub(crate) fn transport() -> Result<ReqwestTransport, Outcome> {
+    ReqwestTransport::new()
+        .map_err(|error| unreadable(format!("cannot start the HTTP client: {error}")))
+}
+
+/// Loads tools for a command that needs them all; problems are printed.
+pub(crate) fn load_tools(paths: &[PathBuf]) -> Result<ToolRegistry, Outcome> {
+    let report = ToolRegistry::load(paths);
+    if report.errors.is_empty() {
+        Ok(report.registry)
+    } else {
+        print_errors(&report.errors);
+        eprintln!("error: the tools above did not load; fix them (see `wayline tools check`)");
+        Err(outcome_of(&report.errors))
+    }
+}
+
+/// The tool-configs file at `path` (none: no configs); entries for tools `registry` does not
+/// have are warned about.
+pub(crate) fn load_configs(
+    path: Option<&Path>,
+    registry: &ToolRegistry,
+) -> Result<ToolConfigs, Outcome> {
+    let Some(path) = path else {
+        return Ok(ToolConfigs::new());
+    };
+    let configs = ToolConfigs::load(path).map_err(|error| {
+        let outcome = outcome_of(std::slice::from_ref(&error));
+        print_errors(&[error]);
+        outcome
+    })?;
+    let known = registry.tool_ids();
+    for problem in configs.unknown_tools(&known, &path.display().to_string()) {
+        eprintln!("warning: {problem}");
+    }
+    Ok(configs)
+}
+
+/// An engine over these tools with the HTTP transport, the tool configs of `config`, and a
+/// code runner when any tool is a code tool.
+pub(crate) fn engine_builder(
+    registry: Arc<ToolRegistry>,
+    config: Option<&Path>,
+) -> Result<EngineBuilder, Outcome> {
+    let configs = load_configs(config, &registry)?;
+    let code = code_runner(&registry, &configs)?;
+    let mut builder = Engine::builder(registry)
+        .secrets(Arc::new(configs))
+        .transport(Arc::new(transport()?));
+    if let Some(runner) = code {
+        builder = builder.code_runner(runner);
+    }
+    Ok(builder)
+}
+
+/// A runner over a local provider whose data directory is removed with it.
+#[derive(Debug)]
+struct ScratchRunner {
+    runner: SandboxCodeRunner,
+    _dir: tempfile::TempDir,
+}
+
+#[async_trait::async_trait]
+impl CodeRunner for ScratchRunner {
+    async fn run(&self, request: CodeRequest) -> Result<CodeOutput, CodeError> {
+        self.runner.run(request).await
+    }
+}
+
+/// The code runner for the code tools of `registry`, if there are any: each runs in the
+/// embedded local sandbox (a data directory of this command's own), unless its tool-configs
+/// entry has a `base_url` — then in the Bay there, with `auth_token` as its API key.
+fn code_runner(
+    registry: &ToolRegistry,
+    configs: &ToolConfigs,
+) -> Result<Option<Arc<dyn CodeRunner>>, Outcome> {
+    let code_tools: Vec<&str> = registry
+        .tools()
+        .filter(|tool| tool.kind == ToolKind::Code)
+        .map(|tool| tool.id.as_str())
+        .collect();
+    if code_tools.is_empty() {
+        return Ok(None);
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("wayline-sandbox-")
+        .tempdir()
+        .map_err(|error| unreadable(format!("cannot make the sandbox's directory: {error}")))?;
+    let local = LocalProvider::open(LocalConfig::new(dir.path()))
+        .map_err(|error| unreadable(format!("cannot start the local sandbox: {error}")))?;
+    let local: Arc<dyn SandboxProvider> = Arc::new(local);
+    let mut router = CodeRouter::new(Arc::new(ScratchRunner {
+        runner: SandboxCodeRunner::new(local),
+        _dir: dir,
+    }));
+    // One HTTP client for every Bay, made when the first one is needed.
+    let mut http: Option<Arc<dyn Transport>> = None;
+    for id in code_tools {
+        let Some(config) = configs.get(id) else {
+            continue;
+        };
+        let Some(endpoint) = config.base_url.as_deref().filter(|url| !url.is_empty()) else {
+            continue;
+        };
+        let mut bay = BayConfig::new(endpoint);
+        if let Some(token) = &config.auth_token {
+            bay = bay.token(token.expose());
+        }
+        let http = match &http {
+            Some(http) => Arc::clone(http),
+            None => Arc::clone(http.insert(Arc::new(transport()?))),
+        };
+        let client: Arc<dyn SandboxProvider> = Arc::new(BayClient::new(bay, http));
+        router = router.route(id, Arc::new(SandboxCodeRunner::new(client)));
+    }
+    Ok(Some(Arc::new(router)))
+}
+
+/// The server and model the flags and the environment name, or why there is none.
+pub(crate) fn model_config(model: &ModelArgs) -> Result<OpenAiConfig, wayline_planner::Error> {
+    OpenAiConfig::resolve(model.model_url.as_deref(), model.model.as_deref(), |name| {
+        std::env::var(name).ok()
+    })
+}
+
+/// The model the flags and the environment name; when there is none, why (printed).
+pub(crate) fn language_model(model: &ModelArgs) -> Result<Arc<dyn LanguageModel>, Outcome> {
+    let config = model_config(model).map_err(fail)?;
+    Ok(Arc::new(OpenAiModel::new(config, Arc::new(transport()?))))
+}
+
+/// `builder` with a decider when any of `workflows` has a decision step: one asking the model
+/// of `model`, or for a dry run one that is never asked. No model configured is an error (exit
+/// 2) that says why one is needed.
+pub(crate) fn with_decider<'w>(
+    builder: EngineBuilder,
+    workflows: impl IntoIterator<Item = &'w Workflow>,
+    model: &ModelArgs,
+    dry_run: bool,
+) -> Result<EngineBuilder, Outcome> {
+    let deciding = workflows.into_iter().find(|workflow| {
+        workflow
+            .steps
+            .iter()
+            .any(|step| step.kind == StepKind::Decision)
+    });
+    let Some(workflow) = deciding else {
+        return Ok(builder);
+    };
+    if dry_run {
+        return Ok(builder.decider(Arc::new(ScriptedDecider::default())));
+    }
+    let model = language_model(model).inspect_err(|_| {
+        eprintln!(
+            "(workflow `{}` has decision steps, which a language model answers)",
+            workflow.id
+        );
+    })?;
+    Ok(builder.decider(Arc::new(ModelDecider::new(model))))
+}
+
+/// As [`with_decider`], for commands whose workflows may change while they run (`schedule
+/// run` fires the version active at each fire): with a model configured, the decider is
+/// attached whatever the workflows are now.
+pub(crate) fn with_decider_for_later<'w>(
+    builder: EngineBuilder,
+    workflows: impl IntoIterator<Item = &'w Workflow>,
+    model: &ModelArgs,
+) -> Result<EngineBuilder, Outcome> {
+    if model_config(model).is_ok() {
+        return Ok(builder.decider(Arc::new(ModelDecider::new(language_model(model)?))));
+    }
+    with_decider(builder, workflows, model, false)
+}
+
+/// Runs the future `start` makes with a token that Ctrl-C cancels.
+pub(crate) fn cancellable<F: Future>(
+    runtime: &tokio::runtime::Runtime,
+    start: impl FnOnce(CancelToken) -> F,
+) -> F::Output {
+    let cancel = CancelToken::new();
+    let watched = cancel.clone();
+    runtime.block_on(async {
+        let watcher = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                watched.cancel();
+            }
+        });
+        let output = start(cancel).await;
+        watcher.abort();
+        output
+    })
+}
+
+/// Runs `workflow`; Ctrl-C cancels the run (which still ends with a complete record).
+pub(crate) fn execute(
+    runtime: &tokio::runtime::Runtime,
+    engine: &Engine,
+    workflow: &Workflow,
+    options: RunOptions,
+) -> Result<Run, Outcome> {
+    cancellable(runtime, |cancel| {
+        engine.run(workflow, options.cancel(cancel))
+    })
+    .map_err(engine_error)
+}
+
+/// Opens the store `store` names, or the default one.
+pub(crate) fn open_store(store: &StoreArg) -> Result<Stores, Outcome> {
+    let path = match &store.store {
+        Some(path) => path.clone(),
+        None => wayline_store::default_location().ok_or_else(|| {
+            unreadable(
+                "no store given and no home directory known; pass --store PATH or set WAYLINE_HOME",
+            )
+        })?,
+    };
+    wayline_store::open(&path).map_err(fail)
+}
+
+/// Opens the knowledge store `knowledge` names, else beside the run store, else in the
+/// default directory.
+pub(crate) fn open_knowledge(
+    knowledge: &KnowledgeArg,
+    run_store: Option<&Path>,
+) -> Result<Arc<dyn KnowledgeStore>, Outcome> {
+    let path = match (&knowledge.knowledge, run_store) {
+        (Some(path), _) => path.clone(),
+        (None, Some(store)) => store.to_path_buf(),
+        (None, _) => wayline_store::default_location()
+            .and_then(|db| db.parent().map(Path::to_path_buf))
+            .ok_or_else(|| {
+                unreadable("no knowledge store given and no home directory known; pass --knowledge PATH or set WAYLINE_HOME")
+            })?,
+    };
+    if path.extension().is_some_and(|extension| extension == "db") {
+        Ok(Arc::new(SqliteKnowledge::open(&path).map_err(fail)?))
+    } else {
+        Ok(Arc::new(YamlKnowledge::new(path)))
+    }
+}
+
+/// The notifications the flags ask for; `--notify-stdout` notices go to stderr when stdout
+/// carries JSON.
+pub(crate) fn notifications(
+    notify: &NotifyArgs,
+    json_on_stdout: bool,
+) -> Result<Notifications, Outcome> {
+    let mut notifications = Notifications::new().on_success(notify.notify_on_success);
+    if !notify.webhooks.is_empty() {
+        let transport: Arc<dyn Transport> = Arc::new(transport()?);
+        for url in &notify.webhooks {
+            if url::Url::parse(url).is_err() {
+                return Err(unreadable(format!(
+                    "--notify-webhook {}: not a URL (write e.g. https://hooks.example/wayline)",
+                    wayline_store::origin(url)
+                )));
+            }
+            notifications =
+                notifications.to(Arc::new(WebhookNotifier::new(url, Arc::clone(&transport))));
+        }
+    }
+    if notify.notify_stdout {
+        notifications = notifications.to(Arc::new(if json_on_stdout {
+            ConsoleNotifier::stderr()
+        } else {
+            ConsoleNotifier::stdout()
+        }));
+    }
+    Ok(notifications)
+}
+
+/// Sends the notices `run` deserves; a notice that cannot be delivered is a warning.
+pub(crate) async fn announce(notifications: &Notifications, run: &Run) {
+    for failure in notifications.run_finished(run).await {
+        eprintln!("warning: notification not delivered: {failure}");
+    }
+}
+
+/// The run inputs: the `--inputs` file if given, then each `--input` (which win).
+pub(crate) fn run_inputs(
+    file: Option<&Path>,
+    flags: &[String],
+) -> Result<IndexMap<String, Value>, Outcome> {
+    let mut inputs = match file {
+        Some(path) => read_inputs_file(path)?,
+        None => IndexMap::new(),
+    };
+    parse_inputs(flags, &mut inputs).map_err(unreadable)?;
+    Ok(inputs)
+}
+
+fn read_inputs_file(path: &Path) -> Result<IndexMap<String, Value>, Outcome> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| unreadable(format!("cannot read {}: {error}", path.display())))?;
+    let format = Format::from_path(path).unwrap_or(Format::Yaml);
+    wayline_core::document::parse(&text, format, &path.display().to_string()).map_err(fail)
+}
