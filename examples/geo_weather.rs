@@ -1,5 +1,5 @@
-//! Geo weather (seed 004's first example): where am I, what is the weather there, and which
-//! country is it? Two calls fan out from the IP lookup.
+//! Geo weather (the Python structure-ai-bot project's first example): where am I, what is the
+//! weather there, and which country is it? Two calls fan out from the IP lookup.
 //!
 //! ```sh
 //! cargo run --example geo_weather            # against the embedded demo API

@@ -1,6 +1,6 @@
-//! GitHub intel (seed 004's second example): five reads of one repository in parallel, then a
-//! report posted to an echo service. With `--live`, set `GITHUB_TOKEN` to avoid the low
-//! anonymous rate limit.
+//! GitHub intel (the Python structure-ai-bot project's second example): five reads of one
+//! repository in parallel, then a report posted to an echo service. With `--live`, set
+//! `GITHUB_TOKEN` to avoid the low anonymous rate limit.
 //!
 //! ```sh
 //! cargo run --example github_intel                                   # embedded demo API

@@ -1,7 +1,7 @@
-//! The workflow lifecycle of seed 004, in code: design once (save → review the simple view →
-//! approve → a validation run → active), then run the saved workflow as often as needed, each run
-//! recorded durably, with a history to look back on. An edit makes a new draft version; the
-//! active one keeps running until the new one passes the same gate.
+//! The workflow lifecycle of the Python structure-ai-bot project, in code: design once (save →
+//! review the simple view → approve → a validation run → active), then run the saved workflow as
+//! often as needed, each run recorded durably, with a history to look back on. An edit makes a new
+//! draft version; the active one keeps running until the new one passes the same gate.
 //!
 //! ```sh
 //! cargo run --example lifecycle              # a file store in a temporary directory

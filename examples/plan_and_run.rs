@@ -1,6 +1,6 @@
-//! Planning, in code: a goal in plain words becomes a validated graph (seed 004's design
-//! phase), which is shown, approved and run — with a decision step that a model answers at
-//! run time.
+//! Planning, in code: a goal in plain words becomes a validated graph (the design phase, where
+//! a model plans the workflow), which is shown, approved and run — with a decision step that a
+//! model answers at run time.
 //!
 //! ```sh
 //! cargo run --example plan_and_run              # the embedded demo API and a scripted model

@@ -1,5 +1,5 @@
-//! Travel briefing (seed 004's third example): geocode a city, then weather, country and
-//! exchange rates, and post a combined report to an echo service.
+//! Travel briefing (the Python structure-ai-bot project's third example): geocode a city, then
+//! weather, country and exchange rates, and post a combined report to an echo service.
 //!
 //! ```sh
 //! cargo run --example travel_briefing                                  # embedded demo API

@@ -1,6 +1,7 @@
 //! `wayline explore`: from a SUT, its spec and a target in plain words to confirmed steps and
-//! a reusable scenario (seed 000), asking a person — at the terminal, from an answers file,
-//! or not at all with `--auto` — when the intervention matrix says so.
+//! a reusable scenario (in the TiDB Cloud explorer's output format), asking a person — at the
+//! terminal, from an answers file, or not at all with `--auto` — when the intervention matrix
+//! says so.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! Run records: one [`Run`] per execution of a workflow, one [`StepResult`] per step.
 //!
-//! Field names and status values are seed 004's; `attempts` and `duration_ms` are wayline's
-//! additions, left out when unset.
+//! Field names and status values are those of the Python structure-ai-bot project's `Run`;
+//! `attempts` and `duration_ms` are wayline's additions, left out when unset.
 
 use chrono::{DateTime, Utc};
 use indexmap::IndexMap;

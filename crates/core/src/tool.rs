@@ -1,10 +1,10 @@
 //! Tool definitions: one API operation (or command) a workflow step can call.
 //!
-//! Two request styles load from the same YAML, as in seed 004's original: the **legacy** flat
-//! form (`auth_type`, `auth_header`, `parameters`) and the **config** form (`auth`, `request`,
-//! `response_extract`); a tool with a `request` block takes the config path. The optional
-//! extensions (`kind`, `timeout_ms`, `retry`, `idempotent`, `destructive`, `idempotency_key`,
-//! `tags`) are wayline's own. Unknown fields are rejected.
+//! Two request styles load from the same YAML, as in the Python original (structure-ai-bot): the
+//! **legacy** flat form (`auth_type`, `auth_header`, `parameters`) and the **config** form (`auth`,
+//! `request`, `response_extract`); a tool with a `request` block takes the config path. The
+//! optional extensions (`kind`, `timeout_ms`, `retry`, `idempotent`, `destructive`,
+//! `idempotency_key`, `tags`) are wayline's own. Unknown fields are rejected.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,8 @@
 //! Workflows: steps (each a call of a tool), the edges between them, and declared inputs.
 //!
-//! The JSON written by seed 004's models loads unchanged. wayline's extensions are optional and
-//! left out when unset, so a workflow that uses none of them serializes as the original did.
+//! The JSON written by the Python structure-ai-bot project's models loads unchanged. wayline's
+//! extensions are optional and left out when unset, so a workflow that uses none of them
+//! serializes as the original did.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer, Serialize};

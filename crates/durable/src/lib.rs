@@ -1,5 +1,5 @@
 //! Durable local storage, in one place for every crate that keeps files: a file written whole
-//! or not at all ([`write`]), the lock file that serialises writers across processes
+//! or not at all ([`write()`]), the lock file that serialises writers across processes
 //! ([`LockFile`]), and (feature `sqlite`) the SQLite connection setup the stores share
 //! ([`sqlite::open`]).
 //!

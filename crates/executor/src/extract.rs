@@ -1,4 +1,4 @@
-//! Extraction paths over JSON: dot paths (`items.0.name`, seed 004's form), JSONPath
+//! Extraction paths over JSON: dot paths (`items.0.name`, the Python original's form), JSONPath
 //! (`$.items[0].name`, RFC 9535) and JSON Pointer (`/items/0/name`), each compiled once.
 
 use std::fmt;
@@ -123,8 +123,8 @@ fn query_nodes(query: &JpQuery, value: &Value) -> Option<Vec<Value>> {
         .map(|nodes| nodes.into_iter().map(|node| node.val.clone()).collect())
 }
 
-/// Why a dot path could not be walked (seed 004's rules: keys on objects, integer indexes on
-/// lists, negative indexes from the end).
+/// Why a dot path could not be walked (the Python original's rules: keys on objects, integer
+/// indexes on lists, negative indexes from the end).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WalkError {
     /// An object has no such key.

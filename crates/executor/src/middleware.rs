@@ -1,4 +1,5 @@
-//! Hooks around each step (the "pre/post hooks" seed 004 lists as not built yet).
+//! Hooks around each step (the "pre/post hooks" the Python structure-ai-bot project lists as
+//! not built yet).
 
 use std::fmt;
 

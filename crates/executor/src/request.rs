@@ -1,5 +1,5 @@
 //! Turning a tool definition and resolved inputs into an [`HttpRequest`], for both request
-//! paths of seed 004 (MODELS.md §5).
+//! paths of the Python structure-ai-bot project's HTTP client.
 //!
 //! **Config path** (the tool has a `request` block): declared path parameters fill `{name}` in
 //! the path, declared query parameters go to the query string, then headers and body are

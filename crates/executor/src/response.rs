@@ -1,4 +1,5 @@
-//! Turning a response into a step's output (MODELS.md §5, "Responses").
+//! Turning a response into a step's output, on both request paths, by the Python
+//! structure-ai-bot project's rules for responses.
 //!
 //! - Status ≥ 400: the step fails with `HTTP <status>: <body>`.
 //! - A JSON body with `response_extract.fields`: the output is exactly those fields, each taken

@@ -1,5 +1,6 @@
-//! Step validations (MODELS.md §6): checks on a step's resolved inputs (before the call) or its
-//! output (after it). A failing critical check fails the step; a non-critical one is a warning.
+//! Step validations, as the Python structure-ai-bot project runs them: checks on a step's
+//! resolved inputs (before the call) or its output (after it). A failing critical check fails
+//! the step; a non-critical one is a warning.
 //!
 //! Unlike the Python original, unknown check names, bad `min_length` numbers and bad regexes are
 //! found when the workflow is prepared, before anything runs.

@@ -10,7 +10,7 @@ use wayline_registry::openapi::Operation;
 use crate::intent::operation_resource;
 
 /// What a command-line step runs: the tool, and the request as the session records it (the
-/// seed's CLI shape, `{name, args}`).
+/// TiDB Cloud explorer's CLI shape, `{name, args}`).
 #[derive(Debug)]
 pub(crate) struct CommandStep {
     pub(crate) tool: ToolDefinition,

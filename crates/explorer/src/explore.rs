@@ -1,7 +1,7 @@
 //! The explorer's loop: while the target is not reached, suggest the next step, decide by the
 //! intervention matrix whether to run it or ask, run it through the engine (polling when it
 //! waits for a state), read the result (save variables and states by the rules of
-//! [`ExploreState::apply`], or ask what to do about an error), save the session, and learn.
+//! `ExploreState::apply`, or ask what to do about an error), save the session, and learn.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -540,7 +540,9 @@ impl Explorer {
         Asked::Stop
     }
 
-    /// What to do after a failed step: seed 000's non-recoverable errors, each asked about.
+    /// What to do after a failed step: an error the explorer cannot recover from on its own
+    /// (400, 401 or 403, 404, 409, anything else) is put to a person, each kind with its own
+    /// question.
     async fn recover(
         &self,
         session: &mut Session,

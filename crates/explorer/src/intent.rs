@@ -124,7 +124,8 @@ pub(crate) fn operation_resource(operation: &Operation) -> String {
     wayline_registry::openapi::singular(&collection.to_lowercase())
 }
 
-/// The resources of a spec (as [`operation_resource`] names them), in first-seen order.
+/// The resources of a spec (each operation's last collection segment, singular), in first-seen
+/// order.
 pub fn resources(spec: &ApiSpec) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     for operation in &spec.operations {

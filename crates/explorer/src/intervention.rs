@@ -1,5 +1,6 @@
-//! When the explorer runs a step on its own and when it asks: seed 000's intervention matrix
-//! ([`decide`]), and [`ScriptedInterventor`], which answers from a file (for tests and CI).
+//! When the explorer runs a step on its own and when it asks: the TiDB Cloud explorer's
+//! intervention matrix ([`decide`]), and [`ScriptedInterventor`], which answers from a file
+//! (for tests and CI).
 //!
 //! | condition | confidence | action |
 //! |---|---|---|
@@ -104,8 +105,9 @@ impl Default for Thresholds {
 }
 
 impl Thresholds {
-    /// The SUT's settings over the seed's defaults. A `confidence_threshold` above the single-
-    /// candidate or pattern line raises those lines too, so the order of the lines holds.
+    /// The SUT's settings over the defaults (the matrix's 0.9, 0.8, 0.7 and 0.5 lines, 10 silent
+    /// steps). A `confidence_threshold` above the single-candidate or pattern line raises those
+    /// lines too, so the order of the lines holds.
     pub fn from_sut(sut: &SutConfig) -> Self {
         let auto_mode = &sut.execution.auto_mode;
         let dominant = auto_mode.confidence_threshold;

@@ -1,6 +1,6 @@
-//! The explorer's reusable output: confirmed steps as a scenario in the shape of seed 000's
-//! project (`../shared/fixtures/tidbcloud/output-example.yaml`: `request`, `expect`, `save`
-//! and `meta` are JSON text inside YAML strings), and its conversion into a wayline workflow.
+//! The explorer's reusable output: confirmed steps as a scenario in the TiDB Cloud explorer's
+//! output format (`request`, `expect`, `save` and `meta` are JSON text inside YAML strings),
+//! and its conversion into a wayline workflow.
 //!
 //! Conversion: each step calls the tool named by its `operation_id` (as `wayline import
 //! openapi` names them). A step's `save` rules become its `outputs` (CEL over the response
@@ -287,7 +287,8 @@ impl Scenario {
                 continue;
             };
             if operation.method == CLI_METHOD {
-                // The seed's CLI request shape: the tool's name and its arguments.
+                // A CLI request as the TiDB Cloud explorer writes it: the tool's name and its
+                // arguments.
                 let request = json!({
                     "name": confirmed.request["name"],
                     "args": confirmed.request["args"],

@@ -1,5 +1,5 @@
-//! An exploration session, persisted as YAML after every step in seed 000's shape
-//! (`session`, `current_state`, `confirmed_steps`, `pending_step`, `rejected_steps`), so a
+//! An exploration session, persisted as YAML after every step in the TiDB Cloud explorer's session
+//! format (`session`, `current_state`, `confirmed_steps`, `pending_step`, `rejected_steps`), so a
 //! killed session resumes where it stopped without repeating a confirmed step.
 
 use std::path::{Path, PathBuf};

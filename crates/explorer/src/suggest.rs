@@ -1,8 +1,8 @@
-//! The next step toward a target (seed 000's suggestion algorithm): the first goal not yet
-//! done; its candidate operations; a wait when a resource it involves is still changing; a
-//! learned pattern's next step first; the step that provides a missing input before the step
-//! that needs it; candidates ranked by their success rate; known pitfalls; a confidence from
-//! these signals; and the alternatives.
+//! The next step toward a target (the TiDB Cloud explorer's suggestion algorithm): the first goal
+//! not yet done; its candidate operations; a wait when a resource it involves is still changing; a
+//! learned pattern's next step first; the step that provides a missing input before the step that
+//! needs it; candidates ranked by their success rate; known pitfalls; a confidence from these
+//! signals; and the alternatives.
 
 use indexmap::IndexMap;
 use serde::Serialize;

@@ -1,5 +1,5 @@
-//! The system-under-test configuration (`sut.yaml`) the explorer starts from, in the shape of
-//! seed 000's project (the fixture files load unchanged):
+//! The system-under-test configuration (`sut.yaml`) the explorer starts from, in the TiDB
+//! Cloud explorer's format (its configuration files load unchanged):
 //!
 //! ```yaml
 //! name: TiDB Cloud TiDBX
@@ -128,10 +128,10 @@ pub struct CliTool {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Polling {
-    /// Polls before giving up (seed 000: 120).
+    /// Polls before giving up (default 120).
     #[serde(default = "default_poll_retries")]
     pub max_retries: u32,
-    /// Seconds between polls (seed 000: 30).
+    /// Seconds between polls (default 30).
     #[serde(default = "default_poll_delay")]
     pub delay_seconds: u64,
 }
@@ -168,7 +168,7 @@ pub struct AutoMode {
     /// Operation-id regexes that are confirmed before they run, whatever the confidence.
     #[serde(default)]
     pub checkpoint_operations: Vec<String>,
-    /// Below this confidence, a person is asked (seed 000's matrix: 0.7).
+    /// Below this confidence, a person is asked (default 0.7, the intervention matrix's line).
     #[serde(default = "default_threshold")]
     pub confidence_threshold: f64,
     /// Steps run in a row without showing anything before a person is asked to look.

@@ -1,11 +1,11 @@
-//! The guard (seed 002, ADR-005): a diagnostic state machine that keeps operators and agents
+//! The guard (MCP-ocs's ADR-005): a diagnostic state machine that keeps operators and agents
 //! from "4 AM panic operations". Tools are allowed or blocked per diagnostic phase (gathering →
 //! analyzing → hypothesizing → testing → resolving), evidence moves a session on, panic
 //! patterns get a calming intervention, an emergency break-glass needs a second person and
 //! expires by itself, and everything is written to a hash-chained audit log.
 //!
 //! - [`Policy`]: the state machine as data (YAML), checked before use;
-//!   [`Policy::default_policy`] is ADR-005's table.
+//!   [`Policy::default_policy`] is the table of MCP-ocs's ADR-005.
 //! - [`Guard`] decides a [`ToolCall`] in a [`Session`]: [`Decision`] Allow, Warn or Block, in
 //!   [`Mode`] blocking, guidance or audit.
 //! - [`GuardPolicy`] plugs the guard into the executor as a `StepPolicy`; a host that gates

@@ -210,11 +210,11 @@ pub(crate) struct CompiledState {
     pub(crate) next: Vec<usize>,
 }
 
-/// ADR-005's table, with patterns that classify MCP-ocs's real tools.
+/// The table of MCP-ocs's ADR-005, with patterns that classify MCP-ocs's real tools.
 pub const DEFAULT_POLICY: &str = include_str!("default_policy.yaml");
 
 impl Policy {
-    /// ADR-005's policy.
+    /// The policy of MCP-ocs's ADR-005.
     pub fn default_policy() -> Policy {
         Policy::from_yaml(DEFAULT_POLICY, "default").expect("the default policy is valid")
     }

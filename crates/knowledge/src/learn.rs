@@ -282,8 +282,8 @@ impl Knowledge {
             trigger: PitfallTrigger {
                 operation_id: step.operation_id.clone(),
                 // A named missing variable is the trigger; the states of the moment are only
-                // recorded when nothing else explains the failure (as in the seed's pitfalls,
-                // which name one or the other).
+                // recorded when nothing else explains the failure (as in the knowledge format's
+                // example pitfalls, which name one or the other).
                 resource_state: if missing.is_some() {
                     IndexMap::new()
                 } else {

@@ -1,12 +1,12 @@
-//! Learned operational knowledge (seed 001): successful **patterns**, known **pitfalls** with
-//! their resolutions, and per-operation **statistics** with state-transition timings, kept per
-//! system under test (SUT), written by real runs and read by the explorer, the planner and the
-//! guard.
+//! Learned operational knowledge: successful **patterns**, known **pitfalls** with their
+//! resolutions, and per-operation **statistics** with state-transition timings, kept per system
+//! under test (SUT), written by real runs and read by the explorer, the planner and the guard.
 //!
-//! - [`model`]: the seed's three YAML files as types ([`Knowledge`] holds all three).
-//! - [`KnowledgeStore`] with [`MemoryKnowledge`], [`YamlKnowledge`] (the seed's directory
-//!   layout) and, with the default `sqlite` feature, [`SqliteKnowledge`]; [`conformance`]
-//!   checks any implementation.
+//! - [`model`]: the three YAML files of a SUT's knowledge (`patterns.yaml`, `pitfalls.yaml`,
+//!   `stats.yaml`) as types ([`Knowledge`] holds all three).
+//! - [`KnowledgeStore`] with [`MemoryKnowledge`], [`YamlKnowledge`] (the three files in
+//!   `knowledge/<sut>/`) and, with the default `sqlite` feature, [`SqliteKnowledge`];
+//!   [`conformance`] checks any implementation.
 //! - [`Recorder`]: a run observer that learns from runs; [`Knowledge::learn`] holds the update
 //!   rules, for hosts that observe sessions of their own.
 //! - [`Queries`]: the pattern for an intent, the pitfalls ahead of a call, operations ranked by

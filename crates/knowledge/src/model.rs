@@ -1,12 +1,12 @@
-//! The knowledge of one system under test, in the shapes of seed 001's three YAML files:
-//! `patterns.yaml` ([`PatternsFile`]), `pitfalls.yaml` ([`PitfallsFile`]) and `stats.yaml`
-//! ([`Stats`]).
+//! The knowledge of one system under test, in the shapes of the knowledge format's three YAML
+//! files: `patterns.yaml` ([`PatternsFile`]), `pitfalls.yaml` ([`PitfallsFile`]) and
+//! `stats.yaml` ([`Stats`]).
 //!
-//! Every field the seed shows is here under its name; fields a file leaves out are optional.
-//! Fields wayline adds for its own bookkeeping (`strength`, `contradiction_count`,
+//! Every field of the format's example files is here under its name; fields a file leaves out
+//! are optional. Fields wayline adds for its own bookkeeping (`strength`, `contradiction_count`,
 //! `seen_variables`, `samples`, `status_code` of a common error) are optional too and are not
-//! written when unset, so a seed file saved again keeps its shape. Any other field a file holds
-//! is kept in `extra` and written back: nothing present is lost silently.
+//! written when unset, so a file in the original format, saved again, keeps its shape. Any other
+//! field a file holds is kept in `extra` and written back: nothing present is lost silently.
 
 use chrono::{DateTime, Utc};
 use indexmap::IndexMap;
@@ -429,7 +429,8 @@ impl OperationStats {
     }
 }
 
-/// `part / whole` rounded to 4 decimals (0 when `whole` is 0), as the seed writes rates.
+/// `part / whole` rounded to 4 decimals (0 when `whole` is 0), as the knowledge format writes
+/// rates.
 pub(crate) fn rate(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         return 0.0;

@@ -331,7 +331,7 @@ mod tests {
                 .is_some()
         );
 
-        // The seed's example (15 successes, 2 failures): 16/19, at full strength.
+        // 15 successes and 2 failures: (15 + 1) / (15 + 2 + 2) = 16/19, at full strength.
         knowledge.patterns[0] = pattern(15, 2, now);
         let fresh = Queries::at(&knowledge, now).pattern_confidence(&knowledge.patterns[0]);
         assert!((fresh - 16.0 / 19.0).abs() < 1e-9);

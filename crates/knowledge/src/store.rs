@@ -37,7 +37,7 @@ pub trait KnowledgeStore: Send + Sync + fmt::Debug {
     async fn suts(&self) -> Result<Vec<String>, StoreError>;
 }
 
-/// The three files of a SUT's knowledge, as the seed names them.
+/// The three files of a SUT's knowledge, named as the knowledge format names them.
 pub(crate) const FILES: [&str; 3] = ["patterns.yaml", "pitfalls.yaml", "stats.yaml"];
 
 /// Reads the three YAML documents (`None` for a missing file). Errors name `origin` and the

@@ -1,4 +1,5 @@
-//! [`YamlKnowledge`]: seed 001's layout, `<root>/knowledge/<sut>/{patterns,pitfalls,stats}.yaml`.
+//! [`YamlKnowledge`]: the knowledge format's directory layout,
+//! `<root>/knowledge/<sut>/{patterns,pitfalls,stats}.yaml`.
 //!
 //! Each update takes an exclusive lock on `<root>/knowledge/<sut>/.lock` (and an in-process
 //! mutex), reads the three files, applies the change and writes each file to a temporary file,
@@ -18,7 +19,7 @@ use wayline_durable::LockFile;
 use crate::model::Knowledge;
 use crate::store::{self, Change, FILES, KnowledgeStore};
 
-/// Knowledge as YAML files in a directory tree (the seed's layout).
+/// Knowledge as YAML files in a directory tree (`<root>/knowledge/<sut>/`, three files each).
 #[derive(Debug, Clone)]
 pub struct YamlKnowledge {
     inner: Arc<Inner>,

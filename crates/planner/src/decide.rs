@@ -1,6 +1,6 @@
-//! Decision steps answered by a language model (seed 004's Phase 2): one scoped call per
-//! decision, with only the question, the choices, the step's inputs and its dependencies'
-//! outputs, never the whole run.
+//! Decision steps answered by a language model (the "Phase 2" decision steps of the Python
+//! structure-ai-bot project): one scoped call per decision, with only the question, the
+//! choices, the step's inputs and its dependencies' outputs, never the whole run.
 //!
 //! The model is asked for `{"choice", "reason"}` with a JSON schema that lists the choices
 //! (servers with structured output enforce it). The answer is read like a plan (the first JSON

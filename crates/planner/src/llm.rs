@@ -1,6 +1,6 @@
-//! Language models for the planner (seed 004): the [`LanguageModel`] trait, a client for any
-//! server that speaks OpenAI's chat-completions API ([`OpenAiModel`]: hosted ones, vLLM,
-//! llama.cpp, Ollama), and a [`ScriptedModel`] for tests and examples.
+//! Language models for the planner: the [`LanguageModel`] trait, a client for any server that
+//! speaks OpenAI's chat-completions API ([`OpenAiModel`]: hosted ones, vLLM, llama.cpp, Ollama),
+//! and a [`ScriptedModel`] for tests and examples.
 //!
 //! # Contract
 //!

@@ -1,7 +1,8 @@
-//! Planning (seed 004's design phase): a goal in plain words, through a language model, to a
-//! validated workflow. The answer is read as a workflow and validated by the graph crate; on
-//! problems the validation report goes back to the model, which is asked to repair its plan, a
-//! bounded number of times. The result is a draft with its simplified view, ready for approval.
+//! Planning (the design phase, as in the Python structure-ai-bot project): a goal in plain words,
+//! through a language model, to a validated workflow. The answer is read as a workflow and
+//! validated by the graph crate; on problems the validation report goes back to the model, which is
+//! asked to repair its plan, a bounded number of times. The result is a draft with its simplified
+//! view, ready for approval.
 //!
 //! Knowledge first: with learned knowledge at hand, a pattern that fits the goal well enough
 //! is made into the plan without asking the model (see [`crate::recall`]); the plan says so.

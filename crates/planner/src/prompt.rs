@@ -1,8 +1,8 @@
-//! The planner's prompt (seed 004's design phase): the tool catalog, compact and within a token
-//! budget, the most relevant tools first; the goal and the declared inputs; the graph format
-//! with one example. And reading a model's answer back: code fences and prose around the JSON
-//! are tolerated, the JSON itself is held to the workflow schema (an unknown field is an error
-//! that names it and the nearest known one).
+//! The planner's prompt (for the design phase, where a workflow is planned): the tool catalog,
+//! compact and within a token budget, the most relevant tools first; the goal and the declared
+//! inputs; the graph format with one example. And reading a model's answer back: code fences and
+//! prose around the JSON are tolerated, the JSON itself is held to the workflow schema (an unknown
+//! field is an error that names it and the nearest known one).
 
 use std::fmt::Write as _;
 

@@ -1,9 +1,12 @@
-//! The tool registry: tool files loaded with actionable errors, the tool-configs file that holds
-//! credentials apart from definitions, and a compact catalog rendering.
+//! Reading definitions: tool files loaded with actionable errors ([`ToolRegistry`]), workflow
+//! files ([`load_workflow_file`]), the tool-configs file that holds credentials apart from
+//! definitions ([`ToolConfigs`]), a compact catalog rendering ([`render_catalog`]), and the
+//! import of OpenAPI 3.x and Swagger 2.0 specs ([`openapi`]: `$ref`s resolved across files,
+//! one tool per operation, the resources' states).
 //!
-//! Every tool YAML of seed 004's project loads unchanged, in both its legacy flat form and its
-//! config form. A file with a typo gets an error naming the file, line, column, field and the
-//! nearest known field; two files with one id get an error naming both.
+//! Every tool YAML of the Python structure-ai-bot project loads unchanged, in both its legacy
+//! flat form and its config form. A file with a typo gets an error naming the file, line,
+//! column, field and the nearest known field; two files with one id get an error naming both.
 //!
 //! ```
 //! use wayline_core::document::Format;

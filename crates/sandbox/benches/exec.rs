@@ -1,7 +1,6 @@
-//! Python exec through the local provider and through the loopback server (goal: a warm round
-//! trip under 5 ms median locally), and a cold start to the first result (goal: under 300 ms;
-//! the seed gives Bay's as 2–5 s with a cached image). Numbers and the command in
-//! `docs/benchmarks.md`.
+//! Python exec through the local provider and through the loopback server (goal: a warm round trip
+//! under 5 ms median locally), and a cold start to the first result (goal: under 300 ms; Bay's is
+//! 2–5 s with a cached image). Numbers and the command in `docs/benchmarks.md`.
 //!
 //! `cargo bench -p wayline-sandbox --bench exec`
 

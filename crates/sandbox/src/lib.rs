@@ -1,5 +1,4 @@
-//! Code sandboxes (seed 003), compatible with Bay (shipyard-neo) 0.3.1 as
-//! `../shared/reference/bay-api.md` describes it.
+//! Code sandboxes compatible with Bay (shipyard-neo) 0.3.1's HTTP API.
 //!
 //! One trait, [`SandboxProvider`], covers Bay's sandbox API; [`Sandbox`] is a handle on one
 //! sandbox. Three things speak it:

@@ -3,11 +3,10 @@
 //! Bay client — can be used and tested over real HTTP on loopback. `wayline sandbox serve`
 //! runs it.
 //!
-//! What it speaks is Bay 0.3.1's API as `../shared/reference/bay-api.md` describes it: the
-//! routes under `/v1`, `GET /health`, Bearer auth (when a token is set; anonymous otherwise),
-//! `X-Request-Id` echoed, Bay's error envelope, FastAPI's `422 {"detail": [...]}` for a body or
-//! query that does not parse, `201` on create and `204` on delete. Every caller is the owner
-//! `default` (`X-Owner` is ignored).
+//! What it speaks is Bay 0.3.1's HTTP API: the routes under `/v1`, `GET /health`, Bearer auth (when
+//! a token is set; anonymous otherwise), `X-Request-Id` echoed, Bay's error envelope, FastAPI's
+//! `422 {"detail": [...]}` for a body or query that does not parse, `201` on create and `204` on
+//! delete. Every caller is the owner `default` (`X-Owner` is ignored).
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -1,4 +1,5 @@
-//! Workflow and run stores, the workflow lifecycle and run history.
+//! Workflow and run stores, the workflow lifecycle, run history, and what runs saved workflows
+//! on their own: triggers and notifications.
 //!
 //! - [`MemoryStore`], [`FileStore`] (JSON files, for development) and, with the default
 //!   `sqlite` feature, [`SqliteStore`] (the embedded default at `$WAYLINE_HOME/wayline.db`)
@@ -8,6 +9,12 @@
 //!   Archived`, keeping every version.
 //! - [`open`] picks the store a path names: a `.db` file is SQLite, anything else a directory
 //!   of files.
+//! - [`schedule`]: interval and cron [`Trigger`](schedule::Trigger)s, read from a schedules
+//!   file, and the loop a host embeds to fire them ([`run_triggers`](schedule::run_triggers)).
+//! - [`Notifications`]: who is told when a run fails (or succeeds): [`WebhookNotifier`] posts
+//!   a notice through core's `Transport`, [`ConsoleNotifier`] prints one line.
+//! - [`Error`]: schedules and schedules files that cannot be used (the stores themselves answer
+//!   core's [`StoreError`]).
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

@@ -1,6 +1,6 @@
 //! Test support for wayline's own test suites (not published).
 //!
-//! The shared fixtures (real data from the projects the seeds came from) live beside the
+//! The shared fixtures (real data from the projects wayline's formats come from) live beside the
 //! repository at `../shared/fixtures`, or wherever `WAYLINE_FIXTURES` points. They are read from
 //! there, never copied in. Where they are absent (a fresh clone), tests that need them print one
 //! line saying so and pass; the repository's own `testdata/` covers the same behaviours.

@@ -51,7 +51,7 @@ fn explore_reaches_the_target_and_its_workflow_runs_green() {
     assert_eq!(summary["interventions"], 0);
     assert!(summary["session_id"].as_str().unwrap().starts_with("ses_"));
     assert!(std::path::Path::new(summary["output"].as_str().unwrap()).exists());
-    // The knowledge learned is on disk in the seed's layout.
+    // The knowledge learned is on disk, one directory per SUT: `knowledge/<sut>/patterns.yaml`.
     assert!(
         dir.path()
             .join("knowledge/knowledge/sim/patterns.yaml")

@@ -154,7 +154,7 @@ async fn runs_teach_and_knowledge_check_warns_before_the_call_is_repeated() {
         dir.path()
             .join("home/knowledge/tidbx/pitfalls.yaml")
             .is_file(),
-        "the seed's layout"
+        "pitfalls in `knowledge/<sut>/pitfalls.yaml`"
     );
 
     let warned = check(&["cluster_id=c-1"]).await;

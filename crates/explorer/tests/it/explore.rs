@@ -134,7 +134,7 @@ async fn explore_reaches_the_target_learns_and_asks_less_the_second_time() {
     assert_eq!(first.rejected_steps.len(), 0);
     let first_questions = first.interventions;
     assert!(first_questions >= 6, "{first_questions}");
-    // The session is on disk in the seed's shape.
+    // The session is on disk as YAML, with the session format's top-level keys.
     let saved =
         std::fs::read_to_string(dir.path().join(format!("{}.yaml", first.session.id))).unwrap();
     for key in [

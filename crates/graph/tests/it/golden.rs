@@ -1,4 +1,5 @@
-//! The shared fixtures of seed 004's project: golden edges, invalid cases, Python quirks.
+//! The shared fixtures from the Python structure-ai-bot project: golden edges, invalid cases,
+//! Python quirks.
 
 use serde_json::Value;
 use wayline_graph::{ProblemKind, validate};

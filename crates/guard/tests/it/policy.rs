@@ -1,4 +1,5 @@
-//! The policy: ADR-005's default classifies MCP-ocs's tools; bad policies are refused.
+//! The policy: the default (MCP-ocs's ADR-005) classifies MCP-ocs's tools; bad policies are
+//! refused.
 
 use wayline_guard::{Policy, ToolClass};
 

@@ -1,5 +1,5 @@
-//! The seed's knowledge examples (`../shared/fixtures/tidbcloud/knowledge-*.yaml`) load, save
-//! and load again equal, and nothing in them is dropped.
+//! The TiDB Cloud explorer's example knowledge files (`tidbcloud/knowledge-*.yaml` among the
+//! shared fixtures) load, save and load again equal, and nothing in them is dropped.
 
 use wayline_knowledge::model::{PatternsFile, PitfallsFile, Stats};
 

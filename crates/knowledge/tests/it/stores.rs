@@ -16,7 +16,7 @@ async fn memory_store_conforms() {
 async fn yaml_directory_conforms() {
     let dir = tempfile::tempdir().unwrap();
     conformance::knowledge_store(Arc::new(YamlKnowledge::new(dir.path()))).await;
-    // The seed's layout.
+    // The directory layout: `knowledge/<sut>/` with the three files.
     for file in ["patterns.yaml", "pitfalls.yaml", "stats.yaml"] {
         assert!(
             dir.path().join("knowledge/tidbx").join(file).is_file(),

@@ -1,4 +1,5 @@
-//! Every tool file of seed 004's project loads unchanged and matches the Python model's view.
+//! Every tool file of the Python structure-ai-bot project loads unchanged and matches the
+//! Python model's view.
 
 use serde_json::Value;
 use wayline_core::{CodePath, ToolCatalog};

@@ -1,4 +1,4 @@
-//! The sandbox crate's integration tests: the seed's six scenarios against the local provider
+//! The sandbox crate's integration tests: six end-to-end scenarios against the local provider
 //! and through `BayClient` over the loopback server, Bay's error codes, the client against
 //! `mockito`, the server's HTTP details, and the local provider's own behaviour.
 

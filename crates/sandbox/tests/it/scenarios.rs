@@ -1,12 +1,14 @@
-//! The six end-to-end scenarios of seed 003 (`../shared/seeds/003_af77ef9b85dd71aa.txt`), each
-//! run twice: against the local provider directly, and through `BayClient` over HTTP against
-//! the loopback server in front of it.
+//! Six end-to-end scenarios of a code sandbox in use (interactive data analysis, script
+//! development and debugging, project setup with dependencies, a quick serverless run, a long
+//! job that extends its TTL, an agent's fix-and-retry loop), each run twice: against the local
+//! provider directly, and through `BayClient` over HTTP against the loopback server in front
+//! of it.
 //!
-//! Where the seed needs what a test machine does not have, the scenario keeps its point and
-//! says what it replaced: scenario 1 reads its CSV with the standard `csv` module and writes
-//! its PNG with `zlib` (pandas and matplotlib are not installed here); scenario 3 installs a
-//! wheel built in the test (no network) instead of `requests` from PyPI; scenario 5 sleeps a
-//! fifth of a second instead of five, and moves a manual clock past the expiry.
+//! Where a scenario needs what a test machine does not have, it keeps its point and says what it
+//! replaced: scenario 1 reads its CSV with the standard `csv` module and writes its PNG with `zlib`
+//! (pandas and matplotlib are not installed here); scenario 3 installs a wheel built in the test
+//! (no network) instead of `requests` from PyPI; scenario 5 sleeps a fifth of a second instead of
+//! five, and moves a manual clock past the expiry.
 
 use chrono::Duration;
 use wayline_sandbox::{CreateSandbox, ErrorCode, PythonExec, Sandbox, Status};
@@ -132,7 +134,7 @@ async fn script_development_and_debugging(via: Via) {
         .await
         .unwrap();
     assert!(fixed.success);
-    // Bay strips the output: the seed's `Hello, World!\n` arrives without its newline.
+    // Bay strips the output: the script's `Hello, World!\n` arrives without its newline.
     assert_eq!(fixed.output, "Hello, World!");
     assert_eq!(
         sandbox.read_file("script.py").await.unwrap(),
