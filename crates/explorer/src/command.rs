@@ -93,6 +93,12 @@ mod tests {
     }
 
     #[test]
+    fn a_backslash_escapes_as_in_a_shell() {
+        let step = command_step(&tool_operation(), &line(r"tiup a\ b '\sql' \x")).unwrap();
+        assert_eq!(step.request["args"], json!(["a b", "\\sql", "x"]));
+    }
+
+    #[test]
     fn an_unclosed_quote_is_refused() {
         let refused = command_step(&tool_operation(), &line("tiup 'playground")).unwrap_err();
         assert!(

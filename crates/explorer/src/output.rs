@@ -1,6 +1,7 @@
 //! The explorer's reusable output: confirmed steps as a scenario in the TiDB Cloud explorer's
 //! output format (`request`, `expect`, `save` and `meta` are JSON text inside YAML strings),
-//! and its conversion into a wayline workflow.
+//! made from a session ([`Scenario::from_session`]), and its conversion into a wayline
+//! workflow.
 //!
 //! Conversion: each step calls the tool named by its `operation_id` (as `wayline import
 //! openapi` names them). A step's `save` rules become its `outputs` (CEL over the response
@@ -271,9 +272,7 @@ impl Scenario {
         }
         Ok((workflow, warnings))
     }
-}
 
-impl Scenario {
     /// The confirmed steps of `session` as a reusable scenario, for the SUT `sut` whose API
     /// `spec` describes. A value that a step took from an earlier step's saved id becomes a
     /// reference to its variable; a secret body field becomes a value to give at run time.
