@@ -1,7 +1,7 @@
 //! One suggestion over a spec of 1,000 operations and a knowledge base of 10,000 entries
 //! (goal: under 5 ms median). Numbers and the command in `docs/benchmarks.md`.
 //!
-//! `cargo bench -p wayline-planner --bench suggest`
+//! `cargo bench -p wayline-explorer --bench suggest`
 
 use std::hint::black_box;
 use std::path::Path;

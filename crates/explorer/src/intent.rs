@@ -126,7 +126,7 @@ pub(crate) fn operation_resource(operation: &Operation) -> String {
 
 /// The resources of a spec (each operation's last collection segment, singular), in first-seen
 /// order.
-pub fn resources(spec: &ApiSpec) -> Vec<String> {
+pub(crate) fn resources(spec: &ApiSpec) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     for operation in &spec.operations {
         let resource = operation_resource(operation);
@@ -248,7 +248,7 @@ fn spec_action(spec: &ApiSpec, word: &str) -> Option<String> {
 }
 
 /// The operations that do `goal`.
-pub fn candidates<'a>(spec: &'a ApiSpec, goal: &Goal) -> Vec<&'a Operation> {
+pub(crate) fn candidates<'a>(spec: &'a ApiSpec, goal: &Goal) -> Vec<&'a Operation> {
     spec.operations
         .iter()
         .filter(|operation| {
