@@ -34,7 +34,9 @@ pub(crate) fn detect(
         evidence,
     };
 
-    if call.class == ToolClass::Destructive && config.rapid_fire_count > 0 {
+    // Every state-changing class counts, as the ADR's apply, delete and restart do: a burst of
+    // writes is as much a panic as a burst of deletes.
+    if call.class.changes_resources() && config.rapid_fire_count > 0 {
         let window = i64::try_from(config.rapid_fire_window_seconds)
             .ok()
             .and_then(Duration::try_seconds)
@@ -47,7 +49,7 @@ pub(crate) fn detect(
             .iter()
             .rev()
             .take_while(|past| past.at >= since)
-            .filter(|past| past.class == ToolClass::Destructive)
+            .filter(|past| past.class.changes_resources())
             .map(|past| past.tool.as_str())
             .collect();
         if recent.len() + 1 >= config.rapid_fire_count {
@@ -55,7 +57,7 @@ pub(crate) fn detect(
                 PanicKind::RapidFireCommands,
                 Severity::High,
                 format!(
-                    "{} destructive operations within {} s",
+                    "{} state-changing operations within {} s",
                     recent.len() + 1,
                     config.rapid_fire_window_seconds
                 ),

@@ -47,6 +47,13 @@ impl ToolClass {
     pub fn changes_things(self) -> bool {
         self != ToolClass::Read
     }
+
+    /// True for the classes that change the system's resources (write and destructive): what
+    /// a burst of calls makes rapid fire. Privileged tools (`exec`, `debug`) have their own
+    /// signal, escalating permissions.
+    pub fn changes_resources(self) -> bool {
+        matches!(self, ToolClass::Write | ToolClass::Destructive)
+    }
 }
 
 /// A policy as written in YAML.
@@ -137,8 +144,8 @@ fn one() -> usize {
 #[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
 pub struct PanicConfig {
-    /// Destructive calls within `rapid_fire_window_seconds` that make rapid fire (this call
-    /// included).
+    /// State-changing calls (write or destructive) within `rapid_fire_window_seconds` that make
+    /// rapid fire (this call included).
     pub rapid_fire_count: usize,
     /// The rapid-fire window.
     pub rapid_fire_window_seconds: u64,
