@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use wayline_core::document::{self, Format};
+use wayline_durable::LockFile;
 use wayline_guard::audit::{self, AuditLog, Verification};
 use wayline_guard::{Decision, Guard, Mode, Policy, Session, ToolCall, suite};
 
@@ -227,7 +228,7 @@ struct CheckArgs {
 }
 
 fn check(args: &CheckArgs) -> Result<Outcome, Outcome> {
-    let (guard, mut session) = open_session(
+    let (guard, mut session, _held) = open_session(
         args.policy.as_deref(),
         &args.session,
         args.audit.as_deref(),
@@ -251,7 +252,7 @@ fn check(args: &CheckArgs) -> Result<Outcome, Outcome> {
 
 /// Records an item of evidence in the session file.
 fn evidence(args: &EvidenceArgs) -> Result<Outcome, Outcome> {
-    let (guard, mut session) = open_session(
+    let (guard, mut session, _held) = open_session(
         args.policy.as_deref(),
         &args.session,
         args.audit.as_deref(),
@@ -278,7 +279,7 @@ fn evidence(args: &EvidenceArgs) -> Result<Outcome, Outcome> {
 
 /// Moves the session in the file to another state.
 fn advance(args: &AdvanceArgs) -> Result<Outcome, Outcome> {
-    let (guard, mut session) = open_session(
+    let (guard, mut session, _held) = open_session(
         args.policy.as_deref(),
         &args.session,
         args.audit.as_deref(),
@@ -298,13 +299,16 @@ fn advance(args: &AdvanceArgs) -> Result<Outcome, Outcome> {
 }
 
 /// The guard for a policy (and audit log), and the session in `path` (a new one, named after
-/// the file, when it does not exist).
+/// the file, when it does not exist), with the session's lock held: the caller reads, decides
+/// and writes the session back before dropping it, so concurrent commands on one session file
+/// lose none of each other's calls.
 fn open_session(
     policy: Option<&Path>,
     path: &Path,
     audit: Option<&Path>,
     mode: Mode,
-) -> Result<(Guard, Session), Outcome> {
+) -> Result<(Guard, Session, LockFile), Outcome> {
+    let held = lock_session(path)?;
     let policy = Arc::new(load_policy(policy)?);
     let mut guard = Guard::new(policy, mode);
     if let Some(audit) = audit {
@@ -336,7 +340,20 @@ fn open_session(
             session.state
         )));
     }
-    Ok((guard, session))
+    Ok((guard, session, held))
+}
+
+/// The lock of the session in `path`: `.NAME.lock` beside it (the session file itself is
+/// replaced on every write, so it cannot carry the lock).
+fn lock_session(path: &Path) -> Result<LockFile, Outcome> {
+    let dir = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    std::fs::create_dir_all(dir)
+        .map_err(|error| unreadable(format!("cannot create {}: {error}", dir.display())))?;
+    LockFile::acquire(&dir.join(format!(".{name}.lock"))).map_err(fail)
 }
 
 /// Writes the session next to itself, then renames it into place.

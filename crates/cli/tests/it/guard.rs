@@ -155,3 +155,34 @@ fn evidence_and_advance_move_a_session_file() {
         serde_json::from_str(&std::fs::read_to_string(&session).unwrap()).unwrap();
     assert_eq!(saved["evidence"][0]["type"], "symptoms");
 }
+
+/// Twenty `guard check` processes on one session file at once: every call is in its history
+/// (the session is locked from read to write), and the file is never half-written.
+#[test]
+fn concurrent_checks_on_one_session_lose_no_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("incident.yaml");
+    let session_path = path(&session).to_owned();
+    let children: Vec<_> = (0..20)
+        .map(|_| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_wayline"))
+                .args([
+                    "guard",
+                    "check",
+                    "--session",
+                    &session_path,
+                    "--tool",
+                    "oc_read_logs",
+                ])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let text = std::fs::read_to_string(&session).unwrap();
+    let saved: wayline_guard::Session = serde_norway::from_str(&text).unwrap();
+    assert_eq!(saved.history.len(), 20, "{text}");
+}
