@@ -111,6 +111,11 @@ pub(crate) enum AuditCommand {
     Verify {
         /// The log file.
         file: PathBuf,
+        /// A head hash kept elsewhere (printed by an earlier verify): the entry with this hash
+        /// must still be in the log, which shows entries cut from its end or a log rewritten
+        /// whole.
+        #[arg(long, value_name = "HASH")]
+        head: Option<String>,
     },
 }
 
@@ -199,8 +204,12 @@ fn run(command: GuardCommand) -> Result<Outcome, Outcome> {
                 Outcome::Failed
             })
         }
-        GuardCommand::Audit(AuditCommand::Verify { file }) => {
-            match audit::verify(&file).map_err(fail)? {
+        GuardCommand::Audit(AuditCommand::Verify { file, head }) => {
+            let verified = match &head {
+                Some(anchor) => audit::verify_from_anchor(&file, anchor),
+                None => audit::verify(&file),
+            };
+            match verified.map_err(fail)? {
                 Verification::Intact { entries, head } => {
                     println!("intact: {entries} entries, each linked to the one before");
                     // A chain cannot show entries cut from its end: the head, kept elsewhere,
@@ -228,7 +237,12 @@ struct CheckArgs {
 }
 
 fn check(args: &CheckArgs) -> Result<Outcome, Outcome> {
-    let (guard, mut session, _held) = open_session(
+    let Opened {
+        guard,
+        mut session,
+        audit,
+        _lock,
+    } = open_session(
         args.policy.as_deref(),
         &args.session,
         args.audit.as_deref(),
@@ -244,15 +258,35 @@ fn check(args: &CheckArgs) -> Result<Outcome, Outcome> {
         ReportFormat::Json => print_json(&decision),
         ReportFormat::Text => print_decision(&decision, &session),
     }
+    // A decision that could not be audited is already a block, except in audit mode, which
+    // never blocks: there the lost entry is reported.
+    let unaudited = audit.is_some_and(|log| report_unaudited(&log, args.mode == Mode::Audit));
     Ok(match decision {
         Decision::Block { .. } => Outcome::Failed,
+        _ if unaudited && args.mode != Mode::Audit => Outcome::Failed,
         _ => Outcome::Ok,
     })
 }
 
+/// Prints what the audit log could not take, as an error (or, `as_warning`, a warning); true
+/// when anything was lost.
+fn report_unaudited(log: &AuditLog, as_warning: bool) -> bool {
+    let failures = log.failures();
+    let level = if as_warning { "warning" } else { "error" };
+    for failure in &failures {
+        eprintln!("{level}: not in the audit log: {failure}");
+    }
+    !failures.is_empty()
+}
+
 /// Records an item of evidence in the session file.
 fn evidence(args: &EvidenceArgs) -> Result<Outcome, Outcome> {
-    let (guard, mut session, _held) = open_session(
+    let Opened {
+        guard,
+        mut session,
+        audit,
+        _lock,
+    } = open_session(
         args.policy.as_deref(),
         &args.session,
         args.audit.as_deref(),
@@ -274,12 +308,27 @@ fn evidence(args: &EvidenceArgs) -> Result<Outcome, Outcome> {
             args.kind, session.state
         );
     }
-    Ok(Outcome::Ok)
+    Ok(audited(audit.as_deref()))
+}
+
+/// [`Outcome::Failed`] when the audit log lost an entry (each is printed as an error): the
+/// session changed, and the audit chain does not show it.
+fn audited(audit: Option<&AuditLog>) -> Outcome {
+    if audit.is_some_and(|log| report_unaudited(log, false)) {
+        Outcome::Failed
+    } else {
+        Outcome::Ok
+    }
 }
 
 /// Moves the session in the file to another state.
 fn advance(args: &AdvanceArgs) -> Result<Outcome, Outcome> {
-    let (guard, mut session, _held) = open_session(
+    let Opened {
+        guard,
+        mut session,
+        audit,
+        _lock,
+    } = open_session(
         args.policy.as_deref(),
         &args.session,
         args.audit.as_deref(),
@@ -289,13 +338,23 @@ fn advance(args: &AdvanceArgs) -> Result<Outcome, Outcome> {
         Ok(()) => {
             save_session(&args.session, &session)?;
             println!("state: {}", session.state);
-            Ok(Outcome::Ok)
+            Ok(audited(audit.as_deref()))
         }
         Err(missing) => {
             println!("not yet: {}", missing.join("; "));
             Ok(Outcome::Failed)
         }
     }
+}
+
+/// A guard and the session it works on, from [`open_session`].
+struct Opened {
+    guard: Guard,
+    session: Session,
+    /// The audit log, to ask afterwards what it could not take.
+    audit: Option<Arc<AuditLog>>,
+    /// Held until the session is written back.
+    _lock: LockFile,
 }
 
 /// The guard for a policy (and audit log), and the session in `path` (a new one, named after
@@ -307,12 +366,16 @@ fn open_session(
     path: &Path,
     audit: Option<&Path>,
     mode: Mode,
-) -> Result<(Guard, Session, LockFile), Outcome> {
-    let held = lock_session(path)?;
+) -> Result<Opened, Outcome> {
+    let lock = lock_session(path)?;
     let policy = Arc::new(load_policy(policy)?);
     let mut guard = Guard::new(policy, mode);
-    if let Some(audit) = audit {
-        guard = guard.audit(Arc::new(AuditLog::file(audit).map_err(fail)?));
+    let audit = match audit {
+        Some(path) => Some(Arc::new(AuditLog::file(path).map_err(fail)?)),
+        None => None,
+    };
+    if let Some(log) = &audit {
+        guard = guard.audit(Arc::clone(log));
     }
     let session = match std::fs::read_to_string(path) {
         Ok(text) => {
@@ -340,7 +403,12 @@ fn open_session(
             session.state
         )));
     }
-    Ok((guard, session, held))
+    Ok(Opened {
+        guard,
+        session,
+        audit,
+        _lock: lock,
+    })
 }
 
 /// The lock of the session in `path`: `.NAME.lock` beside it (the session file itself is

@@ -69,16 +69,30 @@ pub trait AuditSink: Send + Sync + std::fmt::Debug {
     ) -> Result<AuditEntry, Error>;
 }
 
-/// A hash-chained log over a sink.
+/// A hash-chained log over a sink. It remembers the entries it could not append, so that an
+/// event the guard could not audit is never lost silently ([`AuditLog::failures`]).
 #[derive(Debug)]
 pub struct AuditLog {
     sink: Box<dyn AuditSink>,
+    failures: Mutex<Vec<String>>,
 }
 
 impl AuditLog {
     /// A log writing to `sink`.
     pub fn new(sink: Box<dyn AuditSink>) -> Self {
-        AuditLog { sink }
+        AuditLog {
+            sink,
+            failures: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Why each entry this log could not append failed, in order (empty when every append
+    /// succeeded). A host that audits shows these and does not report success.
+    pub fn failures(&self) -> Vec<String> {
+        self.failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// A log appending to a JSON-lines file, continuing its chain. The file is created when
@@ -94,7 +108,8 @@ impl AuditLog {
         Ok(AuditLog::new(Box::new(FileSink::new(path))))
     }
 
-    /// Appends an event; returns the entry written.
+    /// Appends an event; returns the entry written. A failure is also remembered
+    /// ([`AuditLog::failures`]).
     pub fn record(
         &self,
         session: &str,
@@ -103,7 +118,7 @@ impl AuditLog {
         at: DateTime<Utc>,
     ) -> Result<AuditEntry, Error> {
         let mut detail = Some(detail);
-        self.sink.append_next(&mut |last_seq, last_hash| {
+        let appended = self.sink.append_next(&mut |last_seq, last_hash| {
             let mut entry = AuditEntry {
                 seq: last_seq + 1,
                 at,
@@ -115,7 +130,14 @@ impl AuditLog {
             };
             entry.hash = entry.compute_hash();
             entry
-        })
+        });
+        if let Err(error) = &appended {
+            self.failures
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(format!("{kind} entry for session `{session}`: {error}"));
+        }
+        appended
     }
 }
 
@@ -261,6 +283,39 @@ pub enum Verification {
 
 /// Checks a chain of entries (JSON lines).
 pub fn verify_text(text: &str) -> Verification {
+    verify_chain(text, None)
+}
+
+/// Checks a chain of entries (JSON lines) and that the entry whose hash is `anchor` is still in
+/// it: a head hash kept elsewhere (printed by [`verify`], or written to another system) shows
+/// what the chain alone cannot, entries cut from its end or a log rewritten whole. A log that
+/// has grown since the anchor was taken still passes.
+///
+/// ```
+/// use chrono::Utc;
+/// use wayline_guard::audit::{AuditLog, MemorySink, Verification, verify_anchored};
+/// use std::sync::Arc;
+///
+/// let sink = Arc::new(MemorySink::default());
+/// let log = AuditLog::new(Box::new(sink.clone()));
+/// let first = log.record("s1", "decision", serde_json::json!({}), Utc::now()).unwrap();
+/// log.record("s1", "decision", serde_json::json!({}), Utc::now()).unwrap();
+/// let lines: Vec<String> =
+///     sink.entries().iter().map(|entry| serde_json::to_string(entry).unwrap()).collect();
+/// let text = lines.join("\n") + "\n";
+/// assert!(matches!(verify_anchored(&text, &first.hash), Verification::Intact { .. }));
+/// // The log cut back before the second entry: intact as a chain, but the head is gone.
+/// let cut = format!("{}\n", lines[0]);
+/// let head = sink.entries()[1].hash.clone();
+/// assert!(matches!(verify_anchored(&cut, &head), Verification::Broken { .. }));
+/// ```
+pub fn verify_anchored(text: &str, anchor: &str) -> Verification {
+    verify_chain(text, Some(anchor))
+}
+
+fn verify_chain(text: &str, anchor: Option<&str>) -> Verification {
+    let mut anchored = anchor.is_none_or(|anchor| anchor == GENESIS);
+    let mut last_line = 0;
     let mut previous = GENESIS.to_owned();
     let mut expected_seq = 1u64;
     let mut count = 0;
@@ -293,9 +348,21 @@ pub fn verify_text(text: &str) -> Verification {
         if serde_json::to_string(&entry).ok().as_deref() != Some(line.trim_end()) {
             return broken("it is not written as the log writes entries (it was edited)".into());
         }
+        anchored |= anchor == Some(entry.hash.as_str());
         previous = entry.hash;
         expected_seq += 1;
         count += 1;
+        last_line = index + 1;
+    }
+    if !anchored {
+        return Verification::Broken {
+            line: last_line + 1,
+            reason: format!(
+                "the log ends without the entry whose hash is {} (entries were cut from its end, \
+                 or the log was rewritten)",
+                anchor.unwrap_or_default()
+            ),
+        };
     }
     Verification::Intact {
         entries: count,
@@ -307,4 +374,11 @@ pub fn verify_text(text: &str) -> Verification {
 pub fn verify(path: &Path) -> Result<Verification, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::io("read", path, source))?;
     Ok(verify_text(&text))
+}
+
+/// Checks the audit file at `path`, and that the entry whose hash is `anchor` is in it
+/// ([`verify_anchored`]).
+pub fn verify_from_anchor(path: &Path, anchor: &str) -> Result<Verification, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::io("read", path, source))?;
+    Ok(verify_anchored(&text, anchor))
 }

@@ -184,12 +184,25 @@ impl Guard {
         Session::new(id, self.policy.initial_state(), now)
     }
 
-    fn log(&self, session: &Session, kind: &str, detail: serde_json::Value, now: DateTime<Utc>) {
-        if let Some(audit) = &self.audit
-            && let Err(error) = audit.record(&session.id, kind, detail, now)
-        {
-            tracing::warn!(%error, "the guard's audit log could not be written");
-        }
+    /// Appends an event to the audit log, if there is one. A failure is returned (for a
+    /// decision, which must not stand unaudited) and remembered by the log
+    /// ([`AuditLog::failures`]), so it is never lost silently.
+    fn log(
+        &self,
+        session: &Session,
+        kind: &str,
+        detail: serde_json::Value,
+        now: DateTime<Utc>,
+    ) -> Result<(), Error> {
+        let Some(audit) = &self.audit else {
+            return Ok(());
+        };
+        audit
+            .record(&session.id, kind, detail, now)
+            .map(drop)
+            .inspect_err(|error| {
+                tracing::warn!(%error, "the guard's audit log could not be written");
+            })
     }
 
     /// Decides `call` in `session` at `now`, records it in the session's history (and the
@@ -307,7 +320,7 @@ impl Guard {
         {
             let from = session.state.clone();
             session.move_to(to, now, "panic intervention");
-            self.log(
+            let _unaudited = self.log(
                 session,
                 "transition",
                 json!({"from": from, "to": to, "reason": "panic intervention"}),
@@ -328,7 +341,7 @@ impl Guard {
         } else {
             "decision"
         };
-        self.log(
+        let audited = self.log(
             session,
             kind,
             json!({
@@ -342,7 +355,45 @@ impl Guard {
             }),
             now,
         );
-        decision
+        match audited {
+            Ok(()) => decision,
+            Err(error) => self.unaudited(session, decision, &error),
+        }
+    }
+
+    /// A decision whose audit entry could not be written: in blocking and guidance modes the
+    /// call is refused (nothing runs unaudited); in audit mode, which never blocks, the
+    /// decision stands with a note saying the entry is missing.
+    fn unaudited(&self, session: &mut Session, decision: Decision, error: &Error) -> Decision {
+        if self.mode == Mode::Audit {
+            let Decision::Allow { mut notes } = decision else {
+                return decision;
+            };
+            notes.push(format!(
+                "the audit entry of this decision was not written: {error}"
+            ));
+            return Decision::Allow { notes };
+        }
+        let signals = match decision {
+            Decision::Warn { signals, .. } | Decision::Block { signals, .. } => signals,
+            Decision::Allow { .. } => Vec::new(),
+        };
+        if let Some(call) = session.history.last_mut() {
+            call.decision = "block".to_owned();
+        }
+        Decision::Block {
+            reason: format!(
+                "the decision could not be written to the audit log ({error}), and nothing runs unaudited"
+            ),
+            calming_message: None,
+            recommended_actions: vec![
+                "Check the audit log with `wayline guard audit verify`; move a damaged log aside \
+                 and start a new one, keeping the old for review"
+                    .to_owned(),
+            ],
+            forced_state: None,
+            signals,
+        }
     }
 
     /// Whether `state` lets `tool` run: blocked patterns win, then allowed patterns, then the
@@ -480,7 +531,7 @@ impl Guard {
         now: DateTime<Utc>,
     ) {
         session.record_evidence(kind, description, source_tool.clone(), now);
-        self.log(
+        let _unaudited = self.log(
             session,
             "evidence",
             json!({"type": kind, "description": description, "source_tool": source_tool}),
@@ -537,7 +588,7 @@ impl Guard {
             let Some(next) = forward else { return };
             let from = session.state.clone();
             session.move_to(&next, now, "requirements met");
-            self.log(
+            let _unaudited = self.log(
                 session,
                 "transition",
                 json!({"from": from, "to": next, "reason": "requirements met"}),
@@ -578,7 +629,7 @@ impl Guard {
         let from = session.state.clone();
         let reason = if forward { "advance" } else { "back" };
         session.move_to(to, now, reason);
-        self.log(
+        let _unaudited = self.log(
             session,
             "transition",
             json!({"from": from, "to": to, "reason": reason}),
@@ -598,7 +649,7 @@ impl Guard {
         let id = format!("bg-{}-{}", session.id, session.grants.len() + 1);
         match request.clone().grant(&self.policy, id, now) {
             Ok(grant) => {
-                self.log(session, "break_glass_granted", json!(grant), now);
+                let _unaudited = self.log(session, "break_glass_granted", json!(grant), now);
                 session.grants.push(grant.clone());
                 Ok(grant)
             }
@@ -607,7 +658,7 @@ impl Guard {
                     Error::BreakGlass { reason } => reason.clone(),
                     other => other.to_string(),
                 };
-                self.log(
+                let _unaudited = self.log(
                     session,
                     "break_glass_refused",
                     json!({"request": request, "reason": reason}),

@@ -186,3 +186,73 @@ fn concurrent_checks_on_one_session_lose_no_call() {
     let saved: wayline_guard::Session = serde_norway::from_str(&text).unwrap();
     assert_eq!(saved.history.len(), 20, "{text}");
 }
+
+/// A damaged audit log is never skipped in silence: the decision is refused (exit 1) and the
+/// lost entry named; evidence recorded in a session exits 1 too; `audit verify --head` finds a
+/// log cut back before a head kept elsewhere.
+#[test]
+fn an_audit_log_that_cannot_be_extended_fails_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("incident.yaml");
+    let log = dir.path().join("audit.jsonl");
+    let (session, log) = (path(&session).to_owned(), path(&log).to_owned());
+    let check = |mode: &str| {
+        wayline(&[
+            "guard",
+            "check",
+            "--session",
+            &session,
+            "--tool",
+            "oc_read_logs",
+            "--audit",
+            &log,
+            "--mode",
+            mode,
+        ])
+    };
+    assert_eq!(code(&check("blocking")), 0);
+    assert_eq!(code(&check("blocking")), 0);
+    let verified = wayline(&["guard", "audit", "verify", &log]);
+    let head = stdout(&verified)
+        .lines()
+        .find_map(|line| line.strip_prefix("head: ").map(str::to_owned))
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let first_line = text.lines().next().unwrap().to_owned();
+    std::fs::write(&log, format!("{first_line}\n{{\"seq\": 2, \"cut sh")).unwrap();
+
+    let refused = check("blocking");
+    assert_eq!(code(&refused), 1);
+    assert!(
+        stdout(&refused).starts_with("block"),
+        "{}",
+        stdout(&refused)
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(stderr.contains("not in the audit log"), "{stderr}");
+    let reported = check("audit");
+    assert_eq!(code(&reported), 0, "audit mode never blocks");
+    assert!(String::from_utf8_lossy(&reported.stderr).contains("warning: not in the audit log"));
+    let evidence = wayline(&[
+        "guard",
+        "evidence",
+        "--session",
+        &session,
+        "--type",
+        "symptoms",
+        "--description",
+        "pods restarting",
+        "--audit",
+        &log,
+    ]);
+    assert_eq!(code(&evidence), 1);
+
+    std::fs::write(&log, format!("{first_line}\n")).unwrap();
+    let cut = wayline(&["guard", "audit", "verify", &log, "--head", &head]);
+    assert_eq!(code(&cut), 1, "{}", stdout(&cut));
+    assert!(
+        stdout(&cut).contains("ends without the entry"),
+        "{}",
+        stdout(&cut)
+    );
+}

@@ -530,3 +530,97 @@ fn gather_enough(guard: &Guard, session: &mut wayline_guard::Session, at: DateTi
         guard.record_result(session, tool, true, summary, at);
     }
 }
+
+/// A log whose last line is cut short cannot be extended: a decision is then refused in
+/// blocking and guidance modes (nothing runs unaudited), kept with a note in audit mode, and
+/// the log remembers every entry it lost.
+#[test]
+fn a_decision_that_cannot_be_audited_is_never_silent() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("audit.jsonl");
+    let log = Arc::new(AuditLog::file(&log_path).unwrap());
+    let blocking = guard(Mode::Blocking).audit(log.clone());
+    let mut session = blocking.start("incident-9", t0());
+    assert_eq!(
+        blocking
+            .decide(&mut session, ToolCall::new("oc_read_logs"), t0())
+            .name(),
+        "allow"
+    );
+    assert!(log.failures().is_empty());
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    std::fs::write(&log_path, &text[..text.len() / 2]).unwrap();
+
+    for mode in [Mode::Blocking, Mode::Guidance] {
+        let guard = guard(mode).audit(log.clone());
+        let decision = guard.decide(&mut session, ToolCall::new("oc_read_logs"), t0());
+        let Decision::Block { reason, .. } = &decision else {
+            panic!("{mode:?}: {decision:?}");
+        };
+        assert!(reason.contains("audit log"), "{reason}");
+        assert_eq!(session.history.last().unwrap().decision, "block");
+    }
+    let audit_mode = guard(Mode::Audit).audit(log.clone());
+    let Decision::Allow { notes } =
+        audit_mode.decide(&mut session, ToolCall::new("oc_read_logs"), t0())
+    else {
+        panic!("audit mode never blocks");
+    };
+    assert!(
+        notes.iter().any(|note| note.contains("was not written")),
+        "{notes:?}"
+    );
+    let failures = log.failures();
+    assert_eq!(failures.len(), 3, "{failures:?}");
+    assert!(
+        failures[0].contains("last entry is unreadable"),
+        "{failures:?}"
+    );
+}
+
+/// A head hash kept elsewhere shows what the chain alone cannot: entries cut from its end.
+#[test]
+fn an_anchor_finds_a_log_cut_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("audit.jsonl");
+    let log = AuditLog::file(&log_path).unwrap();
+    let mut heads = Vec::new();
+    for seconds in 0..3 {
+        let entry = log
+            .record(
+                "s",
+                "decision",
+                serde_json::json!({}),
+                t0() + Duration::seconds(seconds),
+            )
+            .unwrap();
+        heads.push(entry.hash);
+    }
+    assert!(matches!(
+        audit::verify_from_anchor(&log_path, &heads[2]).unwrap(),
+        Verification::Intact { entries: 3, .. }
+    ));
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let cut: String = text
+        .lines()
+        .take(2)
+        .map(|line| format!("{line}\n"))
+        .collect();
+    std::fs::write(&log_path, cut).unwrap();
+    assert!(matches!(
+        audit::verify(&log_path).unwrap(),
+        Verification::Intact { entries: 2, .. }
+    ));
+    let Verification::Broken { line, reason } =
+        audit::verify_from_anchor(&log_path, &heads[2]).unwrap()
+    else {
+        panic!("the anchor is gone");
+    };
+    assert_eq!(line, 3);
+    assert!(reason.contains(&heads[2]), "{reason}");
+    // An older anchor still passes: the log grew after it was taken.
+    assert!(matches!(
+        audit::verify_from_anchor(&log_path, &heads[0]).unwrap(),
+        Verification::Intact { .. }
+    ));
+}
