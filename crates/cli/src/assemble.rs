@@ -41,20 +41,33 @@ pub(crate) fn transport() -> Result<ReqwestTransport, Outcome> {
         .map_err(|error| unreadable(format!("cannot start the HTTP client: {error}")))
 }
 
-/// Loads tools for a command that needs them all; problems are printed.
+/// Loads tools for a command that checks or lists them; problems are printed, and the outcome
+/// is their kind's (a file with a problem is 1, one that cannot be read 2).
 pub(crate) fn load_tools(paths: &[PathBuf]) -> Result<ToolRegistry, Outcome> {
+    load(paths).map_err(|errors| outcome_of(&errors))
+}
+
+/// Loads the tools a command is about to call (`run`, `tools try`, `runs resume`, a validation
+/// run, schedules, planning); problems are printed. Tools that do not load stop it from
+/// starting: always [`Outcome::Unreadable`], as `docs/cli.md` says.
+pub(crate) fn load_tools_to_call(paths: &[PathBuf]) -> Result<ToolRegistry, Outcome> {
+    load(paths).map_err(|_| Outcome::Unreadable)
+}
+
+fn load(paths: &[PathBuf]) -> Result<ToolRegistry, Vec<wayline_registry::Error>> {
     let report = ToolRegistry::load(paths);
     if report.errors.is_empty() {
         Ok(report.registry)
     } else {
         print_errors(&report.errors);
         eprintln!("error: the tools above did not load; fix them (see `wayline tools check`)");
-        Err(outcome_of(&report.errors))
+        Err(report.errors)
     }
 }
 
-/// The tool-configs file at `path` (none: no configs); entries for tools `registry` does not
-/// have are warned about.
+/// The tool-configs file at `path` (none: no configs) for tools about to be called; entries for
+/// tools `registry` does not have are warned about. A file that does not load stops the call
+/// from starting ([`Outcome::Unreadable`]).
 pub(crate) fn load_configs(
     path: Option<&Path>,
     registry: &ToolRegistry,
@@ -63,9 +76,8 @@ pub(crate) fn load_configs(
         return Ok(ToolConfigs::new());
     };
     let configs = ToolConfigs::load(path).map_err(|error| {
-        let outcome = outcome_of(std::slice::from_ref(&error));
         print_errors(&[error]);
-        outcome
+        Outcome::Unreadable
     })?;
     let known = registry.tool_ids();
     for problem in configs.unknown_tools(&known, &path.display().to_string()) {

@@ -14,7 +14,7 @@ use wayline_planner::llm::{
 use wayline_planner::plan::{Plan, PlanOptions, PlanSource, Planner};
 
 use crate::args::{KnowledgeArg, ModelArgs};
-use crate::assemble::{load_tools, model_config, open_knowledge, runtime, transport};
+use crate::assemble::{load_tools_to_call, model_config, open_knowledge, runtime, transport};
 use crate::report::{Outcome, ReportFormat, fail, print_json, unreadable, write_atomically};
 
 /// Stands in for a model that is not configured: a plan from knowledge needs none, and one
@@ -74,7 +74,7 @@ fn plan(args: &PlanArgs) -> Result<Outcome, Outcome> {
             "the goal is empty; say what the workflow should do",
         ));
     }
-    let registry = Arc::new(load_tools(&args.tools)?);
+    let registry = Arc::new(load_tools_to_call(&args.tools)?);
     let runtime = runtime()?;
     if let Some(path) = args
         .out

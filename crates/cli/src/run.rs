@@ -10,8 +10,8 @@ use wayline_store::{Lifecycle, Stores};
 
 use crate::args::{Common, LearnArgs, ModelArgs, NotifyArgs, StoreArg};
 use crate::assemble::{
-    announce, engine_builder, execute, load_tools, notifications, open_knowledge, open_store,
-    run_inputs, runtime, with_decider,
+    announce, engine_builder, execute, load_tools_to_call, notifications, open_knowledge,
+    open_store, run_inputs, runtime, with_decider,
 };
 use crate::report::{
     Outcome, ReportFormat, fail, print_errors, print_json, print_plan, report_run, unreadable,
@@ -67,7 +67,7 @@ pub(crate) fn run_command(args: RunArgs) -> Outcome {
 }
 
 fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
-    let registry = load_tools(&args.common.tools.tools)?;
+    let registry = load_tools_to_call(&args.common.tools.tools)?;
     let inputs = run_inputs(args.inputs_file.as_deref(), &args.common.inputs)?;
     let runtime = runtime()?;
     let (workflow, stored) = source(&args, &runtime)?;

@@ -9,7 +9,9 @@ use wayline_executor::{Error, Progress, ResumeOptions, UnknownSteps, summary};
 use wayline_store::Lifecycle;
 
 use crate::args::{ModelArgs, StoreArg, ToolsArgs};
-use crate::assemble::{cancellable, engine_builder, load_tools, open_store, runtime, with_decider};
+use crate::assemble::{
+    cancellable, engine_builder, load_tools_to_call, open_store, runtime, with_decider,
+};
 use crate::report::{
     Outcome, ReportFormat, engine_error, fail, print_json, report_run, unreadable,
 };
@@ -190,7 +192,7 @@ fn show(store: &StoreArg, run_id: &str, format: ReportFormat) -> Result<Outcome,
 
 fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
     let stores = open_store(&args.store)?;
-    let registry = load_tools(&args.tools.tools)?;
+    let registry = load_tools_to_call(&args.tools.tools)?;
     let runtime = runtime()?;
     let stored = runtime
         .block_on(stores.runs.run(&args.run_id))

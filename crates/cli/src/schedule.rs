@@ -11,7 +11,7 @@ use wayline_store::schedule::{Firing, load_triggers, run_triggers};
 
 use crate::args::{ModelArgs, NotifyArgs, StoreArg, ToolsArgs};
 use crate::assemble::{
-    announce, engine_builder, load_tools, notifications, open_store, runtime,
+    announce, engine_builder, load_tools_to_call, notifications, open_store, runtime,
     with_decider_for_later,
 };
 use crate::report::{Outcome, fail};
@@ -54,7 +54,7 @@ pub(crate) fn schedule_command(command: ScheduleCommand) -> Outcome {
 fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
     let triggers = load_triggers(&args.file).map_err(fail)?;
     let stores = open_store(&args.store)?;
-    let registry = load_tools(&args.tools.tools)?;
+    let registry = load_tools_to_call(&args.tools.tools)?;
     let notifications = notifications(&args.notify, false)?;
     let lifecycle = Lifecycle::new(stores.workflows.clone());
     let runtime = runtime()?;

@@ -14,7 +14,7 @@ use wayline_executor::{Engine, Redactor, ReqwestTransport};
 use wayline_registry::{ToolRegistry, catalog_entries, render_catalog};
 
 use crate::args::{Common, parse_inputs};
-use crate::assemble::{load_configs, load_tools, runtime, transport};
+use crate::assemble::{load_configs, load_tools, load_tools_to_call, runtime, transport};
 use crate::report::{
     Outcome, ProblemDoc, ReportFormat, fail, outcome_of, print_errors, print_json, print_plan,
     unreadable,
@@ -141,7 +141,7 @@ fn try_command(args: TryArgs) -> Outcome {
 }
 
 fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
-    let registry = load_tools(&args.common.tools.tools)?;
+    let registry = load_tools_to_call(&args.common.tools.tools)?;
     if registry.tool(&args.tool_id).is_none() {
         let hint = wayline_core::document::nearest(&args.tool_id, registry.tool_ids())
             .map(|id| format!(" (did you mean `{id}`?)"))

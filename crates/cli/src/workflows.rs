@@ -11,7 +11,9 @@ use wayline_graph::{ViewFormat, render, validate};
 use wayline_store::Lifecycle;
 
 use crate::args::{ModelArgs, StoreArg, ToolsArgs, parse_inputs};
-use crate::assemble::{engine_builder, execute, load_tools, open_store, runtime, with_decider};
+use crate::assemble::{
+    engine_builder, execute, load_tools_to_call, open_store, runtime, with_decider,
+};
 use crate::report::{Outcome, ReportFormat, fail, print_errors, print_json, unreadable};
 
 /// `wayline workflow ...`
@@ -250,7 +252,7 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
     }
     let mut inputs = IndexMap::new();
     parse_inputs(&args.inputs, &mut inputs).map_err(unreadable)?;
-    let registry = load_tools(&args.tools.tools)?;
+    let registry = load_tools_to_call(&args.tools.tools)?;
     let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref())?;
     let engine = with_decider(builder, [&record.workflow], &args.model, false)?
         .run_store(stores.runs.clone())

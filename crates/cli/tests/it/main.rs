@@ -130,6 +130,31 @@ fn each_malformed_file_alone_exits_1() {
     }
 }
 
+/// A tool file that does not load is a problem of the file for `tools check` and `validate`
+/// (exit 1), and stops a command that would call the tools from starting (exit 2), as the CLI
+/// contract says.
+#[test]
+fn tools_that_do_not_load_stop_a_run_with_exit_2() {
+    let broken = testdata("malformed/unknown_field.yaml");
+    let workflow = testdata("workflows/geo.json");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let broken_tools = path(&broken);
+    let checked = wayline(&["validate", path(&workflow), "--tools", broken_tools]);
+    assert_eq!(code(&checked), 1);
+    for args in [
+        vec!["run", path(&workflow), "--tools", broken_tools],
+        vec!["tools", "try", "ip_locate", "--tools", broken_tools],
+        vec!["runs", "resume", "r1", "--tools", broken_tools, "--store", path(&store)],
+        vec!["plan", "find me", "--tools", broken_tools, "--model-url", "http://127.0.0.1:9/v1"],
+    ] {
+        let output = wayline(&args);
+        assert_eq!(code(&output), 2, "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("did not load"), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn tools_list_prints_the_catalog_as_text_and_json() {
     let tools = testdata("tools");
