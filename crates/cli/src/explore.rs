@@ -18,7 +18,7 @@ use wayline_registry::openapi::ApiSpec;
 
 use crate::args::KnowledgeArg;
 use crate::assemble::{open_knowledge, runtime, transport};
-use crate::report::{Outcome, ReportFormat, fail, print_json, unreadable, write_atomically};
+use crate::report::{Outcome, ReportFormat, fail, outln, print_json, unreadable, write_atomically};
 
 /// `wayline explore` arguments.
 #[derive(Debug, clap::Args)]
@@ -174,15 +174,17 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
         })),
         ReportFormat::Text => {
             for step in &session.confirmed_steps {
-                println!("  ok  {} ({} call(s))", step.operation_id, step.attempts);
+                outln!("  ok  {} ({} call(s))", step.operation_id, step.attempts);
             }
             for step in &session.rejected_steps {
-                println!(
+                outln!(
                     "  --  {}: {} ({})",
-                    step.operation_id, step.error, step.user_action
+                    step.operation_id,
+                    step.error,
+                    step.user_action
                 );
             }
-            println!(
+            outln!(
                 "session {}: {} — {} step(s), {} question(s); output {}",
                 session.session.id,
                 status,
@@ -191,7 +193,7 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
                 output.display()
             );
             if session.session.status == SessionStatus::InProgress {
-                println!("resume it with --resume {}", session.session.id);
+                outln!("resume it with --resume {}", session.session.id);
             }
         }
     }

@@ -10,7 +10,9 @@ use wayline_durable::LockFile;
 use wayline_guard::audit::{self, AuditLog, Verification};
 use wayline_guard::{Decision, Guard, Mode, Policy, Session, ToolCall, suite};
 
-use crate::report::{Outcome, ReportFormat, fail, print_json, unreadable, write_atomically};
+use crate::report::{
+    Outcome, ReportFormat, fail, out, outln, print_json, unreadable, write_atomically,
+};
 
 /// `wayline guard ...`
 #[derive(Debug, clap::Subcommand)]
@@ -153,7 +155,7 @@ fn load_policy(path: Option<&Path>) -> Result<Policy, Outcome> {
 fn run(command: GuardCommand) -> Result<Outcome, Outcome> {
     match command {
         GuardCommand::Policy { policy, .. } => {
-            print!("{}", load_policy(policy.as_deref())?.to_yaml());
+            out!("{}", load_policy(policy.as_deref())?.to_yaml());
             Ok(Outcome::Ok)
         }
         GuardCommand::Check {
@@ -187,11 +189,11 @@ fn run(command: GuardCommand) -> Result<Outcome, Outcome> {
                 ReportFormat::Text => {
                     for result in &results {
                         match &result.problem {
-                            None => println!("ok    {}", result.name),
-                            Some(problem) => println!("FAIL  {}: {problem}", result.name),
+                            None => outln!("ok    {}", result.name),
+                            Some(problem) => outln!("FAIL  {}: {problem}", result.name),
                         }
                     }
-                    println!(
+                    outln!(
                         "{} cases, {} passed, {failed} failed",
                         results.len(),
                         results.len() - failed
@@ -211,14 +213,14 @@ fn run(command: GuardCommand) -> Result<Outcome, Outcome> {
             };
             match verified.map_err(fail)? {
                 Verification::Intact { entries, head } => {
-                    println!("intact: {entries} entries, each linked to the one before");
+                    outln!("intact: {entries} entries, each linked to the one before");
                     // A chain cannot show entries cut from its end: the head, kept elsewhere,
                     // can.
-                    println!("head: {head}");
+                    outln!("head: {head}");
                     Ok(Outcome::Ok)
                 }
                 Verification::Broken { line, reason } => {
-                    println!("broken at line {line}: {reason}");
+                    outln!("broken at line {line}: {reason}");
                     Ok(Outcome::Failed)
                 }
             }
@@ -297,15 +299,16 @@ fn evidence(args: &EvidenceArgs) -> Result<Outcome, Outcome> {
     guard.add_evidence(&mut session, &args.kind, &args.description, None, now);
     save_session(&args.session, &session)?;
     if session.state == before {
-        println!("recorded {}; state: {}", args.kind, session.state);
+        outln!("recorded {}; state: {}", args.kind, session.state);
         let missing = guard.missing(&session, now);
         if !missing.is_empty() {
-            println!("still needed: {}", missing.join("; "));
+            outln!("still needed: {}", missing.join("; "));
         }
     } else {
-        println!(
+        outln!(
             "recorded {}; moved from {before} to {}",
-            args.kind, session.state
+            args.kind,
+            session.state
         );
     }
     Ok(audited(audit.as_deref()))
@@ -337,11 +340,11 @@ fn advance(args: &AdvanceArgs) -> Result<Outcome, Outcome> {
     match guard.advance(&mut session, &args.to, Utc::now()) {
         Ok(()) => {
             save_session(&args.session, &session)?;
-            println!("state: {}", session.state);
+            outln!("state: {}", session.state);
             Ok(audited(audit.as_deref()))
         }
         Err(missing) => {
-            println!("not yet: {}", missing.join("; "));
+            outln!("not yet: {}", missing.join("; "));
             Ok(Outcome::Failed)
         }
     }
@@ -436,15 +439,15 @@ fn save_session(path: &Path, session: &Session) -> Result<(), Outcome> {
 fn print_decision(decision: &Decision, session: &Session) {
     match decision {
         Decision::Allow { notes } => {
-            println!("allow");
+            outln!("allow");
             for note in notes {
-                println!("  {note}");
+                outln!("  {note}");
             }
         }
         Decision::Warn { message, signals } => {
-            println!("warn: {message}");
+            outln!("warn: {message}");
             for signal in signals {
-                println!(
+                outln!(
                     "  signal {} ({:?}): {}",
                     signal.kind.name(),
                     signal.severity,
@@ -459,20 +462,20 @@ fn print_decision(decision: &Decision, session: &Session) {
             forced_state,
             ..
         } => {
-            println!("block: {reason}");
+            outln!("block: {reason}");
             if let Some(calming) = calming_message {
-                println!();
-                println!("{calming}");
-                println!();
+                outln!();
+                outln!("{calming}");
+                outln!();
             }
             for action in recommended_actions {
-                println!("  - {action}");
+                outln!("  - {action}");
             }
             if let Some(state) = forced_state {
-                println!("  the session is back in {state}");
+                outln!("  the session is back in {state}");
             }
         }
-        _ => println!("{}", decision.name()),
+        _ => outln!("{}", decision.name()),
     }
-    println!("state: {}", session.state);
+    outln!("state: {}", session.state);
 }

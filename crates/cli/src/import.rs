@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use wayline_registry::openapi::{ApiSpec, tool_yaml};
 
-use crate::report::{Outcome, ReportFormat, print_json, unreadable, write_atomically};
+use crate::report::{Outcome, ReportFormat, outln, print_json, unreadable, write_atomically};
 
 /// `wayline import ...`
 #[derive(Debug, clap::Subcommand)]
@@ -140,9 +140,9 @@ fn import_openapi(
                 eprintln!("warning: {warning}");
             }
             for (resource, states) in &spec.states {
-                println!("states of {resource}: {}", states.join(", "));
+                outln!("states of {resource}: {}", states.join(", "));
             }
-            println!(
+            outln!(
                 "{} tool(s) from {} ({}) written to {}",
                 files.len(),
                 spec_path.display(),

@@ -8,7 +8,7 @@ use wayline_knowledge::{Knowledge, Queries, ResourceStates};
 
 use crate::args::KnowledgeArg;
 use crate::assemble::{open_knowledge, runtime};
-use crate::report::{Outcome, ReportFormat, fail, print_json, unreadable};
+use crate::report::{Outcome, ReportFormat, fail, out, outln, print_json, unreadable};
 
 /// `wayline knowledge ...`
 #[derive(Debug, clap::Subcommand)]
@@ -109,7 +109,7 @@ fn run(command: KnowledgeCommand) -> Result<Outcome, Outcome> {
             let knowledge = load(&runtime, &store, &sut)?;
             match format {
                 ReportFormat::Json => print_json(&knowledge),
-                ReportFormat::Text => print!("{}", describe(&knowledge, &sut)),
+                ReportFormat::Text => out!("{}", describe(&knowledge, &sut)),
             }
             Ok(Outcome::Ok)
         }
@@ -145,7 +145,7 @@ fn run(command: KnowledgeCommand) -> Result<Outcome, Outcome> {
                         .collect::<Vec<_>>(),
                 ),
                 ReportFormat::Text if warnings.is_empty() => {
-                    println!("no known pitfall of {operation} applies");
+                    outln!("no known pitfall of {operation} applies");
                 }
                 ReportFormat::Text => {
                     for warning in &warnings {
@@ -183,14 +183,14 @@ fn run(command: KnowledgeCommand) -> Result<Outcome, Outcome> {
                         .collect::<Vec<_>>(),
                 ),
                 ReportFormat::Text if matches.is_empty() => {
-                    println!(
+                    outln!(
                         "no learned pattern matches `{intent}` (with at least {min_support} successes)"
                     );
                 }
                 ReportFormat::Text => {
                     for found in &matches {
                         let pattern = found.pattern;
-                        println!(
+                        outln!(
                             "{}  confidence {:.2}  ({} ok, {} failed)  {}",
                             pattern.name,
                             found.confidence,
@@ -199,7 +199,7 @@ fn run(command: KnowledgeCommand) -> Result<Outcome, Outcome> {
                             pattern.description.as_deref().unwrap_or("")
                         );
                         for step in &pattern.steps {
-                            println!("  - {}", step.operation_id);
+                            outln!("  - {}", step.operation_id);
                         }
                     }
                 }
@@ -221,7 +221,7 @@ fn run(command: KnowledgeCommand) -> Result<Outcome, Outcome> {
             match format {
                 ExportFormat::Json => print_json(&shared),
                 ExportFormat::Yaml => {
-                    print!("{}", serde_norway::to_string(&shared).map_err(unreadable)?)
+                    out!("{}", serde_norway::to_string(&shared).map_err(unreadable)?)
                 }
             }
             Ok(Outcome::Ok)
@@ -237,7 +237,7 @@ fn run(command: KnowledgeCommand) -> Result<Outcome, Outcome> {
             let merged = runtime
                 .block_on(store.update(&sut, Box::new(move |knowledge| knowledge.merge(&incoming))))
                 .map_err(fail)?;
-            println!(
+            outln!(
                 "imported {} patterns, {} pitfalls, {} operations into `{sut}`; it now has {} patterns, {} pitfalls, {} operations",
                 counts.0,
                 counts.1,
@@ -295,7 +295,7 @@ fn round(value: f64) -> f64 {
 
 fn print_warning(warning: &wayline_knowledge::PitfallWarning<'_>) {
     let pitfall = warning.pitfall;
-    println!(
+    outln!(
         "pitfall {} (confidence {:.2}, seen {} time{})",
         pitfall.name,
         warning.confidence,
@@ -307,17 +307,17 @@ fn print_warning(warning: &wayline_knowledge::PitfallWarning<'_>) {
         }
     );
     if let Some(description) = &pitfall.description {
-        println!("  {description}");
+        outln!("  {description}");
     }
-    println!("  because: {}", warning.because.join("; "));
+    outln!("  because: {}", warning.because.join("; "));
     match &pitfall.resolution {
         Some(resolution) => {
-            println!("  resolution: {}", resolution.description);
+            outln!("  resolution: {}", resolution.description);
             for step in &resolution.fix_steps {
-                println!("    - {step}");
+                outln!("    - {step}");
             }
         }
-        None => println!("  resolution: not known yet"),
+        None => outln!("  resolution: not known yet"),
     }
 }
 

@@ -15,7 +15,9 @@ use wayline_planner::plan::{Plan, PlanOptions, PlanSource, Planner};
 
 use crate::args::{KnowledgeArg, ModelArgs};
 use crate::assemble::{load_tools_to_call, model_config, open_knowledge, runtime, transport};
-use crate::report::{Outcome, ReportFormat, fail, print_json, unreadable, write_atomically};
+use crate::report::{
+    Outcome, ReportFormat, fail, out, outln, print_json, unreadable, write_atomically,
+};
 
 /// Stands in for a model that is not configured: a plan from knowledge needs none, and one
 /// that does need it fails with the reason.
@@ -126,9 +128,9 @@ fn plan(args: &PlanArgs) -> Result<Outcome, Outcome> {
             "out": args.out.as_ref().map(|path| path.display().to_string()),
         })),
         ReportFormat::Text => {
-            print!("{}", plan.view);
+            out!("{}", plan.view);
             if !plan.view.ends_with('\n') {
-                println!();
+                outln!();
             }
             for note in &plan.notes {
                 eprintln!("note: {note}");
@@ -144,7 +146,7 @@ fn plan(args: &PlanArgs) -> Result<Outcome, Outcome> {
                     "wrote {} ({format}); review it, then `wayline workflow save` and approve it",
                     path.display()
                 ),
-                None => print!("\n{text}"),
+                None => out!("\n{text}"),
             }
         }
     }

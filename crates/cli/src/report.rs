@@ -3,6 +3,7 @@
 //! written whole. A leaf: it uses no other module of the CLI.
 
 use std::fmt;
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
@@ -10,6 +11,42 @@ use serde::Serialize;
 use wayline_core::{Run, RunStatus};
 use wayline_executor::{PlannedStep, summary};
 use wayline_registry::Error as RegistryError;
+
+/// Writes to stdout like `print!`, but a reader that has gone away (`wayline … | head -1`)
+/// ends the command quietly with exit 0 instead of a panic; any other write error ends it with
+/// exit 2 and says why.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::report::write_out(format_args!($($arg)*))
+    };
+}
+
+/// [`out!`] with a newline, like `println!`.
+macro_rules! outln {
+    () => {
+        $crate::report::write_out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::report::write_out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+pub(crate) use {out, outln};
+
+/// What [`out!`] and [`outln!`] do.
+pub(crate) fn write_out(text: fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout.write_fmt(text).and_then(|()| stdout.flush());
+    match written {
+        Ok(()) => {}
+        // Whoever reads has all it wanted: stop here, with nothing more to say.
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(error) => {
+            eprintln!("error: cannot write to standard output: {error}");
+            std::process::exit(2);
+        }
+    }
+}
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,7 +221,7 @@ impl ProblemDoc {
 /// Prints `value` as pretty JSON on stdout.
 pub(crate) fn print_json(value: &impl Serialize) {
     match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
+        Ok(text) => outln!("{text}"),
         Err(error) => eprintln!("error: cannot write JSON: {error}"),
     }
 }
@@ -214,7 +251,7 @@ pub(crate) fn engine_error(error: wayline_executor::Error) -> Outcome {
 pub(crate) fn report_run(run: &Run, format: ReportFormat) -> Outcome {
     match format {
         ReportFormat::Json => print_json(run),
-        ReportFormat::Text => print!("{}", summary(run)),
+        ReportFormat::Text => out!("{}", summary(run)),
     }
     if run.status == RunStatus::Success {
         Outcome::Ok
@@ -231,24 +268,24 @@ pub(crate) fn print_plan(planned: &[PlannedStep]) {
         } else {
             format!("tool {}", step.tool_id)
         };
-        println!("{} ({what})", step.step_id);
+        outln!("{} ({what})", step.step_id);
         if let Some(when) = &step.when {
-            println!("  when {when}");
+            outln!("  when {when}");
         }
         if let Some(request) = &step.request {
-            println!("  {} {}", request.method, request.url);
+            outln!("  {} {}", request.method, request.url);
             for (name, value) in &request.headers {
-                println!("  {name}: {value}");
+                outln!("  {name}: {value}");
             }
             if let Some(body) = &request.body {
-                println!("  body: {body}");
+                outln!("  body: {body}");
             }
         }
         if let Some(command) = &step.command {
-            println!("  $ {}", command.join(" "));
+            outln!("  $ {}", command.join(" "));
         }
         for note in &step.notes {
-            println!("  note: {note}");
+            outln!("  note: {note}");
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::assemble::{
     cancellable, engine_builder, load_tools_to_call, open_store, runtime, with_decider,
 };
 use crate::report::{
-    Outcome, ReportFormat, engine_error, fail, print_json, report_run, unreadable,
+    Outcome, ReportFormat, engine_error, fail, out, outln, print_json, report_run, unreadable,
 };
 
 /// `wayline runs ...`
@@ -156,7 +156,7 @@ fn list(store: &StoreArg, query: &RunQuery, format: ReportFormat) -> Result<Outc
                     || "-".to_owned(),
                     |at| at.format("%Y-%m-%d %H:%M:%S").to_string(),
                 );
-                println!(
+                outln!(
                     "{}  {started}  {:<9}  {}{version}  ({} steps, {} failed)",
                     run.id,
                     run.status.as_str(),
@@ -166,7 +166,7 @@ fn list(store: &StoreArg, query: &RunQuery, format: ReportFormat) -> Result<Outc
                 );
             }
             if let Some(cursor) = &page.next_cursor {
-                println!("more: --after '{cursor}'");
+                outln!("more: --after '{cursor}'");
             }
         }
     }
@@ -185,7 +185,7 @@ fn show(store: &StoreArg, run_id: &str, format: ReportFormat) -> Result<Outcome,
         })?;
     match format {
         ReportFormat::Json => print_json(&run),
-        ReportFormat::Text => print!("{}", summary(&run)),
+        ReportFormat::Text => out!("{}", summary(&run)),
     }
     Ok(Outcome::Ok)
 }

@@ -14,7 +14,7 @@ use crate::assemble::{
     announce, engine_builder, load_tools_to_call, notifications, open_store, runtime,
     with_decider_for_later,
 };
-use crate::report::{Outcome, fail};
+use crate::report::{Outcome, fail, outln};
 
 /// `wayline schedule ...`
 #[derive(Debug, clap::Subcommand)]
@@ -91,7 +91,7 @@ fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
                 .workflow_version(record.version);
             match engine.run(&record.workflow, options).await {
                 Ok(run) => {
-                    println!(
+                    outln!(
                         "{} {} v{} {}",
                         run.id,
                         run.workflow_id,

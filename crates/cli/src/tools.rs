@@ -16,8 +16,8 @@ use wayline_registry::{ToolRegistry, catalog_entries, render_catalog};
 use crate::args::{Common, parse_inputs};
 use crate::assemble::{load_configs, load_tools, load_tools_to_call, runtime, transport};
 use crate::report::{
-    Outcome, ProblemDoc, ReportFormat, fail, outcome_of, print_errors, print_json, print_plan,
-    unreadable,
+    Outcome, ProblemDoc, ReportFormat, fail, out, outcome_of, outln, print_errors, print_json,
+    print_plan, unreadable,
 };
 
 /// `wayline tools ...`
@@ -70,7 +70,7 @@ fn tools_check(paths: &[PathBuf], format: ReportFormat) -> Outcome {
         ReportFormat::Text => {
             print_errors(&report.errors);
             let problems = report.errors.len();
-            println!(
+            outln!(
                 "{} tool(s) loaded, {problems} problem{}",
                 report.registry.len(),
                 if problems == 1 { "" } else { "s" }
@@ -104,7 +104,7 @@ fn tools_list(paths: &[PathBuf], format: ReportFormat) -> Outcome {
         Err(outcome) => return outcome,
     };
     match format {
-        ReportFormat::Text => print!("{}", render_catalog(&registry)),
+        ReportFormat::Text => out!("{}", render_catalog(&registry)),
         ReportFormat::Json => {
             #[derive(Serialize)]
             struct ListDoc {
@@ -170,7 +170,7 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
     let planned = runtime
         .block_on(engine.dry_run(&workflow, inputs.clone()))
         .map_err(fail)?;
-    println!("request:");
+    outln!("request:");
     print_plan(&planned);
     if args.common.dry_run {
         return Ok(Outcome::Ok);
@@ -184,27 +184,27 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
         .unwrap_or_else(PoisonError::into_inner)
         .as_ref()
     {
-        println!("\nresponse: HTTP {}", response.status);
+        outln!("\nresponse: HTTP {}", response.status);
         for (name, value) in &response.headers {
-            println!("  {name}: {}", redactor.text(value));
+            outln!("  {name}: {}", redactor.text(value));
         }
         let text = response.text();
         let body = match serde_json::from_str::<Value>(&text) {
             Ok(json) => serde_json::to_string_pretty(&json).unwrap_or_else(|_| text.to_string()),
             Err(_) => text.to_string(),
         };
-        println!("{}", redactor.text(&body));
+        outln!("{}", redactor.text(&body));
     }
     match &result.error {
         Some(error) => {
-            println!("\nerror: {error}");
+            outln!("\nerror: {error}");
             Ok(Outcome::Failed)
         }
         None => {
-            println!("\noutput:");
+            outln!("\noutput:");
             print_json(&result.output_data);
             for warning in &result.warnings {
-                println!("warning: {warning}");
+                outln!("warning: {warning}");
             }
             Ok(Outcome::Ok)
         }

@@ -7,7 +7,7 @@ use wayline_core::Workflow;
 use wayline_graph::{ValidationReport, ViewFormat, render, validate};
 
 use crate::assemble::load_tools;
-use crate::report::{Outcome, ReportFormat, outcome_of, print_errors, print_json};
+use crate::report::{Outcome, ReportFormat, out, outcome_of, outln, print_errors, print_json};
 
 /// The views `wayline graph` draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -53,7 +53,7 @@ fn print_report(workflow: &Workflow, report: &ValidationReport) {
     let edges = report.graph().edges();
     let inferred = edges.iter().filter(|edge| edge.inferred).count();
     if report.is_valid() {
-        println!(
+        outln!(
             "{}: valid ({} steps, {} edges, {inferred} inferred)",
             workflow.id,
             workflow.steps.len(),
@@ -61,22 +61,22 @@ fn print_report(workflow: &Workflow, report: &ValidationReport) {
         );
     } else {
         let count = report.errors.len();
-        println!(
+        outln!(
             "{}: invalid, {count} problem{}",
             workflow.id,
             if count == 1 { "" } else { "s" }
         );
         for problem in &report.errors {
-            println!("  {problem}");
+            outln!("  {problem}");
         }
     }
-    println!("order: {}", report.order().join(", "));
+    outln!("order: {}", report.order().join(", "));
     let levels: Vec<String> = report
         .levels()
         .iter()
         .map(|level| format!("[{}]", level.join(", ")))
         .collect();
-    println!("levels: {}", levels.join(" "));
+    outln!("levels: {}", levels.join(" "));
 }
 
 pub(crate) fn graph_command(workflow: &Path, tools: &[PathBuf], format: GraphFormat) -> Outcome {
@@ -96,6 +96,6 @@ pub(crate) fn graph_command(workflow: &Path, tools: &[PathBuf], format: GraphFor
         GraphFormat::Dot => ViewFormat::Dot,
         GraphFormat::Text => ViewFormat::Text,
     };
-    print!("{}", render(&workflow, &report, view));
+    out!("{}", render(&workflow, &report, view));
     Outcome::Ok
 }

@@ -14,7 +14,9 @@ use crate::args::{ModelArgs, StoreArg, ToolsArgs, parse_inputs};
 use crate::assemble::{
     engine_builder, execute, load_tools_to_call, open_store, runtime, with_decider,
 };
-use crate::report::{Outcome, ReportFormat, fail, print_errors, print_json, unreadable};
+use crate::report::{
+    Outcome, ReportFormat, fail, out, outln, print_errors, print_json, unreadable,
+};
 
 /// `wayline workflow ...`
 #[derive(Debug, clap::Subcommand)]
@@ -131,7 +133,7 @@ fn save(file: &std::path::Path, store: &StoreArg) -> Result<Outcome, Outcome> {
         .map_err(fail)?;
     let how = if saved.created { "saved" } else { "unchanged" };
     eprintln!("{how}: {}", describe(&saved.record));
-    println!("{}", saved.record.id());
+    outln!("{}", saved.record.id());
     Ok(Outcome::Ok)
 }
 
@@ -184,23 +186,23 @@ fn show(
             });
         }
         ReportFormat::Text => {
-            println!("{}", describe(&record));
+            outln!("{}", describe(&record));
             if !record.workflow.name.is_empty() {
-                println!("name: {}", record.workflow.name);
+                outln!("name: {}", record.workflow.name);
             }
             if let Some(approval) = &record.approval {
-                println!(
+                outln!(
                     "approved by {} at {}",
                     approval.by,
                     approval.at.format("%Y-%m-%d %H:%M:%S UTC")
                 );
             }
             if let Some(run) = &record.validation_run_id {
-                println!("validation run: {run}");
+                outln!("validation run: {run}");
             }
-            println!("graph {}", record.graph_hash);
-            println!();
-            print!("{}", render(&record.workflow, &report, ViewFormat::Text));
+            outln!("graph {}", record.graph_hash);
+            outln!();
+            out!("{}", render(&record.workflow, &report, ViewFormat::Text));
         }
     }
     Ok(Outcome::Ok)
@@ -211,7 +213,7 @@ fn approve(id: &str, version: Option<u32>, by: &str, store: &StoreArg) -> Result
     let record = runtime()?
         .block_on(lifecycle.approve(id, version, by))
         .map_err(fail)?;
-    println!("approved: {}", describe(&record));
+    outln!("approved: {}", describe(&record));
     Ok(Outcome::Ok)
 }
 
@@ -229,7 +231,7 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
             runtime
                 .block_on(lifecycle.activate(record.id(), record.version))
                 .map_err(fail)?;
-            println!(
+            outln!(
                 "active: {} version {} (it already was)",
                 record.id(),
                 record.version
@@ -278,7 +280,7 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
             lifecycle.activate(&args.id, record.version).await
         })
         .map_err(fail)?;
-    println!(
+    outln!(
         "active: {} version {} (validation run {})",
         record.id(),
         record.version,
@@ -329,9 +331,12 @@ fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
                 let active = item
                     .active_version
                     .map_or_else(|| "none active".to_owned(), |v| format!("v{v} active"));
-                println!(
+                outln!(
                     "{}  v{} {}  ({active})  {}",
-                    item.id, item.latest_version, item.latest_state, item.name
+                    item.id,
+                    item.latest_version,
+                    item.latest_state,
+                    item.name
                 );
             }
         }

@@ -145,8 +145,23 @@ fn tools_that_do_not_load_stop_a_run_with_exit_2() {
     for args in [
         vec!["run", path(&workflow), "--tools", broken_tools],
         vec!["tools", "try", "ip_locate", "--tools", broken_tools],
-        vec!["runs", "resume", "r1", "--tools", broken_tools, "--store", path(&store)],
-        vec!["plan", "find me", "--tools", broken_tools, "--model-url", "http://127.0.0.1:9/v1"],
+        vec![
+            "runs",
+            "resume",
+            "r1",
+            "--tools",
+            broken_tools,
+            "--store",
+            path(&store),
+        ],
+        vec![
+            "plan",
+            "find me",
+            "--tools",
+            broken_tools,
+            "--model-url",
+            "http://127.0.0.1:9/v1",
+        ],
     ] {
         let output = wayline(&args);
         assert_eq!(code(&output), 2, "{args:?}");
@@ -338,5 +353,42 @@ fn every_fixture_workflow_validates_from_the_command_line() {
         let file = entry.unwrap().path();
         let output = wayline(&["validate", path(&file), "--tools", path(&dir.join("tools"))]);
         assert_eq!(code(&output), 1, "{}", file.display());
+    }
+}
+
+/// Every command that prints, with a standard output nobody reads (`wayline … | head -1` once
+/// `head` has gone): it ends quietly with exit 0, never a panic (exit 101).
+#[test]
+fn a_closed_stdout_ends_every_command_quietly() {
+    let tools = testdata("tools");
+    let workflow = testdata("workflows/geo.json");
+    let suite = testdata("guard/suite.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let (tools, workflow, suite, store) =
+        (path(&tools), path(&workflow), path(&suite), path(&store));
+    let commands: [&[&str]; 10] = [
+        &["tools", "check", tools],
+        &["tools", "list", tools],
+        &["validate", workflow, "--tools", tools],
+        &["graph", workflow, "--tools", tools, "--format", "mermaid"],
+        &["run", workflow, "--tools", tools, "--dry-run"],
+        &["guard", "policy", "--default"],
+        &["guard", "verify", suite],
+        &["runs", "list", "--store", store],
+        &["workflow", "list", "--store", store],
+        &["--help"],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = Command::new(env!("CARGO_BIN_EXE_wayline"))
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_ne!(code(&output), 101, "{args:?}");
     }
 }
