@@ -136,12 +136,14 @@ fn text(workflow: &Workflow, report: &ValidationReport) -> String {
             })
             .collect();
         let label = step_label(workflow, index);
+        // Padded by hand: `format!`'s width is limited to 65,535, and ids are not.
+        let id = padded(&workflow.steps[index].id, width);
         let line = if after.is_empty() {
-            format!("  {:width$}  {label}", workflow.steps[index].id)
+            format!("  {id}  {label}")
         } else {
             format!(
-                "  {:width$}  {label:tool_width$}  after {}",
-                workflow.steps[index].id,
+                "  {id}  {}  after {}",
+                padded(&label, tool_width),
                 after.join(", ")
             )
         };
@@ -165,4 +167,12 @@ fn text(workflow: &Workflow, report: &ValidationReport) -> String {
         out.push_str("(~ marks an inferred dependency)\n");
     }
     out
+}
+
+/// `text` followed by spaces up to `width` characters.
+fn padded(text: &str, width: usize) -> String {
+    let mut padded = text.to_owned();
+    let count = text.chars().count();
+    padded.extend(std::iter::repeat_n(' ', width.saturating_sub(count)));
+    padded
 }

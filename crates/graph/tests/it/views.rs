@@ -40,3 +40,19 @@ fn testdata_briefing_views() {
         &testdata("tools"),
     );
 }
+
+/// An id longer than `format!` can pad (65,535) is drawn, not a panic, in every view.
+#[test]
+fn ids_of_any_length_are_drawn() {
+    let long = "s".repeat(70_000);
+    let mut workflow = wayline_core::Workflow::new("w", "W");
+    workflow.steps.push(wayline_core::Step::new(&long, "t".repeat(70_000)));
+    workflow
+        .steps
+        .push(wayline_core::Step::new("next", "t").map("x", format!("{long}.out")));
+    let report = validate(&workflow, &wayline_core::MemoryCatalog::new());
+    for format in [ViewFormat::Mermaid, ViewFormat::Dot, ViewFormat::Text] {
+        let drawn = render(&workflow, &report, format);
+        assert!(drawn.contains(&long), "{format:?}");
+    }
+}
