@@ -60,6 +60,9 @@ fn file_name(id: &str) -> String {
     format!("{}.yaml", safe.trim_start_matches('.'))
 }
 
+/// The longest file name most file systems take (ext4, XFS, APFS, NTFS: 255 bytes).
+const MAX_FILE_NAME: usize = 255;
+
 fn import_openapi(
     spec_path: &Path,
     out: &Path,
@@ -90,6 +93,14 @@ fn import_openapi(
     // a tool.
     let mut names: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
     for (tool, (path, _)) in imported.iter().zip(&files) {
+        let length = path.file_name().map_or(0, |name| name.len());
+        if length > MAX_FILE_NAME {
+            return Err(unreadable(format!(
+                "operation `{}…` would be written to a file name of {length} bytes, longer than \
+                 file systems allow ({MAX_FILE_NAME}); give it a shorter operationId",
+                tool.tool.id.chars().take(60).collect::<String>()
+            )));
+        }
         let key = path.display().to_string().to_lowercase();
         if let Some(first) = names.insert(key, &tool.tool.id) {
             return Err(unreadable(format!(

@@ -169,3 +169,32 @@ fn a_document_that_is_not_a_spec_is_a_usage_error() {
     );
     assert!(!dir.path().join("t").exists(), "nothing written");
 }
+
+/// An operationId too long for a file name is refused before any file is written (it used to
+/// fail with "file name too long" after the operations before it were written).
+#[test]
+fn a_name_too_long_for_a_file_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.json");
+    let long = "x".repeat(5_000);
+    let text = serde_json::json!({
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/a": {"get": {"operationId": "aaa", "responses": {"200": {"description": "ok"}}}},
+            "/b": {"get": {"operationId": long, "responses": {"200": {"description": "ok"}}}}
+        }
+    });
+    std::fs::write(&spec, text.to_string()).unwrap();
+    let out = wayline(&[
+        "import",
+        "openapi",
+        path(&spec),
+        "--out",
+        path(&dir.path().join("t")),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("shorter operationId"), "{stderr}");
+    assert!(!dir.path().join("t").exists(), "nothing written");
+}
