@@ -46,7 +46,9 @@ fn testdata_briefing_views() {
 fn ids_of_any_length_are_drawn() {
     let long = "s".repeat(70_000);
     let mut workflow = wayline_core::Workflow::new("w", "W");
-    workflow.steps.push(wayline_core::Step::new(&long, "t".repeat(70_000)));
+    workflow
+        .steps
+        .push(wayline_core::Step::new(&long, "t".repeat(70_000)));
     workflow
         .steps
         .push(wayline_core::Step::new("next", "t").map("x", format!("{long}.out")));

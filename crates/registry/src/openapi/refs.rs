@@ -141,6 +141,48 @@ impl Resolver {
 
     /// The value at `place`, loading its document when first needed.
     fn lookup(&mut self, place: &Place, origin: &str) -> Result<Value, Error> {
+        self.value_at(place, origin).cloned()
+    }
+
+    /// A `$ref` whose target is only another `$ref`, and so on back to where it started, points
+    /// at nothing: an error naming the loop. (A schema that refers to itself through one of its
+    /// properties is recursion, which is fine and is cut where it recurs.)
+    fn refuse_alias_loop(&mut self, start: &Place, origin: &str) -> Result<(), Error> {
+        let mut chain = vec![start.clone()];
+        while chain.len() <= MAX_DEPTH {
+            let place = chain.last().cloned().unwrap_or_else(|| start.clone());
+            let Some(next) = self
+                .value_at(&place, origin)?
+                .get("$ref")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            else {
+                return Ok(());
+            };
+            let next = self.target(&place.document, &next, origin)?;
+            if let Some(at) = chain.iter().position(|seen| *seen == next) {
+                let names: Vec<String> = chain[at..]
+                    .iter()
+                    .chain([&next])
+                    .map(Place::label)
+                    .collect();
+                return Err(spec_error(
+                    origin,
+                    &start.pointer,
+                    format!(
+                        "`$ref`s point at each other in a loop with no definition in it: {}; \
+                         make one of them hold the definition",
+                        names.join(" → ")
+                    ),
+                ));
+            }
+            chain.push(next);
+        }
+        Ok(())
+    }
+
+    /// The value at `place`, borrowed, loading its document when first needed.
+    fn value_at(&mut self, place: &Place, origin: &str) -> Result<&Value, Error> {
         if !self.documents.contains_key(&place.document) {
             let loaded = read_document(&place.document)?;
             self.documents.insert(place.document.clone(), loaded);
@@ -161,7 +203,7 @@ impl Resolver {
                 )
             })?;
         }
-        Ok(current.clone())
+        Ok(current)
     }
 
     /// `value` (found in `document`) with every `$ref` inlined, `allOf` merged, recursion cut.
@@ -189,6 +231,7 @@ impl Resolver {
                 if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
                     let origin = document.display().to_string();
                     let place = self.target(document, reference, &origin)?;
+                    self.refuse_alias_loop(&place, &origin)?;
                     if stack.contains(&place) {
                         return Ok(Value::Object(Map::from_iter([
                             ("x-recursive".to_owned(), Value::from(reference)),
@@ -327,5 +370,32 @@ mod tests {
             )
             .unwrap_err();
         assert!(missing.to_string().contains("leads nowhere"), "{missing}");
+    }
+
+    #[test]
+    fn refs_that_only_point_at_each_other_are_named_as_a_loop() {
+        let spec = json!({
+            "paths": {"/a": {"$ref": "#/paths/~1b"}, "/b": {"$ref": "#/paths/~1a"}},
+            "definitions": {"Node": {"properties": {"next": {"$ref": "#/definitions/Node"}}}}
+        });
+        let mut resolver = Resolver::new(Path::new("spec.json"), spec);
+        let error = resolver
+            .inline(Path::new("spec.json"), &json!({"$ref": "#/paths/~1a"}))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("loop"), "{error}");
+        assert!(
+            error.contains("spec.json#/paths/~1a → spec.json#/paths/~1b → spec.json#/paths/~1a"),
+            "{error}"
+        );
+        // Recursion through a property is not such a loop.
+        assert!(
+            resolver
+                .inline(
+                    Path::new("spec.json"),
+                    &json!({"$ref": "#/definitions/Node"})
+                )
+                .is_ok()
+        );
     }
 }
