@@ -138,6 +138,9 @@ pub struct RequestSummary {
     /// The body as JSON when it is JSON, else as text (cut at 4 KiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
+    /// The URLs the last attempt was redirected to, in order (secrets masked).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirects: Vec<String>,
 }
 
 impl RequestSummary {
@@ -148,6 +151,7 @@ impl RequestSummary {
             url: url.into(),
             headers: IndexMap::new(),
             body: None,
+            redirects: Vec::new(),
         }
     }
 }

@@ -121,6 +121,10 @@ pub struct HttpResponse {
     pub headers: Vec<(String, String)>,
     /// Body bytes.
     pub body: Vec<u8>,
+    /// The URLs the request was redirected to before this response, in order (empty when it
+    /// was answered where it was sent). A transport that follows redirects fills it in, so
+    /// the run record can show where a request really went.
+    pub redirects: Vec<String>,
 }
 
 impl HttpResponse {
@@ -130,6 +134,7 @@ impl HttpResponse {
             status,
             headers: Vec::new(),
             body: body.into(),
+            redirects: Vec::new(),
         }
     }
 

@@ -1,12 +1,19 @@
 //! The HTTP [`Transport`] on reqwest (rustls, pooled keep-alive connections).
 
 use std::error::Error as _;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wayline_core::{HttpRequest, HttpResponse, Transport, TransportError, TransportErrorKind};
 
 /// Sends requests with a shared reqwest client: connections are pooled per host, TLS is rustls
 /// with the webpki roots, and every request has a connect timeout and its own overall timeout.
+///
+/// Redirects (301, 302, 303, 307, 308; at most ten) are followed here, not by reqwest, so that
+/// what leaves with them is decided here: a redirect to another origin (scheme, host or port)
+/// drops every header marked sensitive — credentials of any auth type and the tool config's
+/// headers — and `Authorization`, `Cookie` and `Proxy-Authorization` whatever their marking;
+/// no `Referer` is ever added; and the URLs followed are returned in
+/// [`HttpResponse::redirects`] for the run record.
 ///
 /// ```
 /// use std::time::Duration;
@@ -83,6 +90,8 @@ impl ReqwestTransportBuilder {
     /// Builds the transport; fails only if the TLS backend cannot start.
     pub fn build(self) -> Result<ReqwestTransport, TransportError> {
         let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .referer(false)
             .connect_timeout(self.connect_timeout)
             .pool_idle_timeout(self.pool_idle_timeout)
             .user_agent(self.user_agent);
@@ -111,9 +120,42 @@ impl ReqwestTransport {
     }
 }
 
+/// Redirects followed for one request before it fails.
+const MAX_REDIRECTS: usize = 10;
+
+/// Headers never sent to another origin, whatever their marking.
+const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "cookie", "proxy-authorization"];
+
 #[async_trait::async_trait]
 impl Transport for ReqwestTransport {
-    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
+    async fn send(&self, mut request: HttpRequest) -> Result<HttpResponse, TransportError> {
+        // One deadline for the whole chain of redirects, not one per hop.
+        let deadline = request.timeout.map(|timeout| Instant::now() + timeout);
+        let mut redirects = Vec::new();
+        loop {
+            if let Some(deadline) = deadline {
+                request.timeout = Some(deadline.saturating_duration_since(Instant::now()));
+            }
+            let mut reply = self.send_once(&request).await?;
+            let Some(next) = redirect_target(&request, &reply)? else {
+                reply.redirects = redirects;
+                return Ok(reply);
+            };
+            if redirects.len() == MAX_REDIRECTS {
+                return Err(TransportError::new(
+                    TransportErrorKind::Other,
+                    format!("more than {MAX_REDIRECTS} redirects (the last to {next})"),
+                ));
+            }
+            follow(&mut request, reply.status, &next);
+            redirects.push(next.to_string());
+        }
+    }
+}
+
+impl ReqwestTransport {
+    /// Sends `request` once, without following a redirect.
+    async fn send_once(&self, request: &HttpRequest) -> Result<HttpResponse, TransportError> {
         let method = reqwest::Method::from_bytes(request.method.as_bytes()).map_err(|_| {
             TransportError::new(
                 TransportErrorKind::InvalidRequest,
@@ -124,8 +166,8 @@ impl Transport for ReqwestTransport {
         for header in &request.headers {
             builder = builder.header(&header.name, &header.value);
         }
-        if let Some(body) = request.body {
-            builder = builder.body(body);
+        if let Some(body) = &request.body {
+            builder = builder.body(body.clone());
         }
         if let Some(timeout) = request.timeout {
             builder = builder.timeout(timeout);
@@ -159,6 +201,58 @@ impl Transport for ReqwestTransport {
         reply.headers = headers;
         Ok(reply)
     }
+}
+
+/// Where `reply` redirects `request` to, if it is a redirect with a `Location`.
+fn redirect_target(
+    request: &HttpRequest,
+    reply: &HttpResponse,
+) -> Result<Option<url::Url>, TransportError> {
+    if !matches!(reply.status, 301 | 302 | 303 | 307 | 308) {
+        return Ok(None);
+    }
+    let Some(location) = reply.header("location") else {
+        return Ok(None);
+    };
+    let invalid = |why: String| TransportError::new(TransportErrorKind::Other, why);
+    let base = url::Url::parse(&request.url)
+        .map_err(|error| invalid(format!("`{}` is not a URL: {error}", request.url)))?;
+    let next = base
+        .join(location)
+        .map_err(|error| invalid(format!("redirect to `{location}`: {error}")))?;
+    if !matches!(next.scheme(), "http" | "https") {
+        return Err(invalid(format!(
+            "redirect to `{next}`: only http and https are followed"
+        )));
+    }
+    Ok(Some(next))
+}
+
+/// `request` made into the request for the redirect `status` to `next`: a 303 (and a 301 or
+/// 302 after a POST) becomes a GET without a body, as browsers and HTTP clients do; another
+/// origin gets no credentials.
+fn follow(request: &mut HttpRequest, status: u16, next: &url::Url) {
+    let to_get = status == 303 && request.method != "HEAD"
+        || matches!(status, 301 | 302) && request.method == "POST";
+    if to_get {
+        request.method = "GET".to_owned();
+        request.body = None;
+        request.headers.retain(|header| {
+            !header.name.eq_ignore_ascii_case("content-type")
+                && !header.name.eq_ignore_ascii_case("content-length")
+        });
+    }
+    let same_origin =
+        url::Url::parse(&request.url).is_ok_and(|from| from.origin() == next.origin());
+    if !same_origin {
+        request.headers.retain(|header| {
+            !header.sensitive
+                && !CREDENTIAL_HEADERS
+                    .iter()
+                    .any(|name| header.name.eq_ignore_ascii_case(name))
+        });
+    }
+    request.url = next.to_string();
 }
 
 fn convert(error: &reqwest::Error) -> TransportError {

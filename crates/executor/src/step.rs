@@ -370,6 +370,13 @@ async fn call(
             Ok(reply) => {
                 if let Invoke::Http(_) = invoke {
                     progress.response_status = Some(reply.status);
+                    if let Some(summary) = &mut progress.request {
+                        summary.redirects = reply
+                            .redirects
+                            .iter()
+                            .map(|url| run.redactor.text(url).into_owned())
+                            .collect();
+                    }
                 }
                 if let (true, Some(message)) = (is_transient_status(reply.status), &status_message)
                 {

@@ -334,3 +334,70 @@ async fn no_secret_reaches_the_record_events_or_errors() {
         Some("HTTP 401: token *** is expired")
     );
 }
+
+/// A redirect to another origin (here another port) takes no credential with it — not the API
+/// key, not the tool config's secret header — and no `Referer`; one on the same origin keeps
+/// them. The run record names where the request went.
+#[tokio::test]
+async fn credentials_never_follow_a_redirect_to_another_origin() {
+    let elsewhere = MockServer::start(|_| Reply::json(200, json!({"landed": true})))
+        .await
+        .unwrap();
+    let target = elsewhere.url("/landing?from=redirect");
+    let origin = MockServer::start(move |request| match request.path() {
+        "/away" => Reply::status(302).header("location", target.clone()),
+        "/here" => Reply::status(307).header("location", "/final"),
+        _ => Reply::json(200, json!({"final": true})),
+    })
+    .await
+    .unwrap();
+    let away = tool(
+        "id: away\nname: A\nbase_url: x\npath: /away\nauth: {type: api_key, header: X-Api-Key}\n",
+        &origin.url(""),
+    );
+    let here = tool(
+        "id: here\nname: H\nbase_url: x\npath: /here\nauth: {type: api_key, header: X-Api-Key}\n",
+        &origin.url(""),
+    );
+    let mut secrets = MemorySecrets::new();
+    for id in ["away", "here"] {
+        let mut config = ToolConfig::default();
+        config.auth_token = Some(Secret::new(TOKEN));
+        config
+            .headers
+            .insert("X-Tenant-Secret".into(), Secret::new("tenant-s3cret"));
+        secrets.insert(id, config);
+    }
+    let engine = engine([away, here]).secrets(Arc::new(secrets)).build();
+    let flow = workflow(
+        "id: w\nname: W\nsteps:\n  - {id: away, tool_id: away}\n  - {id: here, tool_id: here}\n",
+    );
+    let run = engine.run(&flow, RunOptions::new()).await.unwrap();
+    assert_eq!(run.status, RunStatus::Success, "{run:?}");
+
+    let landed = &elsewhere.requests()[0];
+    assert_eq!(landed.header("x-api-key"), None);
+    assert_eq!(landed.header("x-tenant-secret"), None);
+    assert_eq!(landed.header("referer"), None);
+    let first = &origin.requests()[0];
+    assert_eq!(first.header("x-api-key"), Some(TOKEN));
+    assert_eq!(first.header("x-tenant-secret"), Some("tenant-s3cret"));
+    let record = result(&run, "away").request.as_ref().unwrap();
+    assert_eq!(record.redirects, [elsewhere.url("/landing?from=redirect")]);
+
+    // Same origin: the credentials go on.
+    let same = origin
+        .requests()
+        .into_iter()
+        .find(|request| request.path() == "/final")
+        .unwrap();
+    assert_eq!(same.header("x-api-key"), Some(TOKEN));
+    assert_eq!(same.header("referer"), None);
+    let record = result(&run, "here").request.as_ref().unwrap();
+    assert_eq!(record.redirects, [origin.url("/final")]);
+    assert!(
+        !serde_json::to_string(&run)
+            .unwrap()
+            .contains("tenant-s3cret")
+    );
+}
