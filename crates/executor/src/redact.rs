@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+use base64::Engine as _;
 use indexmap::IndexMap;
 use serde_json::Value;
 use wayline_core::{HttpRequest, RequestSummary, ToolConfig};
@@ -16,6 +17,24 @@ const MASK: &str = "***";
 const MIN_SCRUBBED_LEN: usize = 6;
 /// Longest body kept in a request summary.
 const MAX_SUMMARY_BODY: usize = 4 * 1024;
+
+/// `secret` as it is, and as JSON escaping and URL encoding write it, when they change it.
+fn encodings(secret: &str) -> Vec<String> {
+    let mut forms = vec![secret.to_owned()];
+    if let Ok(quoted) = serde_json::to_string(secret) {
+        forms.push(quoted[1..quoted.len() - 1].to_owned());
+    }
+    forms.push(url::form_urlencoded::byte_serialize(secret.as_bytes()).collect());
+    // A path segment or a query built by `Url` writes a space as `%20`, not `+`.
+    forms.push(
+        url::form_urlencoded::byte_serialize(secret.as_bytes())
+            .collect::<String>()
+            .replace('+', "%20"),
+    );
+    forms.sort();
+    forms.dedup();
+    forms
+}
 
 /// Header names whose values are credentials, whatever the tool says.
 pub(crate) fn is_credential_header(name: &str) -> bool {
@@ -56,22 +75,44 @@ impl std::fmt::Debug for Redactor {
 }
 
 impl Redactor {
-    /// A redactor for the [`secrets`](ToolConfig::secrets) of these tool configs.
+    /// A redactor for the [`secrets`](ToolConfig::secrets) of these tool configs, in every form
+    /// the engine itself may send them: as they are, JSON-escaped (a token with `"` or `\` in
+    /// a JSON body), URL-encoded (in a query or a form body), and the base64 of Basic auth's
+    /// `user:password` pairs.
     pub fn for_configs<'c>(configs: impl IntoIterator<Item = &'c ToolConfig>) -> Self {
-        Self::new(
-            configs
-                .into_iter()
-                .flat_map(ToolConfig::secrets)
-                .map(|secret| secret.expose()),
-        )
+        let mut forms = Vec::new();
+        for config in configs {
+            let values: Vec<&str> = config.secrets().map(|secret| secret.expose()).collect();
+            for value in &values {
+                forms.extend(encodings(value));
+            }
+            // Basic auth sends base64("user:token"), the user being `auth_username` or another
+            // of the config's values (a tool's `username_key` may name one).
+            let token = config
+                .auth_token
+                .as_ref()
+                .map_or("", |token| token.expose());
+            let username = config.auth_username.as_ref().map(|user| user.expose());
+            for user in values.iter().copied().chain(username).chain([""]) {
+                for password in [token, ""] {
+                    if !user.is_empty() || !password.is_empty() {
+                        forms.push(
+                            base64::engine::general_purpose::STANDARD
+                                .encode(format!("{user}:{password}")),
+                        );
+                    }
+                }
+            }
+        }
+        Self::new(forms)
     }
 
     /// A redactor for these values.
-    fn new<'s>(secrets: impl IntoIterator<Item = &'s str>) -> Self {
+    fn new<S: Into<String>>(secrets: impl IntoIterator<Item = S>) -> Self {
         let mut secrets: Vec<String> = secrets
             .into_iter()
+            .map(Into::into)
             .filter(|secret| secret.len() >= MIN_SCRUBBED_LEN)
-            .map(str::to_owned)
             .collect();
         // Longest first, so a secret containing another is masked whole.
         secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
@@ -184,6 +225,27 @@ mod tests {
         let mut value = json!({"echo": ["Bearer s3cret-token"], "s3cret": 1});
         redactor.value(&mut value);
         assert_eq!(value, json!({"echo": ["Bearer ***"], "***": 1}));
+    }
+
+    #[test]
+    fn every_encoding_the_engine_sends_is_masked() {
+        let mut config = ToolConfig::default();
+        config.auth_username = Some(wayline_core::Secret::new("ada-admin"));
+        config.auth_token = Some(wayline_core::Secret::new(r#"pa"ss\wo rd&1"#));
+        let redactor = Redactor::for_configs([&config]);
+        let basic = base64::engine::general_purpose::STANDARD.encode(r#"ada-admin:pa"ss\wo rd&1"#);
+        for shown in [
+            format!("Basic {basic}"),
+            r#"{"token": "pa\"ss\\wo rd&1"}"#.to_owned(),
+            "?token=pa%22ss%5Cwo+rd%261".to_owned(),
+            "/tokens/pa%22ss%5Cwo%20rd%261".to_owned(),
+        ] {
+            let masked = redactor.text(&shown);
+            assert!(masked.contains("***"), "{shown} → {masked}");
+            for leak in ["ss\\wo", "ss%5Cwo", "ss\\\\wo", basic.as_str()] {
+                assert!(!masked.contains(leak), "{shown} → {masked}");
+            }
+        }
     }
 
     #[test]

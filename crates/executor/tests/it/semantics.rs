@@ -401,3 +401,41 @@ async fn credentials_never_follow_a_redirect_to_another_origin() {
             .contains("tenant-s3cret")
     );
 }
+
+/// A server that reflects a Basic `user:password` (base64) or a token with `"` in its JSON
+/// escaped form puts neither in the record.
+#[tokio::test]
+async fn encoded_secrets_are_masked_in_the_record() {
+    const PASSWORD: &str = r#"pa"ss\word-77"#;
+    let server = MockServer::start(|request| {
+        let authorization = request.header("authorization").unwrap_or("").to_owned();
+        Reply::json(200, json!({"seen": authorization, "token": PASSWORD}))
+    })
+    .await
+    .unwrap();
+    let basic = tool(
+        "id: basic\nname: B\nbase_url: x\npath: /b\nauth: {type: basic}\n",
+        &server.url(""),
+    );
+    let mut secrets = MemorySecrets::new();
+    let mut config = ToolConfig::default();
+    config.auth_username = Some(Secret::new("ada-admin"));
+    config.auth_token = Some(Secret::new(PASSWORD));
+    secrets.insert("basic", config);
+    let engine = engine([basic]).secrets(Arc::new(secrets)).build();
+    let flow = workflow("id: w\nname: W\nsteps:\n  - {id: b, tool_id: basic}\n");
+    let run = engine.run(&flow, RunOptions::new()).await.unwrap();
+    assert_eq!(run.status, RunStatus::Success, "{run:?}");
+    let record = serde_json::to_string(&run).unwrap();
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("ada-admin:{PASSWORD}"));
+    assert!(
+        server.requests()[0]
+            .header("authorization")
+            .is_some_and(|value| value.contains(&encoded)),
+        "the credential was sent"
+    );
+    for leak in [encoded.as_str(), r#"pa\"ss\\word-77"#, "ss\\word-77"] {
+        assert!(!record.contains(leak), "{leak} in {record}");
+    }
+}
