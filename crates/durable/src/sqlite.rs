@@ -1,7 +1,7 @@
 //! The SQLite connection setup every wayline store shares.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
@@ -47,11 +47,35 @@ pub fn open(path: &Path, synchronous: Synchronous) -> Result<Connection, Error> 
         Synchronous::Normal => "NORMAL",
         Synchronous::Full => "FULL",
     };
-    (|| {
-        connection.busy_timeout(BUSY_TIMEOUT)?;
-        connection.pragma_update(None, "journal_mode", "WAL")?;
-        connection.pragma_update(None, "synchronous", level)
-    })()
-    .map_err(sqlite)?;
+    connection.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
+    // Switching a new database to WAL takes an exclusive lock, and SQLite answers "database is
+    // locked" at once, without its busy handler, while another process creates the same file:
+    // wait and retry, as the busy timeout would.
+    retry_while_busy(|| connection.pragma_update(None, "journal_mode", "WAL")).map_err(sqlite)?;
+    connection
+        .pragma_update(None, "synchronous", level)
+        .map_err(sqlite)?;
     Ok(connection)
+}
+
+/// Runs `work` again while SQLite says the database is busy or locked, for up to
+/// [`BUSY_TIMEOUT`], with short random pauses (so waiting processes do not retry in step).
+fn retry_while_busy<T>(mut work: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match work() {
+            Err(error) if is_busy(&error) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(fastrand::u64(5..50)));
+            }
+            done => return done,
+        }
+    }
+}
+
+/// True for SQLite's "database is busy" and "database is locked".
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }

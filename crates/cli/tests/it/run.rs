@@ -242,3 +242,68 @@ async fn tools_try_prints_request_response_and_outputs_without_secrets() {
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("did you mean `token`"));
 }
+
+/// Twenty `run --store NEW.db --learn` processes at once on a database none of them has made
+/// yet: every run starts and is recorded (the switch to WAL and the schema wait for each other
+/// instead of failing with "database is locked").
+#[tokio::test(flavor = "multi_thread")]
+async fn parallel_runs_share_a_brand_new_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(
+        tools.join("t.yaml"),
+        "id: t\nname: T\nbase_url: http://127.0.0.1:9\npath: /x\n",
+    )
+    .unwrap();
+    let workflow = dir.path().join("w.yaml");
+    std::fs::write(
+        &workflow,
+        "id: w\nname: W\nsteps:\n  - {id: calc, tool_id: t, kind: transform, outputs: {n: '1 + 1'}}\n",
+    )
+    .unwrap();
+    for round in 0..3 {
+        let store = dir.path().join(format!("new-{round}.db"));
+        let children: Vec<_> = (0..20)
+            .map(|_| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_wayline"))
+                    .args([
+                        "run",
+                        workflow.to_str().unwrap(),
+                        "--tools",
+                        tools.to_str().unwrap(),
+                        "--store",
+                        store.to_str().unwrap(),
+                        "--learn",
+                        "--sut",
+                        "demo",
+                    ])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().unwrap();
+            assert!(
+                output.status.success(),
+                "round {round}: {}",
+                text(&output.stderr)
+            );
+        }
+        let listed = wayline(args(&[
+            "runs",
+            "list",
+            "--store",
+            store.to_str().unwrap(),
+            "--limit",
+            "100",
+            "--format",
+            "json",
+        ]))
+        .await;
+        let page: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+        assert_eq!(page["runs"].as_array().unwrap().len(), 20, "round {round}");
+    }
+}
