@@ -41,9 +41,30 @@ impl fmt::Debug for Expression {
     }
 }
 
+/// The longest expression accepted, in bytes. Conditions and outputs are a line or two; a
+/// longer text is most likely a mistake, and parsing and evaluating it costs memory in
+/// proportion.
+pub const MAX_EXPRESSION_BYTES: usize = 4096;
+
+/// The deepest nesting of brackets (`(`, `[`, `{`) accepted.
+pub const MAX_NESTING: usize = 32;
+
+/// The most member accesses and operators (`.`, `&&`, `+`, `==`, ...) one expression may
+/// chain: each is a level of the parsed tree, and parsing, walking and evaluating a tree
+/// recurses through its levels.
+pub const MAX_OPERATIONS: usize = 256;
+
+/// The deepest nesting of comprehensions (`map`, `filter`, `all`, `exists`, `exists_one`)
+/// accepted: each level multiplies the work by the length of a list.
+pub const MAX_COMPREHENSION_NESTING: usize = 2;
+
 impl Expression {
-    /// Parses `source`; a syntax error names its 1-based line and column.
+    /// Parses `source`; a syntax error names its 1-based line and column. An expression past
+    /// the limits ([`MAX_EXPRESSION_BYTES`], [`MAX_NESTING`], [`MAX_OPERATIONS`],
+    /// [`MAX_COMPREHENSION_NESTING`]) is refused before it is parsed, so no text can exhaust the
+    /// stack or the memory.
     pub fn compile(source: &str) -> Result<Expression, Error> {
+        check_limits(source)?;
         let program = cel::Program::compile(source).map_err(|errors| {
             let first = errors.errors.first();
             let (line, column) = first
@@ -87,6 +108,129 @@ impl Expression {
     pub fn program(&self) -> &cel::Program {
         &self.program
     }
+}
+
+/// Refuses `source` when it is past the limits, by a scan of its text (string literals
+/// skipped), before the parser sees it.
+fn check_limits(source: &str) -> Result<(), Error> {
+    let refuse = |at: usize, message: String| {
+        let before = &source[..at.min(source.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        Err(Error::InvalidExpression {
+            expression: shortened(source),
+            line,
+            column,
+            message,
+        })
+    };
+    if source.len() > MAX_EXPRESSION_BYTES {
+        return refuse(
+            MAX_EXPRESSION_BYTES,
+            format!(
+                "it is {} bytes long, more than the {MAX_EXPRESSION_BYTES} allowed; split it, or compute parts in a transform step",
+                source.len()
+            ),
+        );
+    }
+    let bytes = source.as_bytes();
+    // Open brackets, each with whether it opened a comprehension's arguments.
+    let mut open: Vec<bool> = Vec::new();
+    let mut operations = 0usize;
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        match byte {
+            b'"' | b'\'' => {
+                at = skip_string(bytes, at);
+                continue;
+            }
+            b'(' | b'[' | b'{' => {
+                let comprehension = byte == b'(' && opens_comprehension(&source[..at]);
+                open.push(comprehension);
+                if open.len() > MAX_NESTING {
+                    return refuse(
+                        at,
+                        format!("brackets nest deeper than {MAX_NESTING} levels"),
+                    );
+                }
+                if open.iter().filter(|&&is| is).count() > MAX_COMPREHENSION_NESTING {
+                    return refuse(
+                        at,
+                        format!(
+                            "comprehensions (map, filter, all, exists) nest deeper than {MAX_COMPREHENSION_NESTING} levels; each level multiplies the work"
+                        ),
+                    );
+                }
+            }
+            b')' | b']' | b'}' => {
+                open.pop();
+            }
+            b'.' if !bytes.get(at + 1).is_some_and(u8::is_ascii_digit) => operations += 1,
+            b'&' | b'|' | b'=' | b'!' | b'<' | b'>' | b'+' | b'-' | b'*' | b'/' | b'%' | b'?' => {
+                operations += 1;
+                // Two-character operators count once.
+                if matches!(bytes.get(at + 1), Some(b'&' | b'|' | b'=')) {
+                    at += 1;
+                }
+            }
+            _ => {}
+        }
+        if operations > MAX_OPERATIONS {
+            return refuse(
+                at,
+                format!(
+                    "it chains more than {MAX_OPERATIONS} operators and member accesses; split it, or compute parts in a transform step"
+                ),
+            );
+        }
+        at += 1;
+    }
+    Ok(())
+}
+
+/// The index after the string literal starting at `start` (quoted by `'` or `"`, single or
+/// triple, with backslash escapes).
+fn skip_string(bytes: &[u8], start: usize) -> usize {
+    let quote = bytes[start];
+    let triple = bytes.get(start + 1) == Some(&quote) && bytes.get(start + 2) == Some(&quote);
+    let mut at = start + if triple { 3 } else { 1 };
+    while at < bytes.len() {
+        match bytes[at] {
+            b'\\' => at += 2,
+            byte if byte == quote
+                && (!triple
+                    || (bytes.get(at + 1) == Some(&quote)
+                        && bytes.get(at + 2) == Some(&quote))) =>
+            {
+                return at + if triple { 3 } else { 1 };
+            }
+            _ => at += 1,
+        }
+    }
+    bytes.len()
+}
+
+/// True when the text before an opening parenthesis ends with a comprehension macro's name
+/// (`.map`, `.filter`, `.all`, `.exists`, `.exists_one`).
+fn opens_comprehension(before: &str) -> bool {
+    let name = before.trim_end();
+    ["map", "filter", "all", "exists", "exists_one"]
+        .iter()
+        .any(|macro_name| {
+            name.strip_suffix(macro_name)
+                .is_some_and(|rest| rest.trim_end().ends_with('.'))
+        })
+}
+
+/// A long expression cut for an error message.
+fn shortened(source: &str) -> String {
+    const SHOWN: usize = 120;
+    if source.chars().count() <= SHOWN {
+        return source.to_owned();
+    }
+    let head: String = source.chars().take(SHOWN).collect();
+    format!("{head}… ({} bytes)", source.len())
 }
 
 fn lowercase_first(text: &str) -> String {
@@ -182,6 +326,38 @@ mod tests {
         )
         .unwrap();
         assert_eq!(expr.step_refs(), ["a", "b-2", "c", "d"]);
+    }
+
+    #[test]
+    fn expressions_past_the_limits_are_refused_before_parsing() {
+        let refused = |source: &str| match Expression::compile(source) {
+            Err(Error::InvalidExpression { message, .. }) => message,
+            other => panic!("{other:?}"),
+        };
+        // Seven nested comprehensions: seconds and hundreds of megabytes when evaluated.
+        let mut nested = "x".to_owned();
+        for depth in 0..7 {
+            nested = format!("[1, 2, 3].map(v{depth}, {nested})");
+        }
+        assert!(refused(&nested).contains("comprehensions"));
+        assert!(Expression::compile("[1, 2].map(a, [3, 4].filter(b, b > a)).size() > 0").is_ok());
+        // A member chain of 20,000 segments (it overflowed the stack).
+        let chain = format!("body{}", ".a".repeat(20_000));
+        assert!(refused(&chain).contains("bytes long"));
+        let chain = format!("body{}", ".a".repeat(300));
+        assert!(refused(&chain).contains("operators and member accesses"));
+        let parens = format!("{}1{}", "(".repeat(40), ")".repeat(40));
+        assert!(refused(&parens).contains("nest deeper"));
+        assert!(refused(&"1 + ".repeat(2_000)).contains("bytes long"));
+        // What is inside a string does not count.
+        let quoted = format!(
+            r#"body.note == '{}' && body.x == "{}""#,
+            ".(".repeat(500),
+            "[".repeat(500)
+        );
+        assert!(Expression::compile(&quoted).is_ok(), "{quoted}");
+        let triple = format!("body.note == '''{}'''", "a.'b".repeat(100));
+        assert!(Expression::compile(&triple).is_ok(), "{triple}");
     }
 
     #[test]

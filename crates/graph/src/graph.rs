@@ -218,7 +218,7 @@ impl StepGraph {
     /// concrete cycle in edge order, starting at its earliest-declared step. Groups are ordered
     /// by that step.
     pub fn cycles(&self) -> Vec<Vec<usize>> {
-        let mut cycles: Vec<Vec<usize>> = petgraph::algo::tarjan_scc(&self.graph)
+        let mut cycles: Vec<Vec<usize>> = petgraph::algo::kosaraju_scc(&self.graph)
             .into_iter()
             .filter(|component| component.len() > 1)
             .map(|component| {
@@ -278,6 +278,24 @@ mod tests {
             );
         }
         graph
+    }
+
+    /// A cycle through 100,000 steps is found without recursion (a recursive search overflowed
+    /// the stack), and so are the order, levels and critical path of a chain that long.
+    #[test]
+    fn long_cycles_and_chains_need_no_deep_stack() {
+        let n = 100_000;
+        let cycle: Vec<(usize, usize)> = (0..n).map(|i| (i, (i + 1) % n)).collect();
+        let g = graph(n, &cycle);
+        let cycles = g.cycles();
+        assert_eq!(cycles.len(), 1);
+        assert_eq!(cycles[0].len(), n);
+        assert_eq!(cycles[0][..3], [0, 1, 2]);
+        let chain: Vec<(usize, usize)> = (0..n - 1).map(|i| (i, i + 1)).collect();
+        let g = graph(n, &chain);
+        assert_eq!(g.order().len(), n);
+        assert_eq!(g.levels().len(), n);
+        assert_eq!(g.critical_path(|_| 1).1, n as u64);
     }
 
     #[test]

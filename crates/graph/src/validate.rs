@@ -750,7 +750,18 @@ impl<'a> Validator<'a> {
                 .iter()
                 .map(|&index| self.graph.id(index).to_owned())
                 .collect();
-            let mut path = ids.join(" → ");
+            // A long cycle is shown by its ends: the steps are all in the problem's `steps`.
+            const SHOWN: usize = 12;
+            let mut path = if ids.len() > SHOWN {
+                format!(
+                    "{} → … ({} steps in all) → {}",
+                    ids[..SHOWN / 2].join(" → "),
+                    ids.len(),
+                    ids[ids.len() - SHOWN / 2..].join(" → ")
+                )
+            } else {
+                ids.join(" → ")
+            };
             path.push_str(" → ");
             path.push_str(&ids[0]);
             self.report(
