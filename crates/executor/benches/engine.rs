@@ -4,6 +4,8 @@
 //!   step is the engine's overhead.
 //! - `makespan/200x20ms`: 200 independent steps, 20 ms server latency, `max_parallel` 50; the
 //!   ideal is 4 waves × 20 ms = 80 ms.
+//! - `prepare/chain_*` and `dry_run/chain_*`: validating and compiling, and previewing, chains
+//!   of 10,000 and 40,000 steps each mapping the one before: linear in the steps.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -184,5 +186,33 @@ fn makespan(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, overhead, makespan);
+fn prepare_and_dry_run(c: &mut Criterion) {
+    let runtime = runtime();
+    let engine = engine("http://127.0.0.1:9", None, 8);
+    let mut group = c.benchmark_group("prepare");
+    group.sample_size(10);
+    for count in [10_000, 40_000] {
+        let workflow = chain(count);
+        group.bench_function(format!("chain_{count}"), |b| {
+            b.iter(|| engine.prepare(&workflow).unwrap());
+        });
+    }
+    group.finish();
+    let mut group = c.benchmark_group("dry_run");
+    group.sample_size(10);
+    for count in [10_000, 40_000] {
+        let workflow = chain(count);
+        group.bench_function(format!("chain_{count}"), |b| {
+            b.iter(|| {
+                let planned = runtime
+                    .block_on(engine.dry_run(&workflow, Default::default()))
+                    .unwrap();
+                assert_eq!(planned.len(), count);
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, overhead, makespan, prepare_and_dry_run);
 criterion_main!(benches);

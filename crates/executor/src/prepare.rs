@@ -110,13 +110,14 @@ pub(crate) fn prepare(
     let mut problems = report.problems();
     let mut steps = Vec::with_capacity(workflow.steps.len());
     let mut input_refs: Vec<String> = Vec::new();
-    let is_step = |id: &str| workflow.step(id).is_some();
     let index: HashMap<String, usize> = workflow
         .steps
         .iter()
         .enumerate()
         .map(|(position, step)| (step.id.clone(), position))
         .collect();
+    // By the index, not `Workflow::step` (a scan): a mapping is checked for every step.
+    let is_step = |id: &str| index.contains_key(id);
     // One copy of each tool and of its compiled extraction, however many steps call it.
     let mut tools: HashMap<&str, Option<SharedTool>> = HashMap::new();
     for step in &workflow.steps {
