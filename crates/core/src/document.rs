@@ -138,7 +138,122 @@ impl fmt::Display for DocumentError {
 
 impl std::error::Error for DocumentError {}
 
-/// Parses `text` as `format` into `T`, which should reject unknown fields.
+/// What a document may be before it is parsed: parsers' time and memory grow with a document's
+/// size and nesting, and a YAML parser's with its nesting faster than linearly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// The largest document, in bytes (default 16 MiB; `WAYLINE_MAX_DOCUMENT_BYTES`).
+    pub max_bytes: usize,
+    /// The deepest nesting of flow collections (`[`, `{`; default 128, as serde_json's;
+    /// `WAYLINE_MAX_DOCUMENT_DEPTH`).
+    pub max_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bytes: 16 << 20,
+            max_depth: 128,
+        }
+    }
+}
+
+impl Limits {
+    /// The defaults, each replaced by its environment variable when that holds a number.
+    pub fn from_env() -> Limits {
+        let number = |name: &str| std::env::var(name).ok()?.trim().parse::<usize>().ok();
+        let defaults = Limits::default();
+        Limits {
+            max_bytes: number("WAYLINE_MAX_DOCUMENT_BYTES").unwrap_or(defaults.max_bytes),
+            max_depth: number("WAYLINE_MAX_DOCUMENT_DEPTH").unwrap_or(defaults.max_depth),
+        }
+    }
+
+    /// [`Limits::from_env`], read once per process: what [`parse`] applies.
+    pub fn configured() -> Limits {
+        static CONFIGURED: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
+        *CONFIGURED.get_or_init(Limits::from_env)
+    }
+
+    /// Checks `text` against the limits, by a scan that skips quoted strings and comments.
+    fn check(&self, text: &str, origin: &str) -> Result<(), Box<DocumentError>> {
+        if text.len() > self.max_bytes {
+            return Err(Box::new(
+                DocumentError::new(
+                    origin,
+                    format!(
+                        "the document is {} bytes, more than the {} allowed; split it, or raise \
+                         WAYLINE_MAX_DOCUMENT_BYTES",
+                        text.len(),
+                        self.max_bytes
+                    ),
+                )
+                .at(text, 1, 1),
+            ));
+        }
+        let bytes = text.as_bytes();
+        let (mut depth, mut line, mut line_start, mut at) = (0usize, 1usize, 0usize, 0usize);
+        let mut in_word = false;
+        while at < bytes.len() {
+            match bytes[at] {
+                b'\n' => {
+                    line += 1;
+                    line_start = at + 1;
+                    in_word = false;
+                }
+                b'#' if !in_word => {
+                    while at < bytes.len() && bytes[at] != b'\n' {
+                        at += 1;
+                    }
+                    continue;
+                }
+                quote @ (b'"' | b'\'') if !in_word => {
+                    at += 1;
+                    while at < bytes.len() && bytes[at] != quote {
+                        if bytes[at] == b'\\' && quote == b'"' {
+                            at += 1;
+                        } else if bytes[at] == b'\n' {
+                            line += 1;
+                            line_start = at + 1;
+                        }
+                        at += 1;
+                    }
+                }
+                // Inside a plain scalar (`a{b`) a bracket opens nothing.
+                b'[' | b'{' if !in_word => {
+                    depth += 1;
+                    if depth > self.max_depth {
+                        let column = text[line_start..at].chars().count() + 1;
+                        return Err(Box::new(
+                            DocumentError::new(
+                                origin,
+                                format!(
+                                    "collections nest deeper than {} levels; flatten the \
+                                     document, or raise WAYLINE_MAX_DOCUMENT_DEPTH",
+                                    self.max_depth
+                                ),
+                            )
+                            .at(text, line, column),
+                        ));
+                    }
+                    in_word = false;
+                }
+                b']' | b'}' => {
+                    depth = depth.saturating_sub(1);
+                    in_word = true;
+                }
+                b' ' | b'\t' | b',' | b':' => in_word = false,
+                _ => in_word = true,
+            }
+            at += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Parses `text` as `format` into `T`, which should reject unknown fields. A document past the
+/// [`Limits::configured`] (size, nesting) is refused before it is parsed.
 ///
 /// ```
 /// use wayline_core::document::{parse, Format};
@@ -153,6 +268,17 @@ pub fn parse<T: DeserializeOwned>(
     format: Format,
     origin: &str,
 ) -> Result<T, Box<DocumentError>> {
+    parse_with(text, format, origin, Limits::configured())
+}
+
+/// [`parse`] with the given limits.
+pub fn parse_with<T: DeserializeOwned>(
+    text: &str,
+    format: Format,
+    origin: &str,
+    limits: Limits,
+) -> Result<T, Box<DocumentError>> {
+    limits.check(text, origin)?;
     match format {
         Format::Yaml => serde_norway::from_str(text).map_err(|err| {
             let (message, positions) = take_positions(&err.to_string());
@@ -452,6 +578,49 @@ impl UnsetVariable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn documents_past_the_limits_are_refused_before_parsing() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Any {
+            #[expect(dead_code, reason = "only parsed")]
+            x: serde_json::Value,
+        }
+        let limits = Limits {
+            max_bytes: 1_000,
+            max_depth: 8,
+        };
+        let deep = format!("x: {}1{}\n", "{a: ".repeat(20), "}".repeat(20));
+        let error = parse_with::<Any>(&deep, Format::Yaml, "deep.yaml", limits).unwrap_err();
+        assert!(error.message.contains("nest deeper than 8"), "{error}");
+        assert_eq!(
+            (error.line, error.column),
+            (Some(1), Some(36)),
+            "the ninth `{{`"
+        );
+        let deep_json = format!("{{\"x\": {}1{}}}", "[".repeat(20), "]".repeat(20));
+        assert!(parse_with::<Any>(&deep_json, Format::Json, "d.json", limits).is_err());
+        let big = format!("x: '{}'\n", "a".repeat(2_000));
+        let error = parse_with::<Any>(&big, Format::Yaml, "big.yaml", limits).unwrap_err();
+        assert!(error.message.contains("2006 bytes"), "{error}");
+        // Brackets in quotes, comments and words do not count.
+        let fine = format!(
+            "# {}\nx: ['{}', \"{}\", it's]\ny: a{}b\n",
+            "[".repeat(50),
+            "{".repeat(50),
+            "[".repeat(50),
+            "{".repeat(30)
+        );
+        assert!(
+            parse_with::<Any>(&fine, Format::Yaml, "fine.yaml", limits).is_ok(),
+            "{fine}"
+        );
+        // 20,000 levels of flow mappings: refused at once by the default limits (it took
+        // seconds to parse; 100,000 took minutes).
+        let huge = format!("x: {}1{}\n", "{a: ".repeat(20_000), "}".repeat(20_000));
+        let error = parse::<Any>(&huge, Format::Yaml, "huge.yaml").unwrap_err();
+        assert!(error.message.contains("nest deeper than 128"), "{error}");
+    }
 
     #[test]
     fn nearest_finds_plausible_typos_only() {

@@ -77,14 +77,10 @@ pub(crate) fn expand(text: &str, origin: &str, env: EnvLookup<'_>) -> Result<Exp
 
 /// A file holding a list of tools gets a message that says what to do about it.
 fn explain_list(error: DocumentError, text: &str, format: Format) -> DocumentError {
-    let items = match format {
-        Format::Yaml => serde_norway::from_str::<serde_norway::Value>(text)
-            .ok()
-            .and_then(|value| value.as_sequence().map(Vec::len)),
-        Format::Json => serde_json::from_str::<serde_json::Value>(text)
-            .ok()
-            .and_then(|value| value.as_array().map(Vec::len)),
-    };
+    // Through `document::parse`, so the document's limits hold here too.
+    let items = document::parse::<serde_json::Value>(text, format, &error.origin)
+        .ok()
+        .and_then(|value| value.as_array().map(Vec::len));
     match items {
         Some(count) => DocumentError::new(
             error.origin.clone(),
