@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::multipart::MultipartRejection;
 use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -525,9 +526,16 @@ async fn upload(
     State(api): State<Shared>,
     headers: HeaderMap,
     Path(id): Path<String>,
-    mut form: Multipart,
+    // Taken as a result, so that a body that is not multipart is answered after the auth
+    // check, as every other request is (a 401 before a 422).
+    form: Result<Multipart, MultipartRejection>,
 ) -> Response {
     handle(&api, &headers, true, async {
+        let mut form = form.map_err(|rejection| {
+            Failure::Unprocessable(vec![json!({
+                "type": "value_error", "loc": ["body"], "msg": rejection.body_text(), "input": null
+            })])
+        })?;
         let mut file = None;
         let mut path = None;
         let unreadable = |error: axum::extract::multipart::MultipartError| {

@@ -104,13 +104,16 @@ impl LocalConfig {
     }
 }
 
-/// A session's Python process, once started.
+/// A session's processes: its Python process, once started, and the process groups of the
+/// shell commands it ran (a command's background jobs outlive the command, as they would in
+/// Bay's container, until the session ends).
 #[derive(Debug, Default)]
 struct Runtime {
-    python: Option<PythonSession>,
+    python: tokio::sync::Mutex<Option<PythonSession>>,
+    shell_groups: std::sync::Mutex<Vec<u32>>,
 }
 
-type SharedRuntime = Arc<tokio::sync::Mutex<Runtime>>;
+type SharedRuntime = Arc<Runtime>;
 
 /// A sandbox's running session: its id and its runtime.
 #[derive(Debug)]
@@ -212,10 +215,19 @@ fn remember(
     }
 }
 
-/// Ends a runtime's Python process (after the execution in progress, if any).
+/// Ends a runtime's processes: every shell command's process group (its background jobs
+/// included), then the Python process (after the execution in progress, if any).
 async fn stop_runtime(runtime: SharedRuntime) {
-    let mut runtime = runtime.lock().await;
-    if let Some(python) = runtime.python.take() {
+    let groups = std::mem::take(
+        &mut *runtime
+            .shell_groups
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    for group in groups {
+        crate::local::isolation::kill_group(Some(group)).await;
+    }
+    if let Some(python) = runtime.python.lock().await.take() {
         python.stop().await;
     }
 }
@@ -720,9 +732,9 @@ impl SandboxProvider for LocalProvider {
         let timeout = check_timeout(request.timeout)?;
         let ready = self.begin(id, "python", || Ok(())).await?;
         let started = Instant::now();
-        let mut runtime = ready.runtime.lock().await;
-        if !runtime.python.as_mut().is_some_and(PythonSession::alive) {
-            if let Some(old) = runtime.python.take() {
+        let mut python_slot = ready.runtime.python.lock().await;
+        if !python_slot.as_mut().is_some_and(PythonSession::alive) {
+            if let Some(old) = python_slot.take() {
                 old.stop().await;
             }
             let command = self.inner.isolation.command(
@@ -733,16 +745,16 @@ impl SandboxProvider for LocalProvider {
                 &ready.env,
             );
             match PythonSession::start(command).await {
-                Ok(python) => runtime.python = Some(python),
+                Ok(python) => *python_slot = Some(python),
                 Err(error) => {
                     // No runtime came up: the sandbox is idle again, not `ready`.
-                    drop(runtime);
+                    drop(python_slot);
                     let _ = self.end_session(id).await;
                     return Err(error);
                 }
             }
         }
-        let Some(python) = runtime.python.as_mut() else {
+        let Some(python) = python_slot.as_mut() else {
             return Err(SandboxError::new(
                 ErrorCode::InternalError,
                 "the Python session did not start",
@@ -762,15 +774,15 @@ impl SandboxProvider for LocalProvider {
             ),
             Err(error) if error.code == ErrorCode::Timeout => {
                 // The process was killed: the next call starts a new one.
-                runtime.python = None;
+                *python_slot = None;
                 (false, String::new(), Some(error.message), None)
             }
             Err(error) => {
-                runtime.python = None;
+                *python_slot = None;
                 return Err(error);
             }
         };
-        drop(runtime);
+        drop(python_slot);
         let result = PythonResult {
             success,
             output,
@@ -825,7 +837,14 @@ impl SandboxProvider for LocalProvider {
             ".",
             &ready.env,
         );
-        let ran = shell::run(command, timeout).await?;
+        let groups = &ready.runtime.shell_groups;
+        let ran = shell::run(command, timeout, |group| {
+            groups
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(group);
+        })
+        .await?;
         let result = ShellResult {
             success: ran.success,
             output: ran.output,

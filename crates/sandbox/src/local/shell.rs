@@ -32,8 +32,13 @@ pub struct Ran {
 const MAX_STREAM_BYTES: usize = 4 * 1024 * 1024;
 
 /// Runs `command`: `bash -lc <command>` (or a launcher running it), its directory and
-/// environment set.
-pub async fn run(mut command: Command, timeout: Duration) -> Result<Ran, SandboxError> {
+/// environment set, in a process group of its own whose id `on_start` is told at once (the
+/// caller ends the group, background jobs and all, when the session ends).
+pub async fn run(
+    mut command: Command,
+    timeout: Duration,
+    on_start: impl FnOnce(u32),
+) -> Result<Ran, SandboxError> {
     let started = Instant::now();
     let mut child = command
         .stdin(Stdio::null())
@@ -48,6 +53,9 @@ pub async fn run(mut command: Command, timeout: Duration) -> Result<Ran, Sandbox
             )
         })?;
     let pid = child.id();
+    if let Some(group) = pid {
+        on_start(group);
+    }
     let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(SandboxError::new(
             ErrorCode::InternalError,
@@ -128,7 +136,7 @@ mod tests {
         let relative = cwd.strip_prefix(home).unwrap().to_str().unwrap();
         let relative = if relative.is_empty() { "." } else { relative };
         let command = Isolation::None.command("bash", &["-lc", script], home, relative, env);
-        super::run(command, timeout).await
+        super::run(command, timeout, |_| {}).await
     }
 
     #[tokio::test]

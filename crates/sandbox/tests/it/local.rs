@@ -317,6 +317,28 @@ async fn stop_and_delete_end_the_session_and_what_it_started() {
     assert!(gone(background.trim()).await, "the background job ended");
 }
 
+/// A background job a command left running (`(sleep 97 &)`) lives on after the command, as it
+/// would in Bay's container, and ends with the session: on stop, and on delete.
+#[tokio::test]
+async fn background_jobs_of_finished_commands_end_with_the_session() {
+    let Some((_dir, provider, id)) = one_sandbox().await else {
+        return;
+    };
+    let start = ShellExec::new("(sleep 97 > /dev/null 2>&1 & echo $!)");
+    let first = provider.shell_exec(&id, &start).await.unwrap();
+    assert!(first.success, "{first:?}");
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", first.output.trim()));
+    assert!(
+        stat.is_ok_and(|stat| !stat.contains(") Z ")),
+        "the job outlives its command"
+    );
+    provider.stop(&id).await.unwrap();
+    assert!(gone(first.output.trim()).await, "stop ends it");
+    let second = provider.shell_exec(&id, &start).await.unwrap();
+    provider.delete(&id).await.unwrap();
+    assert!(gone(second.output.trim()).await, "delete ends it");
+}
+
 #[tokio::test]
 async fn an_exec_cut_short_does_not_leave_the_session_out_of_step() {
     let Some((_dir, provider, id)) = one_sandbox().await else {

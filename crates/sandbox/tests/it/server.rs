@@ -199,6 +199,19 @@ async fn uploads_are_forms_and_downloads_are_attachments() {
         downloaded.header("content-disposition"),
         Some("attachment; filename=\"blob.bin\"")
     );
+    // A body that is not a form: without the token, a 401 first (it was a 400 before the
+    // auth check); with it, FastAPI's 422.
+    let upload_url = format!("{base}/v1/sandboxes/{}/filesystem/upload", info.id);
+    let mut unsigned = HttpRequest::new("POST", upload_url.clone());
+    unsigned.body = Some(b"not a form".to_vec());
+    let refused = transport.send(unsigned.clone()).await.unwrap();
+    assert_eq!(refused.status, 401, "{}", refused.text());
+    unsigned.headers.push(Header::sensitive(
+        "Authorization",
+        format!("Bearer {TOKEN}"),
+    ));
+    let unreadable = transport.send(unsigned).await.unwrap();
+    assert_eq!(unreadable.status, 422, "{}", unreadable.text());
     // The listing shows Bay's shape.
     let entries = target.provider.list_files(&info.id, ".").await.unwrap();
     assert_eq!(entries.len(), 1);
