@@ -283,7 +283,7 @@ pub struct RunSummary {
     pub finished_at: Option<DateTime<Utc>>,
     /// Steps in the workflow.
     pub steps: usize,
-    /// Steps that failed.
+    /// Steps that failed, or whose outcome is unknown (skipped on resume): not done either way.
     pub failed_steps: usize,
 }
 
@@ -301,7 +301,12 @@ impl RunSummary {
             failed_steps: run
                 .step_results
                 .iter()
-                .filter(|result| result.status == StepStatus::Failed)
+                .filter(|result| {
+                    matches!(
+                        result.status,
+                        StepStatus::Failed | StepStatus::UnknownOutcome
+                    )
+                })
                 .count(),
         }
     }

@@ -131,21 +131,24 @@ impl Engine {
             let position = prepared.index[result.step_id.as_str()];
             match result.status {
                 StepStatus::Success | StepStatus::Failed => {}
-                // Skipped by an earlier resume's decision (`UnknownSteps::Skip`): the scheduler
-                // never skips a step it started, so `started_at` marks the decision, and it is
-                // final. Deciding again would run an unsafe call the person chose not to repeat.
+                // Skipped by an earlier resume's decision (`UnknownSteps::Skip`): an unknown
+                // outcome with an end time (or, in records of earlier versions, a skip with a
+                // start time). The decision is final: deciding again would run an unsafe call
+                // the person chose not to repeat.
+                StepStatus::UnknownOutcome if result.finished_at.is_some() => {}
                 StepStatus::Skipped if result.started_at.is_some() => {}
                 StepStatus::Running | StepStatus::UnknownOutcome
                     if !prepared.steps[position].safe_to_repeat()
                         && options.unknown != UnknownSteps::Retry =>
                 {
                     if options.unknown == UnknownSteps::Skip {
-                        // `started_at` marks the skip as a decision (see above); a record
-                        // from another writer may lack it, and the decision's time stands in.
+                        // It stays `unknown_outcome` — whether it took effect is not known, so
+                        // the run cannot end as a success — and its end time marks the skip as
+                        // a decision (see above).
                         let now = chrono::Utc::now();
                         result.started_at.get_or_insert(now);
                         result.finished_at = Some(now);
-                        result.status = StepStatus::Skipped;
+                        result.status = StepStatus::UnknownOutcome;
                         result.error = Some(
                             "its outcome is unknown (it was running when the run stopped); skipped on resume"
                                 .into(),

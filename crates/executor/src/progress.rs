@@ -197,6 +197,7 @@ fn step_line(result: &StepResult) -> String {
         StepStatus::Success => "ok     ",
         StepStatus::Failed => "FAILED ",
         StepStatus::Skipped => "skipped",
+        StepStatus::UnknownOutcome => "UNKNOWN",
         _ => "?      ",
     };
     format!("{word} {}{status}{timing}{attempts}{error}", result.step_id)
@@ -222,8 +223,14 @@ fn counts(run: &Run) -> String {
         (Some(start), Some(end)) => format!(" in {} ms", (end - start).num_milliseconds()),
         _ => String::new(),
     };
+    let unknown = count(StepStatus::UnknownOutcome);
+    let unknown = if unknown > 0 {
+        format!(", {unknown} with an unknown outcome")
+    } else {
+        String::new()
+    };
     format!(
-        "{} ok, {} failed, {} skipped{duration}",
+        "{} ok, {} failed, {} skipped{unknown}{duration}",
         count(StepStatus::Success),
         count(StepStatus::Failed),
         count(StepStatus::Skipped)

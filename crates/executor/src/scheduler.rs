@@ -228,8 +228,12 @@ impl<'r> Scheduler<'r> {
         let status = if stopped.is_some() {
             RunStatus::Cancelled
         } else if self.prepared.order.iter().any(|&position| {
+            // A step whose outcome is unknown (skipped on resume) did not complete either.
             self.prepared.workflow.steps[position].severity == Severity::Critical
-                && self.record.step_results[self.slot[position]].status == StepStatus::Failed
+                && matches!(
+                    self.record.step_results[self.slot[position]].status,
+                    StepStatus::Failed | StepStatus::UnknownOutcome
+                )
         }) {
             RunStatus::Failed
         } else {
@@ -432,6 +436,7 @@ impl<'r> Scheduler<'r> {
                 let verb = match result.status {
                     StepStatus::Success => return None,
                     StepStatus::Skipped => "was skipped",
+                    StepStatus::UnknownOutcome => "has an unknown outcome",
                     _ => "failed",
                 };
                 Some(format!("dependency `{}` {verb}", result.step_id))

@@ -711,7 +711,7 @@ impl RunStore for SqliteStore {
                     "SELECT r.id, r.workflow_id, r.workflow_version, r.record,
                         (SELECT COUNT(*) FROM step_results s WHERE s.run_id = r.id),
                         (SELECT COUNT(*) FROM step_results s
-                         WHERE s.run_id = r.id AND s.status = 'failed')
+                         WHERE s.run_id = r.id AND s.status IN ('failed', 'unknown_outcome'))
                      FROM runs AS r
                      WHERE (?1 IS NULL OR r.workflow_id = ?1)
                        AND (?2 IS NULL OR r.status = ?2)

@@ -198,7 +198,8 @@ async fn an_unsafe_step_in_flight_waits_for_a_decision() {
     assert_eq!(stored.status, RunStatus::Running);
     assert_eq!(stored.step_results[1].status, StepStatus::UnknownOutcome);
 
-    // Skip it: its dependent is skipped, the run fails.
+    // Skip it: its dependent is skipped, the run fails (it did not complete: `b` may not
+    // have taken effect, and it keeps its unknown outcome).
     let skipped = engine
         .resume(
             &prepared,
@@ -208,12 +209,14 @@ async fn an_unsafe_step_in_flight_waits_for_a_decision() {
         .await
         .unwrap();
     assert!(spy.seen.lock().unwrap().is_empty());
+    assert_eq!(skipped.status, RunStatus::Failed);
+    assert_eq!(wayline_core::RunSummary::of(&skipped).failed_steps, 1);
     let statuses: Vec<_> = skipped.step_results.iter().map(|r| r.status).collect();
     assert_eq!(
         statuses,
         [
             StepStatus::Success,
-            StepStatus::Skipped,
+            StepStatus::UnknownOutcome,
             StepStatus::Skipped
         ]
     );
@@ -226,7 +229,7 @@ async fn an_unsafe_step_in_flight_waits_for_a_decision() {
     );
     assert_eq!(
         skipped.step_results[2].error.as_deref(),
-        Some("dependency `b` was skipped")
+        Some("dependency `b` has an unknown outcome")
     );
 
     // Killed again after the skip was saved, before the run ended: a second resume keeps the
@@ -241,7 +244,7 @@ async fn an_unsafe_step_in_flight_waits_for_a_decision() {
         .await
         .unwrap();
     assert!(spy.seen.lock().unwrap().is_empty(), "the POST is not sent");
-    assert_eq!(again.step_results[1].status, StepStatus::Skipped);
+    assert_eq!(again.step_results[1].status, StepStatus::UnknownOutcome);
     assert_eq!(again.step_results[2].status, StepStatus::Skipped);
 }
 
