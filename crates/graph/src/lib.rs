@@ -23,5 +23,5 @@ mod validate;
 mod view;
 
 pub use graph::{StepEdge, StepGraph};
-pub use validate::{Problem, ProblemKind, ValidationReport, validate};
+pub use validate::{MAX_ID_CHARS, Problem, ProblemKind, ValidationReport, validate};
 pub use view::{ViewFormat, render};

@@ -42,7 +42,13 @@ pub enum ProblemKind {
     /// A decision step without a question or with too few choices, or decision fields on a
     /// step that is no decision.
     InvalidDecision,
+    /// A step id, or the tool id a step names, longer than [`MAX_ID_CHARS`].
+    InvalidId,
 }
+
+/// The longest step or tool id accepted, in characters: ids are names a person reads in
+/// views, records and file names, and a longer one is a mistake (or an attack on them).
+pub const MAX_ID_CHARS: usize = 256;
 
 impl ProblemKind {
     /// The stable snake_case name used in JSON output.
@@ -59,6 +65,7 @@ impl ProblemKind {
             ProblemKind::UnknownOutputField => "unknown_output_field",
             ProblemKind::InvalidExpression => "invalid_expression",
             ProblemKind::InvalidDecision => "invalid_decision",
+            ProblemKind::InvalidId => "invalid_id",
         }
     }
 }
@@ -272,6 +279,21 @@ impl<'a> Validator<'a> {
     fn index_steps(&mut self) {
         let mut duplicates: Vec<(&str, Vec<usize>)> = Vec::new();
         for (position, step) in self.workflow.steps.iter().enumerate() {
+            for (what, id) in [("step id", &step.id), ("tool id", &step.tool_id)] {
+                let length = id.chars().count();
+                if length > MAX_ID_CHARS {
+                    let shown: String = id.chars().take(40).collect();
+                    self.report(
+                        ProblemKind::InvalidId,
+                        format!(
+                            "the {what} `{shown}…` of step #{} is {length} characters long; \
+                             ids have at most {MAX_ID_CHARS}",
+                            position + 1
+                        ),
+                        vec![step.id.clone()],
+                    );
+                }
+            }
             match self.index.get(step.id.as_str()) {
                 None => {
                     self.index.insert(&step.id, position);

@@ -57,4 +57,14 @@ fn ids_of_any_length_are_drawn() {
         let drawn = render(&workflow, &report, format);
         assert!(drawn.contains(&long), "{format:?}");
     }
+    // Drawn, and refused by validation: ids have at most 256 characters.
+    let too_long: Vec<_> = report
+        .errors_of(wayline_graph::ProblemKind::InvalidId)
+        .collect();
+    assert_eq!(too_long.len(), 2, "the step id and the tool id");
+    assert!(
+        too_long[0].message.contains("70000 characters"),
+        "{}",
+        too_long[0].message
+    );
 }
