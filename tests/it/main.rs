@@ -1,5 +1,6 @@
 //! Cross-crate tests of the `wayline` facade.
 
+mod fuzz;
 mod harness;
 mod requests;
 
