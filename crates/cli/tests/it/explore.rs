@@ -181,6 +181,11 @@ fn questions_are_asked_at_the_terminal_and_a_killed_session_resumes() {
     let id = loop {
         let found = std::fs::read_dir(&sessions).unwrap().find_map(|entry| {
             let path = entry.unwrap().path();
+            // Session files only: not the temporary file a save is being written to.
+            let name = path.file_name()?.to_str()?;
+            if name.starts_with('.') || !name.ends_with(".yaml") {
+                return None;
+            }
             let text = std::fs::read_to_string(&path).ok()?;
             // `- order: 0` is the first confirmed step (a pending one has no order).
             (text.contains("create a cluster, delete it") && text.contains("- order: 0"))
