@@ -224,22 +224,93 @@ pub(crate) fn with_decider_for_later<'w>(
 }
 
 /// Runs the future `start` makes with a token that Ctrl-C cancels.
+///
+/// Ctrl-C is watched on a thread of its own: on this one-thread runtime a watcher task could
+/// not run while the run holds the thread (an expression's loops, which look at the token as
+/// they go), nor before the future first waits. The handler is installed before the future
+/// starts, so a Ctrl-C at any moment ends the run with a complete record.
 pub(crate) fn cancellable<F: Future>(
     runtime: &tokio::runtime::Runtime,
     start: impl FnOnce(CancelToken) -> F,
 ) -> F::Output {
     let cancel = CancelToken::new();
-    let watched = cancel.clone();
-    runtime.block_on(async {
-        let watcher = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                watched.cancel();
-            }
-        });
-        let output = start(cancel).await;
-        watcher.abort();
-        output
-    })
+    let watch = InterruptWatch::start(cancel.clone());
+    let output = runtime.block_on(start(cancel));
+    drop(watch);
+    output
+}
+
+/// A thread that cancels a token at the next Ctrl-C, until dropped.
+struct InterruptWatch {
+    done: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl InterruptWatch {
+    /// Starts the thread and waits until its handler is installed. Without a thread or a
+    /// handler, Ctrl-C ends the process as it would anyway.
+    fn start(cancel: CancelToken) -> InterruptWatch {
+        let (done, finished) = tokio::sync::oneshot::channel::<()>();
+        let (installed, ready) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("wayline-ctrl-c".to_owned())
+            .spawn(move || {
+                let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                runtime.block_on(async move {
+                    let interrupted = interrupt();
+                    let _ = installed.send(());
+                    tokio::select! {
+                        true = interrupted => cancel.cancel(),
+                        _ = finished => {}
+                    }
+                });
+            })
+            .ok();
+        if thread.is_some() {
+            // An error means the thread ended without a handler: nothing to wait for.
+            let _ = ready.recv();
+        }
+        InterruptWatch {
+            done: Some(done),
+            thread,
+        }
+    }
+}
+
+impl Drop for InterruptWatch {
+    fn drop(&mut self) {
+        if let Some(done) = self.done.take() {
+            let _ = done.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A future that ends `true` at the next Ctrl-C (SIGINT), its handler already installed; or
+/// `false` at once when none can be.
+#[cfg(unix)]
+fn interrupt() -> impl Future<Output = bool> + Send + 'static {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listener = signal(SignalKind::interrupt());
+    async move {
+        match listener {
+            Ok(mut listener) => listener.recv().await.is_some(),
+            Err(_) => false,
+        }
+    }
+}
+
+/// A future that ends `true` at the next Ctrl-C.
+#[cfg(not(unix))]
+fn interrupt() -> impl Future<Output = bool> + Send + 'static {
+    async { tokio::signal::ctrl_c().await.is_ok() }
 }
 
 /// Runs `workflow`; Ctrl-C cancels the run (which still ends with a complete record).

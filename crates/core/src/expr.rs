@@ -7,7 +7,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators};
 
 use crate::Error;
 
@@ -26,7 +26,7 @@ use crate::Error;
 #[derive(Clone)]
 pub struct Expression {
     source: Arc<str>,
-    program: Arc<cel::Program>,
+    tree: Arc<IdedExpr>,
     step_refs: Vec<String>,
     input_refs: Vec<String>,
 }
@@ -58,6 +58,22 @@ pub const MAX_OPERATIONS: usize = 256;
 /// accepted: each level multiplies the work by the length of a list.
 pub const MAX_COMPREHENSION_NESTING: usize = 2;
 
+/// The function called once on every iteration of every comprehension, in the tree
+/// [`Expression::tree`] gives: it wraps the part of the loop step evaluated first (the
+/// condition of `filter`, `exists_one` and a three-argument `map`, the predicate of `all` and
+/// `exists`, the element of `map`) and an evaluator defines it to count the iteration, check
+/// the time, and hand the value back unchanged. Loops are the only part of an expression whose
+/// cost grows with the data rather than with its text. No CEL name starts with `@`, so no
+/// expression can call or shadow it.
+pub const ITERATION_METER: &str = "@iteration";
+
+/// The function every element a `map` appends to its list passes through, in the tree
+/// [`Expression::tree`] gives. An evaluator defines it to weigh the element against a budget
+/// of memory and hand it back unchanged: each element is a copy, so `list.map(x, body)` would
+/// copy the whole body once per element. The elements `filter` keeps are the list's own and
+/// are not weighed.
+pub const BUILT_VALUE_METER: &str = "@built";
+
 impl Expression {
     /// Parses `source`; a syntax error names its 1-based line and column. An expression past
     /// the limits ([`MAX_EXPRESSION_BYTES`], [`MAX_NESTING`], [`MAX_OPERATIONS`],
@@ -81,9 +97,11 @@ impl Expression {
         })?;
         let mut refs = Refs::default();
         refs.walk(program.expression());
+        let mut tree = program.expression().clone();
+        meter_comprehensions(&mut tree);
         Ok(Expression {
             source: source.into(),
-            program: Arc::new(program),
+            tree: Arc::new(tree),
             step_refs: refs.steps,
             input_refs: refs.inputs,
         })
@@ -104,9 +122,145 @@ impl Expression {
         &self.input_refs
     }
 
-    /// The compiled program, for evaluation.
-    pub fn program(&self) -> &cel::Program {
-        &self.program
+    /// The parsed tree to evaluate (with `cel::Value::resolve`): every comprehension's loop
+    /// step calls [`ITERATION_METER`], and every element a `map` builds passes through
+    /// [`BUILT_VALUE_METER`], functions the evaluating context must define.
+    pub fn tree(&self) -> &IdedExpr {
+        &self.tree
+    }
+}
+
+/// Adds the calls of [`ITERATION_METER`] and [`BUILT_VALUE_METER`] to every comprehension in
+/// `expr`. The shape of each loop stays as the macro wrote it, so the interpreter still
+/// recognises `map`, `filter`, `all` and `exists` by it and runs them its fast way.
+fn meter_comprehensions(expr: &mut IdedExpr) {
+    match &mut expr.expr {
+        Expr::Comprehension(comprehension) => {
+            for part in [
+                &mut comprehension.iter_range,
+                &mut comprehension.accu_init,
+                &mut comprehension.loop_cond,
+                &mut comprehension.loop_step,
+                &mut comprehension.result,
+            ] {
+                meter_comprehensions(part);
+            }
+            meter_loop_step(
+                &mut comprehension.loop_step,
+                &comprehension.accu_var,
+                &comprehension.iter_var,
+            );
+        }
+        Expr::Select(select) => meter_comprehensions(&mut select.operand),
+        Expr::Call(call) => {
+            if let Some(target) = &mut call.target {
+                meter_comprehensions(target);
+            }
+            call.args.iter_mut().for_each(meter_comprehensions);
+        }
+        Expr::List(list) => list.elements.iter_mut().for_each(meter_comprehensions),
+        Expr::Map(map) => map
+            .entries
+            .iter_mut()
+            .for_each(|entry| meter_entry(&mut entry.expr)),
+        Expr::Struct(object) => object
+            .entries
+            .iter_mut()
+            .for_each(|entry| meter_entry(&mut entry.expr)),
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+/// Meters one loop step, in the shapes the standard macros write (`@result` is the
+/// accumulator):
+/// - `c ? @result + [f] : @result` (`filter`, `map(x, c, f)`) and `c ? @result + 1 : @result`
+///   (`exists_one`): [`ITERATION_METER`] around `c`, and for a `map`, [`BUILT_VALUE_METER`]
+///   around `f`;
+/// - `@result + [f]` (`map`): both around `f`;
+/// - `@result && p` (`all`), `@result || p` (`exists`): [`ITERATION_METER`] around `p`.
+///
+/// Any other step is metered whole, which still counts every iteration.
+fn meter_loop_step(step: &mut IdedExpr, accumulator: &str, variable: &str) {
+    let is =
+        |expr: &IdedExpr, name: &str| matches!(&expr.expr, Expr::Ident(ident) if ident == name);
+    let Expr::Call(call) = &mut step.expr else {
+        return wrap_in_call(step, ITERATION_METER);
+    };
+    match (call.func_name.as_str(), call.args.as_mut_slice()) {
+        (operators::CONDITIONAL, [condition, appending, otherwise])
+            if is(otherwise, accumulator) =>
+        {
+            wrap_in_call(condition, ITERATION_METER);
+            meter_appended(appending, accumulator, variable);
+        }
+        (operators::ADD, [sum, _]) if is(sum, accumulator) => {
+            if let Some(elements) = appended_elements(step, accumulator) {
+                for element in elements {
+                    wrap_in_call(element, ITERATION_METER);
+                    wrap_in_call(element, BUILT_VALUE_METER);
+                }
+            }
+        }
+        (operators::LOGICAL_AND | operators::LOGICAL_OR, [folded, predicate])
+            if is(folded, accumulator) =>
+        {
+            wrap_in_call(predicate, ITERATION_METER);
+        }
+        _ => wrap_in_call(step, ITERATION_METER),
+    }
+}
+
+/// Wraps the elements appended by `@result + [f]` in calls of [`BUILT_VALUE_METER`], leaving
+/// alone an element that is the loop variable itself (what `filter` appends).
+fn meter_appended(appending: &mut IdedExpr, accumulator: &str, variable: &str) {
+    if let Some(elements) = appended_elements(appending, accumulator) {
+        for element in elements {
+            if !matches!(&element.expr, Expr::Ident(name) if name == variable) {
+                wrap_in_call(element, BUILT_VALUE_METER);
+            }
+        }
+    }
+}
+
+/// The elements of the list literal in `@result + [..]`, if `expr` is that.
+fn appended_elements<'e>(
+    expr: &'e mut IdedExpr,
+    accumulator: &str,
+) -> Option<&'e mut Vec<IdedExpr>> {
+    let Expr::Call(call) = &mut expr.expr else {
+        return None;
+    };
+    match (call.func_name.as_str(), call.args.as_mut_slice()) {
+        (operators::ADD, [sum, appended]) if matches!(&sum.expr, Expr::Ident(name) if name == accumulator) => {
+            match &mut appended.expr {
+                Expr::List(list) => Some(&mut list.elements),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Replaces `expr` with the call `function(expr)`.
+fn wrap_in_call(expr: &mut IdedExpr, function: &str) {
+    let argument = std::mem::take(expr);
+    *expr = IdedExpr {
+        id: argument.id,
+        expr: Expr::Call(CallExpr {
+            func_name: function.to_owned(),
+            target: None,
+            args: vec![argument],
+        }),
+    };
+}
+
+fn meter_entry(entry: &mut EntryExpr) {
+    match entry {
+        EntryExpr::StructField(field) => meter_comprehensions(&mut field.value),
+        EntryExpr::MapEntry(entry) => {
+            meter_comprehensions(&mut entry.key);
+            meter_comprehensions(&mut entry.value);
+        }
     }
 }
 
@@ -268,7 +422,7 @@ impl Refs {
                 self.walk(&select.operand);
             }
             Expr::Call(call) => {
-                if call.func_name == cel::common::ast::operators::INDEX
+                if call.func_name == operators::INDEX
                     && let [target, key] = call.args.as_slice()
                     && let (Expr::Ident(root), Expr::Literal(LiteralValue::String(name))) =
                         (&target.expr, &key.expr)

@@ -6,12 +6,17 @@
 //!   ideal is 4 waves × 20 ms = 80 ms.
 //! - `prepare/chain_*` and `dry_run/chain_*`: validating and compiling, and previewing, chains
 //!   of 10,000 and 40,000 steps each mapping the one before: linear in the steps.
+//! - `expression/*`: a `when` of two nested loops over 999 input numbers (999,000 iterations,
+//!   just inside the default budget of 1,000,000) in a one-step run, against the same expression
+//!   run by the `cel` crate alone: what a whole budget takes, and what metering it costs.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use wayline_core::{HttpResponse, MemoryCatalog, RunStatus, Step, ToolDefinition, Workflow};
+use wayline_core::{
+    HttpResponse, MemoryCatalog, RunStatus, Step, StepStatus, ToolDefinition, Workflow,
+};
 use wayline_executor::testing::{MockServer, Reply};
 use wayline_executor::{Engine, PreparedWorkflow, ReqwestTransport, RunOptions, ScriptedTransport};
 
@@ -214,5 +219,37 @@ fn prepare_and_dry_run(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, overhead, makespan, prepare_and_dry_run);
+/// 999 + 999 × 999 = 999,000 loop iterations, false.
+const NESTED_LOOPS: &str = "inputs.items.map(x, inputs.items.filter(y, y == x).size()).size() == 0";
+
+fn expression(c: &mut Criterion) {
+    let runtime = runtime();
+    let engine = engine("http://127.0.0.1:9", None, 8);
+    let items: Vec<u32> = (0..999).collect();
+    let mut workflow = chain(1);
+    workflow.steps[0].when = Some(NESTED_LOOPS.to_owned());
+    let prepared = engine.prepare(&workflow).unwrap();
+    let mut group = c.benchmark_group("expression");
+    group.sample_size(10);
+    group.bench_function("nested_999/metered_run", |b| {
+        b.iter(|| {
+            let options = RunOptions::new().input("items", serde_json::json!(items));
+            let run = runtime
+                .block_on(engine.run_prepared(&prepared, options))
+                .unwrap();
+            assert_eq!(run.step_results[0].status, StepStatus::Skipped);
+        });
+    });
+    let program = cel::Program::compile(NESTED_LOOPS).unwrap();
+    let mut context = cel::Context::default();
+    let mut inputs = std::collections::HashMap::new();
+    inputs.insert("items".to_owned(), items.clone());
+    context.add_variable("inputs", inputs).unwrap();
+    group.bench_function("nested_999/cel_alone", |b| {
+        b.iter(|| assert_eq!(program.execute(&context).unwrap(), cel::Value::Bool(false)));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, overhead, makespan, prepare_and_dry_run, expression);
 criterion_main!(benches);

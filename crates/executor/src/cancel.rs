@@ -1,9 +1,11 @@
-//! Cancelling a run from outside.
+//! Cancelling a run from outside, and what stops a run part-way (its token and its deadline).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 /// A handle that stops a run: in-flight calls are abandoned, steps not yet started are skipped,
 /// and the run ends `cancelled` with a complete record.
@@ -55,4 +57,60 @@ impl CancelToken {
         }
         notified.await;
     }
+}
+
+/// What stops a run part-way: its cancel token and its deadline. The scheduler waits on both
+/// between steps; work that holds the thread in between (an expression's loops) asks
+/// [`reason`](Self::reason) as it goes, since nothing else can stop it there.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunStop {
+    cancel: CancelToken,
+    /// When the deadline passes, and its length (for the message).
+    deadline: Option<(Instant, Duration)>,
+}
+
+impl RunStop {
+    /// A run's stop, its deadline counted from now. A deadline too far ahead to be a point in
+    /// time is no deadline.
+    pub(crate) fn new(cancel: Option<CancelToken>, deadline: Option<Duration>) -> Self {
+        RunStop {
+            cancel: cancel.unwrap_or_default(),
+            deadline: deadline
+                .and_then(|length| Some((Instant::now().checked_add(length)?, length))),
+        }
+    }
+
+    /// Completes when the run is cancelled or its deadline passes, with the reason.
+    pub(crate) async fn stopped(&self) -> String {
+        let deadline = async {
+            match self.deadline {
+                Some((at, length)) => {
+                    tokio::time::sleep_until(at).await;
+                    deadline_passed(length)
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = self.cancel.cancelled() => CANCELLED.to_owned(),
+            reason = deadline => reason,
+        }
+    }
+
+    /// Why the run must stop now, if it must.
+    pub(crate) fn reason(&self) -> Option<String> {
+        if self.cancel.is_cancelled() {
+            return Some(CANCELLED.to_owned());
+        }
+        match self.deadline {
+            Some((at, length)) if Instant::now() >= at => Some(deadline_passed(length)),
+            _ => None,
+        }
+    }
+}
+
+const CANCELLED: &str = "the run was cancelled";
+
+fn deadline_passed(length: Duration) -> String {
+    format!("the run deadline of {} ms passed", length.as_millis())
 }

@@ -15,6 +15,7 @@ use wayline_core::{
     RunEvent, RunObserver, RunStore, SecretProvider, StepPolicy, ToolCatalog, ToolConfig, Transport,
 };
 
+use crate::eval::ExpressionBudget;
 use crate::middleware::StepMiddleware;
 use crate::prepare::Defaults;
 use crate::redact::Redactor;
@@ -35,6 +36,7 @@ pub(crate) struct EngineInner {
     pub(crate) per_host_limit: Option<usize>,
     pub(crate) defaults: Defaults,
     pub(crate) max_retry_after: Duration,
+    pub(crate) expression_budget: ExpressionBudget,
 }
 
 impl EngineInner {

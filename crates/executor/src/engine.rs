@@ -20,6 +20,7 @@ use wayline_core::{
 use crate::Error;
 use crate::cancel::CancelToken;
 use crate::context::{EngineInner, RunShared};
+use crate::eval::ExpressionBudget;
 use crate::middleware::StepMiddleware;
 use crate::prepare::{Defaults, PreparedWorkflow, prepare};
 use crate::redact::Redactor;
@@ -76,6 +77,7 @@ pub struct EngineBuilder {
     per_host_limit: Option<usize>,
     defaults: Defaults,
     max_retry_after: Duration,
+    expression_budget: ExpressionBudget,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -112,6 +114,7 @@ impl Engine {
                 decisions: false,
             },
             max_retry_after: Duration::from_secs(60),
+            expression_budget: ExpressionBudget::default(),
         }
     }
 
@@ -282,6 +285,13 @@ impl EngineBuilder {
         self
     }
 
+    /// What one evaluation of a CEL expression (`when`, `poll.until`, an output) may spend
+    /// (default [`ExpressionBudget::default`]); one that needs more fails its step.
+    pub fn expression_budget(mut self, budget: ExpressionBudget) -> Self {
+        self.expression_budget = budget;
+        self
+    }
+
     /// The engine.
     pub fn build(self) -> Engine {
         let transport = self.transport.unwrap_or_else(default_transport);
@@ -300,6 +310,7 @@ impl EngineBuilder {
                 per_host_limit: self.per_host_limit,
                 defaults: self.defaults,
                 max_retry_after: self.max_retry_after,
+                expression_budget: self.expression_budget,
             }),
         }
     }

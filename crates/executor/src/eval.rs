@@ -3,14 +3,28 @@
 //! Variables: `inputs` (the run inputs), `steps` (only the step ids the expression names, each
 //! that step's output), and with a response at hand `status`, `headers` (lower-case names) and
 //! `body` (parsed JSON, or the text when it is not JSON).
+//!
+//! Validation bounds an expression's text and nesting, but not what its loops cost on the
+//! data: two nested `map`s over a long response list cost the square of its length, and
+//! `list.map(x, body)` copies the whole body once per element. So one evaluation runs at most
+//! [`MAX_ITERATIONS`] loop iterations and builds at most about [`MAX_BUILT_BYTES`] of `map`
+//! elements, both counted as the loops run (see `wayline_core::expr::ITERATION_METER`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
 
+use cel::common::types::{CelBytes, CelMap, CelMapKey, CelString};
+use cel::common::value::{CowVal, Val};
 use cel::objects::{Key, Map};
+use cel::{ExecutionError, FunctionContext};
 use indexmap::IndexMap;
 use serde_json::Value;
 use wayline_core::Expression;
+use wayline_core::expr::{BUILT_VALUE_METER, ITERATION_METER};
+
+use crate::cancel::RunStop;
 
 static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| Arc::new(cel::Env::stdlib()));
 
@@ -28,11 +42,180 @@ pub(crate) struct Scope<'a> {
     pub(crate) inputs: &'a IndexMap<String, Value>,
     pub(crate) steps: &'a HashMap<String, Arc<Value>>,
     pub(crate) response: Option<ResponseView<'a>>,
+    pub(crate) budget: ExpressionBudget,
+    /// The run's cancel token and deadline: loops stop when either says so.
+    pub(crate) stop: Option<&'a RunStop>,
 }
 
-/// Evaluates `expression` to JSON.
+/// The most loop iterations one evaluation may run unless the engine sets another
+/// [`ExpressionBudget`]: a million take well under a second (release build), and an expression
+/// that needs more fails instead of holding the run.
+pub const MAX_ITERATIONS: u64 = 1_000_000;
+
+/// About the most memory, in bytes, that the elements built by `map`s may take in one
+/// evaluation unless the engine sets another [`ExpressionBudget`] (each value counted as 32
+/// bytes, each string and byte string as its length more):
+/// enough for a `map` over a million elements of a few fields each, and it stops
+/// `list.map(x, body)` on a large body long before it takes the machine's memory.
+pub const MAX_BUILT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The longest one evaluation may take unless the engine sets another [`ExpressionBudget`]:
+/// far more than any condition over a response needs, and it bounds how late a run's deadline
+/// takes effect when it passes during an evaluation.
+pub const MAX_EVALUATION_TIME: Duration = Duration::from_secs(10);
+
+/// What one value is counted as in [`MAX_BUILT_BYTES`], beside the text it holds.
+const VALUE_BYTES: u64 = 32;
+
+/// What one evaluation of an expression may spend (see [`EngineBuilder::expression_budget`]).
+/// An expression that needs more fails, and so does the step it belongs to, with an error that
+/// names the budget.
+///
+/// [`EngineBuilder::expression_budget`]: crate::EngineBuilder::expression_budget
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpressionBudget {
+    /// Loop iterations: the elements of the lists and maps that `map`, `filter`, `all`,
+    /// `exists` and `exists_one` go over, nested loops counted in full. Default
+    /// [`MAX_ITERATIONS`].
+    pub iterations: u64,
+    /// About the bytes the elements built by `map`s may take. Default [`MAX_BUILT_BYTES`].
+    pub built_bytes: u64,
+    /// Wall-clock time, checked at every loop iteration: the backstop for loops whose every
+    /// iteration works through large data (`items.all(x, log.contains(x.name))` over a long
+    /// log). Default [`MAX_EVALUATION_TIME`]. Unlike the other two, whether it is exceeded
+    /// depends on the machine.
+    pub time: Duration,
+}
+
+impl Default for ExpressionBudget {
+    fn default() -> Self {
+        ExpressionBudget {
+            iterations: MAX_ITERATIONS,
+            built_bytes: MAX_BUILT_BYTES,
+            time: MAX_EVALUATION_TIME,
+        }
+    }
+}
+
+/// A native CEL function, as `cel::Context::add_function` takes one.
+type NativeFunction = Box<
+    dyn for<'c, 'v> Fn(&mut FunctionContext<'c, 'v>) -> Result<CowVal<'c, 'v>, ExecutionError>
+        + Send
+        + Sync,
+>;
+
+/// How many iterations pass between two looks at the clocks and the cancel token: reading a
+/// clock costs about as much as a small iteration.
+const CHECK_EVERY: u64 = 64;
+
+/// The [`ITERATION_METER`] of one evaluation: counts each iteration, and at the first and
+/// every [`CHECK_EVERY`]th checks the time since `started` and the run's `stop`, handing the
+/// value back, or fails once a budget is spent or the run must stop.
+fn iteration_meter(budget: ExpressionBudget, stop: Option<RunStop>) -> NativeFunction {
+    let ExpressionBudget {
+        iterations, time, ..
+    } = budget;
+    let started = Instant::now();
+    let done = AtomicU64::new(0);
+    Box::new(move |call| {
+        let value = call
+            .args
+            .pop()
+            .ok_or(ExecutionError::MissingArgumentOrTarget)?;
+        let count = done.fetch_add(1, Ordering::Relaxed);
+        if count >= iterations {
+            return Err(call.error(format!(
+                "needs more than {iterations} loop iterations (the budget of one evaluation); \
+                 filter or index the data before looping over it, or loop over less of it"
+            )));
+        }
+        if count.is_multiple_of(CHECK_EVERY) {
+            if started.elapsed() >= time {
+                return Err(call.error(format!(
+                    "took more than {} ms (the budget of one evaluation); loop over less data, \
+                     or do less in each iteration",
+                    time.as_millis()
+                )));
+            }
+            if let Some(reason) = stop.as_ref().and_then(RunStop::reason) {
+                return Err(call.error(format!("stopped: {reason}")));
+            }
+        }
+        Ok(value)
+    })
+}
+
+/// The [`BUILT_VALUE_METER`] of one evaluation: weighs each element a `map` builds against the
+/// bytes left and hands it back, or fails once they are spent.
+fn built_value_meter(budget: u64) -> NativeFunction {
+    let left = AtomicU64::new(budget);
+    Box::new(move |call| {
+        let element = call
+            .args
+            .pop()
+            .ok_or(ExecutionError::MissingArgumentOrTarget)?;
+        let weight = weigh(
+            element.as_ref(),
+            left.load(Ordering::Relaxed).saturating_add(1),
+        );
+        left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+            left.checked_sub(weight)
+        })
+        .map_err(|_| {
+            call.error(format!(
+                "builds more than {} MiB of list elements (the budget of one evaluation); \
+                 map to the fields you need rather than to whole objects",
+                budget / (1024 * 1024)
+            ))
+        })?;
+        Ok(element)
+    })
+}
+
+/// The bytes `value` is counted as, or a number past `cap` once it is clear the value weighs
+/// more: weighing stops there, so a huge value costs no more to weigh than the budget left.
+fn weigh(value: &dyn Val, cap: u64) -> u64 {
+    if let Some(text) = value.downcast_ref::<CelString>() {
+        return VALUE_BYTES + text.inner().len() as u64;
+    }
+    if let Some(bytes) = value.downcast_ref::<CelBytes>() {
+        return VALUE_BYTES + bytes.inner().len() as u64;
+    }
+    let mut total = VALUE_BYTES;
+    if let Some(map) = value.downcast_ref::<CelMap>() {
+        for (key, item) in map.inner() {
+            let key_text = match key {
+                CelMapKey::String(text) => text.inner().len() as u64,
+                _ => 0,
+            };
+            total += VALUE_BYTES + key_text + weigh(item.as_ref(), cap.saturating_sub(total));
+            if total > cap {
+                break;
+            }
+        }
+    } else if let Some(items) = value.as_iterable() {
+        let mut items = items.iter();
+        while let Some(item) = items.next() {
+            total += weigh(item, cap.saturating_sub(total));
+            if total > cap {
+                break;
+            }
+        }
+    }
+    total
+}
+
+/// Evaluates `expression` to JSON, within the scope's budget.
 pub(crate) fn evaluate(expression: &Expression, scope: Scope<'_>) -> Result<Value, String> {
+    let budget = scope.budget;
     let mut context = cel::Context::with_env(Arc::clone(&ENV));
+    let meter = iteration_meter(budget, scope.stop.cloned());
+    context
+        .add_function(ITERATION_METER, meter)
+        .and_then(|()| {
+            context.add_function(BUILT_VALUE_METER, built_value_meter(budget.built_bytes))
+        })
+        .map_err(|error| format!("cannot define the evaluation budget: {error}"))?;
     context.add_variable_from_value("inputs", object_to_cel(scope.inputs.iter()));
     let steps = expression.step_refs().iter().filter_map(|id| {
         scope
@@ -51,10 +234,17 @@ pub(crate) fn evaluate(expression: &Expression, scope: Scope<'_>) -> Result<Valu
         context.add_variable_from_value("headers", cel::Value::Map(Map::from(headers)));
         context.add_variable_from_value("body", to_cel(response.body));
     }
-    let value = expression
-        .program()
-        .execute(&context)
-        .map_err(|error| format!("`{}` failed: {}", expression.source(), lowercase(&error)))?;
+    let value = cel::Value::resolve(expression.tree(), &context).map_err(|error| {
+        let reason = match error {
+            ExecutionError::FunctionError { function, message }
+                if function == ITERATION_METER || function == BUILT_VALUE_METER =>
+            {
+                message
+            }
+            other => lowercase(&other),
+        };
+        format!("`{}` failed: {reason}", expression.source())
+    })?;
     from_cel(&value).map_err(|kind| {
         format!(
             "`{}` gave a {kind}, which has no JSON form",
@@ -154,6 +344,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::CancelToken;
 
     fn scope<'a>(
         inputs: &'a IndexMap<String, Value>,
@@ -168,6 +359,8 @@ mod tests {
                 headers: &[],
                 body,
             }),
+            budget: ExpressionBudget::default(),
+            stop: None,
         }
     }
 
@@ -199,5 +392,158 @@ mod tests {
         let expr = Expression::compile("1 + 1").unwrap();
         let error = condition(&expr, scope(&inputs, &steps, &body)).unwrap_err();
         assert!(error.contains("not true or false"), "{error}");
+    }
+
+    #[test]
+    fn comprehensions_run_as_before_under_the_meter() {
+        let inputs = IndexMap::new();
+        let steps = HashMap::new();
+        let body =
+            json!({"items": [{"id": 1, "ok": true}, {"id": 2, "ok": false}], "tags": {"a": 1}});
+        for (source, expected) in [
+            ("body.items.map(x, x.id)", json!([1, 2])),
+            ("body.items.filter(x, x.ok).map(x, x.id)", json!([1])),
+            ("body.items.map(x, x.ok, x.id * 10)", json!([10])),
+            (
+                "body.items.all(x, x.id > 0) && body.items.exists(x, !x.ok)",
+                json!(true),
+            ),
+            ("body.items.exists_one(x, x.ok)", json!(true)),
+            ("body.tags.all(k, k == 'a')", json!(true)),
+            (
+                "body.items.map(x, body.items.map(y, x.id * y.id))",
+                json!([[1, 2], [2, 4]]),
+            ),
+        ] {
+            let expr = Expression::compile(source).unwrap();
+            assert_eq!(
+                evaluate(&expr, scope(&inputs, &steps, &body)),
+                Ok(expected),
+                "{source}"
+            );
+        }
+    }
+
+    #[test]
+    fn nested_loops_past_the_budget_fail_with_a_clear_error() {
+        let inputs = IndexMap::new();
+        let steps = HashMap::new();
+        let body = json!({"items": (0..100).collect::<Vec<_>>()});
+        let expr = Expression::compile("body.items.map(x, body.items.map(y, x + y))").unwrap();
+        let within = |iterations| Scope {
+            budget: ExpressionBudget {
+                iterations,
+                ..ExpressionBudget::default()
+            },
+            ..scope(&inputs, &steps, &body)
+        };
+        // The outer list's 100 and 100 for each of its elements: 10,100 iterations in all.
+        assert!(evaluate(&expr, within(10_100)).is_ok());
+        let error = evaluate(&expr, within(10_099)).unwrap_err();
+        assert!(
+            error.starts_with("`body.items.map(x, body.items.map(y, x + y))` failed: needs more than 10099 loop iterations"),
+            "{error}"
+        );
+        assert!(!error.contains(ITERATION_METER), "{error}");
+    }
+
+    #[test]
+    fn copies_past_the_memory_budget_fail_with_a_clear_error() {
+        let inputs = IndexMap::new();
+        let steps = HashMap::new();
+        let body = json!({"items": [1, 2, 3, 4], "text": "x".repeat(1000)});
+        let within = |built_bytes| Scope {
+            budget: ExpressionBudget {
+                built_bytes,
+                ..ExpressionBudget::default()
+            },
+            ..scope(&inputs, &steps, &body)
+        };
+        // Each element is a copy of the body: a map of two entries, a list of four and a
+        // string of 1,000 bytes.
+        let element = 32 + (32 + 5 + 32 + 4 * 32) + (32 + 4 + 32 + 1000);
+        let expr = Expression::compile("body.items.map(x, body)").unwrap();
+        assert!(evaluate(&expr, within(4 * element)).is_ok());
+        let error = evaluate(&expr, within(4 * element - 1)).unwrap_err();
+        assert!(error.contains("failed: builds more than"), "{error}");
+        // What filter keeps is the list's own and is not weighed.
+        let expr = Expression::compile("body.items.filter(x, x > 0)").unwrap();
+        assert!(evaluate(&expr, within(0)).is_ok());
+    }
+
+    #[test]
+    fn every_kind_of_loop_counts_its_iterations() {
+        let inputs = IndexMap::new();
+        let steps = HashMap::new();
+        let body = json!({"items": [1, 2, 3, 4, 5], "tags": {"a": 1, "b": 2}});
+        let within = |iterations| Scope {
+            budget: ExpressionBudget {
+                iterations,
+                ..ExpressionBudget::default()
+            },
+            ..scope(&inputs, &steps, &body)
+        };
+        for (source, iterations) in [
+            ("body.items.map(x, x * 2)", 5),
+            ("body.items.filter(x, x > 2)", 5),
+            ("body.items.map(x, x > 2, x * 2)", 5),
+            ("body.items.all(x, x > 0)", 5),
+            ("body.items.exists(x, x == 2)", 2),
+            ("body.items.exists_one(x, x == 2)", 5),
+            ("body.tags.all(k, k != 'c')", 2),
+            ("body.items.map(x, body.items.filter(y, y < x))", 30),
+        ] {
+            let expr = Expression::compile(source).unwrap();
+            assert!(evaluate(&expr, within(iterations)).is_ok(), "{source}");
+            let error = evaluate(&expr, within(iterations - 1)).unwrap_err();
+            assert!(error.contains("loop iterations"), "{source}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_loop_past_the_time_budget_fails_with_a_clear_error() {
+        let inputs = IndexMap::new();
+        let steps = HashMap::new();
+        let body = json!({"items": [1]});
+        let no_time = Scope {
+            budget: ExpressionBudget {
+                time: Duration::ZERO,
+                ..ExpressionBudget::default()
+            },
+            ..scope(&inputs, &steps, &body)
+        };
+        let expr = Expression::compile("body.items.all(x, x > 0)").unwrap();
+        let error = evaluate(&expr, no_time).unwrap_err();
+        assert!(error.contains("failed: took more than 0 ms"), "{error}");
+        // Without a loop there is nothing to meter.
+        let expr = Expression::compile("body.items[0] > 0").unwrap();
+        assert_eq!(evaluate(&expr, no_time), Ok(json!(true)));
+    }
+
+    #[test]
+    fn a_loop_stops_when_the_run_is_cancelled_or_past_its_deadline() {
+        let inputs = IndexMap::new();
+        let steps = HashMap::new();
+        let body = json!({"items": [1, 2, 3]});
+        let expr = Expression::compile("body.items.all(x, x > 0)").unwrap();
+        let cancel = CancelToken::new();
+        let running = RunStop::new(Some(cancel.clone()), Some(Duration::from_secs(3600)));
+        let run = |stop| Scope {
+            stop: Some(stop),
+            ..scope(&inputs, &steps, &body)
+        };
+        assert_eq!(evaluate(&expr, run(&running)), Ok(json!(true)));
+        cancel.cancel();
+        let error = evaluate(&expr, run(&running)).unwrap_err();
+        assert!(
+            error.ends_with("failed: stopped: the run was cancelled"),
+            "{error}"
+        );
+        let past = RunStop::new(None, Some(Duration::ZERO));
+        let error = evaluate(&expr, run(&past)).unwrap_err();
+        assert!(
+            error.ends_with("failed: stopped: the run deadline of 0 ms passed"),
+            "{error}"
+        );
     }
 }

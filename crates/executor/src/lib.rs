@@ -50,6 +50,7 @@ pub use dry_run::{PlannedStep, dry_run};
 pub use durable::{ResumeOptions, UnknownSteps};
 pub use engine::{DEFAULT_MAX_PARALLEL, Engine, EngineBuilder, RunOptions};
 pub use error::Error;
+pub use eval::{ExpressionBudget, MAX_BUILT_BYTES, MAX_EVALUATION_TIME, MAX_ITERATIONS};
 #[cfg(feature = "http")]
 pub use http::{ReqwestTransport, ReqwestTransportBuilder};
 pub use middleware::{StepContext, StepMiddleware};

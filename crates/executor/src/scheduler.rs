@@ -21,7 +21,7 @@ use tracing::Instrument;
 use wayline_core::{Run, RunEvent, RunStatus, Severity, StepResult, StepStatus};
 
 use crate::Error;
-use crate::cancel::CancelToken;
+use crate::cancel::{CancelToken, RunStop};
 use crate::context::RunShared;
 use crate::eval::{self, Scope};
 use crate::prepare::PreparedWorkflow;
@@ -45,6 +45,8 @@ pub(crate) struct Scheduler<'r> {
     ready: BinaryHeap<(u64, Reverse<usize>)>,
     hosts: Vec<Option<String>>,
     busy: HashMap<String, usize>,
+    /// The run's cancel token and deadline, set when it starts.
+    run_stop: RunStop,
 }
 
 struct ByPosition<'a>(&'a Scheduler<'a>);
@@ -154,6 +156,7 @@ impl<'r> Scheduler<'r> {
             ready: BinaryHeap::new(),
             hosts,
             busy: HashMap::new(),
+            run_stop: RunStop::default(),
         }
     }
 
@@ -191,14 +194,10 @@ impl<'r> Scheduler<'r> {
                 None => self.push_ready(position),
             }
         }
-        let cancel = cancel.unwrap_or_default();
-        let deadline_sleep = async {
-            match deadline {
-                Some(deadline) => tokio::time::sleep(deadline).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(deadline_sleep);
+        self.run_stop = RunStop::new(cancel, deadline);
+        let run_stop = self.run_stop.clone();
+        let stopped = run_stop.stopped();
+        tokio::pin!(stopped);
         let mut in_flight: FuturesUnordered<StepFuture<'r>> = FuturesUnordered::new();
         let stopped = loop {
             while in_flight.len() < engine.max_parallel {
@@ -210,15 +209,13 @@ impl<'r> Scheduler<'r> {
                 }
             }
             if in_flight.is_empty() {
-                break None;
+                // Every step has settled; if the run was stopped meanwhile (an expression
+                // that stopped part-way failed its step), it still ends stopped.
+                break self.run_stop.reason();
             }
             tokio::select! {
                 Some((position, done)) = in_flight.next() => self.finish(position, done),
-                () = cancel.cancelled() => break Some("the run was cancelled".to_owned()),
-                () = &mut deadline_sleep => break Some(format!(
-                    "the run deadline of {} ms passed",
-                    deadline.map_or(0, |deadline| deadline.as_millis())
-                )),
+                reason = &mut stopped => break Some(reason),
             }
         };
         drop(in_flight);
@@ -321,6 +318,8 @@ impl<'r> Scheduler<'r> {
                 inputs: &shared.inputs,
                 steps: &steps,
                 response: None,
+                budget: shared.engine.expression_budget,
+                stop: Some(&self.run_stop),
             };
             match eval::condition(when, scope) {
                 Ok(true) => {}
@@ -362,6 +361,7 @@ impl<'r> Scheduler<'r> {
             inputs,
             steps,
             started_at,
+            run_stop: self.run_stop.clone(),
         };
         let span =
             tracing::info_span!("step", step_id = %definition.id, tool_id = %definition.tool_id);

@@ -17,6 +17,7 @@ use wayline_core::{
     StepResult, StepStatus, ToolDefinition, TransportError, TransportErrorKind, Verdict,
 };
 
+use crate::cancel::RunStop;
 use crate::command::{self, Invocation};
 use crate::context::RunShared;
 use crate::eval::{self, ResponseView, Scope};
@@ -36,6 +37,8 @@ pub(crate) struct StepJob<'r> {
     pub(crate) inputs: IndexMap<String, Value>,
     pub(crate) steps: HashMap<String, Arc<Value>>,
     pub(crate) started_at: DateTime<Utc>,
+    /// The run's cancel token and deadline, for expressions to stop at.
+    pub(crate) run_stop: RunStop,
 }
 
 /// A finished step: its record, and its output for the steps after it (`None` unless it
@@ -175,6 +178,8 @@ impl StepJob<'_> {
             inputs: &self.run.inputs,
             steps: &self.steps,
             response,
+            budget: self.run.engine.expression_budget,
+            stop: Some(&self.run_stop),
         }
     }
 

@@ -1,4 +1,5 @@
-//! Durable runs through the binary: a run killed mid-way (SIGKILL) and resumed.
+//! Durable runs through the binary: a run killed mid-way (SIGKILL) and resumed, a run
+//! interrupted with Ctrl-C (SIGINT).
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -9,9 +10,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wayline_executor::testing::{MockServer, Reply};
 
+/// Requests seen by path.
+pub(crate) type Calls = Arc<Mutex<HashMap<String, usize>>>;
+
 /// Four GET tools in a chain (and a webhook receiver at `/hook`); with `hang`, `/c` hangs on its first call (the moment the test
 /// kills the run).
-pub(crate) async fn api(hang: bool) -> (MockServer, Arc<Mutex<HashMap<String, usize>>>) {
+
+pub(crate) async fn api(hang: bool) -> (MockServer, Calls) {
     let calls = Arc::new(Mutex::new(HashMap::<String, usize>::new()));
     let first_c = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
@@ -89,6 +94,19 @@ pub(crate) async fn wayline(args: Vec<String>) -> std::process::Output {
     .unwrap()
 }
 
+/// Waits (real time: the run is another process) until the run is blocked inside step `c`.
+async fn until_inside_c(calls: &Calls) {
+    let mut waited = Duration::ZERO;
+    while calls.lock().unwrap().get("/c").is_none() {
+        assert!(
+            waited < Duration::from_secs(30),
+            "the run never reached step c"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        waited += Duration::from_millis(20);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_run_resumes_without_repeating_finished_steps() {
     for store_name in ["wayline.db", "files"] {
@@ -105,16 +123,7 @@ async fn a_killed_run_resumes_without_repeating_finished_steps() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Wait (real time: the child is another process) until it is blocked inside `c`.
-        let mut waited = Duration::ZERO;
-        while calls.lock().unwrap().get("/c").is_none() {
-            assert!(
-                waited < Duration::from_secs(30),
-                "the run never reached step c"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            waited += Duration::from_millis(20);
-        }
+        until_inside_c(&calls).await;
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
 
@@ -191,6 +200,64 @@ async fn a_killed_run_resumes_without_repeating_finished_steps() {
         assert_eq!(page["runs"][0]["status"], "success");
         assert_eq!(page["runs"][0]["workflow_version"], 1);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_a_run_and_leaves_a_complete_record() {
+    let (server, calls) = api(true).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (tools, workflow) = setup(&server, &dir);
+    let store = dir.path().join("wayline.db").display().to_string();
+    let child = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args([
+            "run", &workflow, "--tools", &tools, "--store", &store, "--run-id", "stopped",
+            "--format", "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    until_inside_c(&calls).await;
+    let interrupt = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupt.success());
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["status"], "cancelled", "{printed}");
+    let statuses: Vec<&Value> = printed["step_results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| &step["status"])
+        .collect();
+    assert_eq!(
+        statuses[..2],
+        [&json!("success"), &json!("success")],
+        "{printed}"
+    );
+
+    let shown = wayline(
+        [
+            "runs", "show", "stopped", "--store", &store, "--format", "json",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    assert_eq!(
+        shown.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let stored: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(timeless(&stored), timeless(&printed));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

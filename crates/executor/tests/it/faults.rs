@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::time::Instant;
 use wayline_core::{RunStatus, StepStatus};
-use wayline_executor::RunOptions;
 use wayline_executor::testing::{MockServer, Reply};
+use wayline_executor::{ExpressionBudget, RunOptions};
 
 use crate::support::{Events, engine, tool, workflow};
 
@@ -282,5 +282,46 @@ async fn connect_errors_are_retried_even_for_post() {
             .starts_with("HTTP request failed: connect error"),
         "{:?}",
         result.error
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_condition_past_the_evaluation_budget_fails_its_step_and_the_run_ends() {
+    // Two nested loops over 200 items need 40,200 iterations, past a budget of 10,000.
+    let items: Vec<usize> = (0..200).collect();
+    let server = server(move |_| Reply::json(200, json!({"items": items}))).await;
+    let budget = ExpressionBudget {
+        iterations: 10_000,
+        ..ExpressionBudget::default()
+    };
+    let engine = engine([tool(GET_TOOL, &server.url(""))])
+        .expression_budget(budget)
+        .build();
+    let condition = "steps.get.items.map(x, steps.get.items.map(y, x + y)).size() > 0";
+    let run = engine
+        .run(
+            &workflow(&format!(
+                "id: w\nname: W\nsteps:\n  - {{id: get, tool_id: thing}}\n  - {{id: again, tool_id: thing, when: '{condition}'}}\n"
+            )),
+            RunOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+    let again = &run.step_results[1];
+    assert_eq!(again.status, StepStatus::Failed);
+    assert_eq!(
+        again.error.as_deref(),
+        Some(format!(
+            "`when`: `{condition}` failed: needs more than 10000 loop iterations (the budget of \
+             one evaluation); filter or index the data before looping over it, or loop over less \
+             of it"
+        ))
+        .as_deref()
+    );
+    assert_eq!(
+        server.hits(),
+        1,
+        "the step whose condition failed sent nothing"
     );
 }

@@ -209,3 +209,37 @@ async fn the_run_deadline_stops_in_flight_work() {
         .unwrap();
     assert_stopped(&run, "the run deadline of 2000 ms passed");
 }
+
+#[tokio::test(start_paused = true)]
+async fn cancellation_and_the_deadline_stop_an_expression_part_way() {
+    // 40,000 iterations, well within the default budget: only the stop can end it early.
+    let condition = "inputs.items.map(x, inputs.items.map(y, x + y)).size() > 0";
+    let flow = workflow(&format!(
+        "id: w\nname: W\nsteps:\n  - {{id: s, tool_id: sleep, input_mapping: {{ms: 1}}, when: '{condition}'}}\n"
+    ));
+    let items: Vec<u32> = (0..200).collect();
+    let server = latency_server().await;
+    let engine = engine([tool(SLEEP, &server.url(""))]).build();
+    let token = CancelToken::new();
+    token.cancel();
+    for (options, reason) in [
+        (
+            RunOptions::new().deadline(Duration::ZERO),
+            "the run deadline of 0 ms passed",
+        ),
+        (RunOptions::new().cancel(token), "the run was cancelled"),
+    ] {
+        let run = engine
+            .run(&flow, options.input("items", json!(items)))
+            .await
+            .unwrap();
+        assert_eq!(run.status, RunStatus::Cancelled, "{reason}");
+        let step = &run.step_results[0];
+        assert_eq!(step.status, StepStatus::Failed);
+        assert_eq!(
+            step.error.as_deref(),
+            Some(format!("`when`: `{condition}` failed: stopped: {reason}").as_str())
+        );
+    }
+    assert_eq!(server.hits(), 0);
+}
