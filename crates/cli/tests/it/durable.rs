@@ -15,7 +15,6 @@ pub(crate) type Calls = Arc<Mutex<HashMap<String, usize>>>;
 
 /// Four GET tools in a chain (and a webhook receiver at `/hook`); with `hang`, `/c` hangs on its first call (the moment the test
 /// kills the run).
-
 pub(crate) async fn api(hang: bool) -> (MockServer, Calls) {
     let calls = Arc::new(Mutex::new(HashMap::<String, usize>::new()));
     let first_c = Arc::new(AtomicUsize::new(0));
