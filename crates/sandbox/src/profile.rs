@@ -7,6 +7,7 @@
 //!     capabilities: [filesystem, shell, python]
 //!     idle_timeout: 1800        # seconds without a call before the runtime stops
 //!     env: {BAY_TEST_ENV_VAR: test-value-12345}
+//!     max_file_mb: 50           # the largest file written or uploaded (optional)
 //!     description: Python with a shell and files
 //! ```
 
@@ -36,6 +37,11 @@ pub struct Profile {
     /// Environment for Python and shell.
     #[serde(default)]
     pub env: IndexMap<String, String>,
+    /// The largest file, in MiB, that sandboxes of this profile may write, upload, read or
+    /// download through the file API; the provider's own limit applies too (the smaller
+    /// wins). Unset: the provider's limit alone. Bay has no such setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_file_mb: Option<u64>,
     /// What it is for.
     #[serde(default)]
     pub description: String,
@@ -68,6 +74,7 @@ impl Profiles {
                 .to_vec(),
             idle_timeout: default_idle(),
             env: IndexMap::new(),
+            max_file_mb: None,
             description: description.to_owned(),
         };
         Profiles {
@@ -117,6 +124,14 @@ impl Profiles {
             if profile.idle_timeout == 0 {
                 return invalid(format!("{at}: idle_timeout must be at least 1 second"));
             }
+            if profile
+                .max_file_mb
+                .is_some_and(|mb| mb == 0 || mb > MAX_FILE_MB)
+            {
+                return invalid(format!(
+                    "{at}: max_file_mb must be between 1 and {MAX_FILE_MB} (MiB)"
+                ));
+            }
         }
         if file.profiles.is_empty() {
             return invalid("no profiles; list at least one".to_owned());
@@ -142,7 +157,17 @@ impl Profiles {
     }
 }
 
+/// The largest `max_file_mb` a profile may set: 1 TiB.
+const MAX_FILE_MB: u64 = 1024 * 1024;
+
 impl Profile {
+    /// The largest file sandboxes of this profile may move through the file API, given the
+    /// provider's own limit of `provider_bytes`.
+    pub fn file_limit(&self, provider_bytes: u64) -> u64 {
+        self.max_file_mb
+            .map_or(provider_bytes, |mb| provider_bytes.min(mb * 1024 * 1024))
+    }
+
     /// Checks that the profile grants `capability`: Bay's `capability_not_supported` (with
     /// `details.capability` and `details.available`) otherwise.
     pub fn require(&self, capability: &str) -> Result<(), SandboxError> {
@@ -198,6 +223,23 @@ mod tests {
                 .contains("listed twice")
         );
         assert!(bad("profiles: []\n").contains("no profiles"));
+        assert!(
+            bad("profiles:\n  - {id: a, capabilities: [], max_file_mb: 0}\n")
+                .contains("max_file_mb must be between 1 and")
+        );
+        let limited = Profiles::from_yaml(
+            "profiles:\n  - {id: a, capabilities: [], max_file_mb: 2}\n",
+            "p",
+        )
+        .unwrap();
+        let limited = limited.get("a").unwrap();
+        assert_eq!(limited.file_limit(100 << 20), 2 << 20);
+        assert_eq!(
+            limited.file_limit(1 << 20),
+            1 << 20,
+            "the provider's limit, if smaller"
+        );
+        assert_eq!(python_only.file_limit(100 << 20), 100 << 20);
         assert!(bad("profiles:\n  - {id: a, capabilities: [], idle: 3}\n").contains("p.yaml:2"));
         assert_eq!(Profiles::bay_defaults().all().len(), 2);
     }

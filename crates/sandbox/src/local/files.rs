@@ -35,7 +35,8 @@ pub(crate) fn check_size(path: &str, size: u64, limit: u64) -> Result<(), Sandbo
             ErrorCode::ValidationError,
             format!(
                 "`{path}` is {size} bytes, more than the {limit} bytes a file may have here; \
-                 split it or raise the provider's `max_file_bytes`"
+                 split it, or raise the limit (the provider's `max_file_bytes`, the profile's \
+                 `max_file_mb`)"
             ),
         )
         .detail("path", path)

@@ -156,6 +156,8 @@ struct Ready {
     workspace: PathBuf,
     session_id: String,
     env: Vec<(String, String)>,
+    /// The largest file the sandbox's file calls may move (provider and profile).
+    max_file_bytes: u64,
     /// The session's runtime, taken with the session (so a stop in between cannot leave a
     /// process outside any session).
     runtime: SharedRuntime,
@@ -473,6 +475,9 @@ impl LocalProvider {
                     .collect()
             })
             .unwrap_or_default();
+        let provider_limit = self.inner.config.max_file_bytes;
+        let max_file_bytes =
+            profile.map_or(provider_limit, |profile| profile.file_limit(provider_limit));
         let workspace = self.workspace(&record.cargo_id);
         let deadline = self.idle_deadline(&record.profile, now);
         if let Some(record) = state.persisted.sandboxes.get_mut(id) {
@@ -489,6 +494,7 @@ impl LocalProvider {
             workspace,
             session_id: session.id.clone(),
             env,
+            max_file_bytes,
             runtime: Arc::clone(&session.runtime),
         })
     }
@@ -877,16 +883,12 @@ impl SandboxProvider for LocalProvider {
     async fn read_file(&self, id: &str, path: &str) -> SandboxResult<String> {
         let (ready, normalized) = self.file_call(id, path).await?;
         let full = self.resolve(&ready, &normalized, PathField::Path)?;
-        files::read_text(&full, &normalized, self.inner.config.max_file_bytes).await
+        files::read_text(&full, &normalized, ready.max_file_bytes).await
     }
 
     async fn write_file(&self, id: &str, path: &str, content: &str) -> SandboxResult<()> {
         let (ready, normalized) = self.file_call(id, path).await?;
-        files::check_size(
-            &normalized,
-            content.len() as u64,
-            self.inner.config.max_file_bytes,
-        )?;
+        files::check_size(&normalized, content.len() as u64, ready.max_file_bytes)?;
         let full = self.resolve(&ready, &normalized, PathField::Path)?;
         files::write(&full, &normalized, content.as_bytes().to_vec()).await
     }
@@ -906,7 +908,7 @@ impl SandboxProvider for LocalProvider {
     async fn upload(&self, id: &str, path: &str, bytes: Vec<u8>) -> SandboxResult<Uploaded> {
         let (ready, normalized) = self.file_call(id, path).await?;
         let size = bytes.len() as u64;
-        files::check_size(&normalized, size, self.inner.config.max_file_bytes)?;
+        files::check_size(&normalized, size, ready.max_file_bytes)?;
         let full = self.resolve(&ready, &normalized, PathField::Path)?;
         files::write(&full, &normalized, bytes).await?;
         Ok(Uploaded {
@@ -919,7 +921,7 @@ impl SandboxProvider for LocalProvider {
     async fn download(&self, id: &str, path: &str) -> SandboxResult<Vec<u8>> {
         let (ready, normalized) = self.file_call(id, path).await?;
         let full = self.resolve(&ready, &normalized, PathField::Path)?;
-        files::read_bytes(&full, &normalized, self.inner.config.max_file_bytes).await
+        files::read_bytes(&full, &normalized, ready.max_file_bytes).await
     }
 
     async fn history(&self, id: &str, query: &HistoryQuery) -> SandboxResult<HistoryPage> {
@@ -972,7 +974,15 @@ impl SandboxProvider for LocalProvider {
                 capabilities: profile.capabilities.clone(),
                 idle_timeout: profile.idle_timeout,
                 description: (!profile.description.is_empty()).then(|| profile.description.clone()),
-                extra: serde_json::Map::from_iter([("image".to_owned(), Value::from("local"))]),
+                extra: serde_json::Map::from_iter(
+                    [("image".to_owned(), Value::from("local"))]
+                        .into_iter()
+                        .chain(
+                            profile
+                                .max_file_mb
+                                .map(|mb| ("max_file_mb".to_owned(), Value::from(mb))),
+                        ),
+                ),
             })
             .collect())
     }

@@ -25,6 +25,9 @@ profiles:
   - id: short-idle-test
     capabilities: [filesystem, shell, python]
     idle_timeout: 2
+  - id: small-files-test
+    capabilities: [filesystem]
+    max_file_mb: 1
 ";
 
 /// Where a scenario runs.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use wayline_core::transport::{Header, HttpRequest, HttpResponse, Transport};
 use wayline_executor::ReqwestTransport;
+use wayline_sandbox::CreateSandbox;
 
 use crate::common::{TOKEN, Via, python_available, target};
 
@@ -217,6 +218,82 @@ async fn uploads_are_forms_and_downloads_are_attachments() {
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].path, "/workspace/blob.bin");
     assert_eq!(entries[0].size, Some(5));
+}
+
+#[tokio::test]
+async fn uploads_past_the_profiles_file_limit_are_refused_and_nothing_is_written() {
+    let target = target(Via::Http).await;
+    let base = target.server.as_ref().unwrap().url();
+    let transport = ReqwestTransport::new().unwrap();
+    let info = target
+        .provider
+        .create(&CreateSandbox::new("small-files-test"))
+        .await
+        .unwrap();
+    let upload = |size: usize, path: &str| {
+        let boundary = "----limit-boundary";
+        let mut body = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\n"
+        )
+        .into_bytes();
+        body.extend(std::iter::repeat_n(b'x', size));
+        body.extend_from_slice(
+            format!("\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"path\"\r\n\r\n{path}\r\n--{boundary}--\r\n")
+                .as_bytes(),
+        );
+        let mut request = HttpRequest::new(
+            "POST",
+            format!("{base}/v1/sandboxes/{}/filesystem/upload", info.id),
+        );
+        request.headers = vec![
+            Header::sensitive("Authorization", format!("Bearer {TOKEN}")),
+            Header::new(
+                "Content-Type",
+                format!("multipart/form-data; boundary={boundary}"),
+            ),
+        ];
+        request.body = Some(body);
+        transport.send(request)
+    };
+    const MIB: usize = 1024 * 1024;
+    let refused = upload(MIB + 1, "big.bin").await.unwrap();
+    assert_eq!(refused.status, 400, "{}", refused.text());
+    let error = &json_of(&refused)["error"];
+    assert_eq!(error["code"], "validation_error");
+    assert_eq!(error["details"]["limit"], MIB);
+    assert_eq!(error["details"]["size"], MIB + 1);
+    assert!(
+        target
+            .provider
+            .list_files(&info.id, ".")
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing half-written"
+    );
+    let written = target
+        .provider
+        .write_file(&info.id, "big.txt", &"x".repeat(MIB + 1))
+        .await
+        .unwrap_err();
+    assert_eq!(written.details["limit"], MIB);
+    let accepted = upload(MIB, "fits.bin").await.unwrap();
+    assert_eq!(accepted.status, 200, "{}", accepted.text());
+    assert_eq!(json_of(&accepted)["size"], MIB);
+    // The default profile keeps the provider's own limit (100 MiB).
+    let default = target.provider.create(&Default::default()).await.unwrap();
+    target
+        .provider
+        .write_file(&default.id, "big.txt", &"x".repeat(MIB + 1))
+        .await
+        .unwrap();
+    // The limit is shown with the profile.
+    let profiles = target.provider.profiles().await.unwrap();
+    let small = profiles
+        .iter()
+        .find(|p| p.id == "small-files-test")
+        .unwrap();
+    assert_eq!(small.extra["max_file_mb"], 1);
 }
 
 #[tokio::test]
