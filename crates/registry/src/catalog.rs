@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use serde::Serialize;
-use wayline_core::{CodePath, ToolCatalog, ToolDefinition, ToolKind};
+use wayline_core::{ToolCatalog, ToolDefinition, ToolKind};
 
 /// One tool as a catalog lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -57,11 +57,8 @@ impl CatalogEntry {
         let endpoint = (tool.kind == ToolKind::Http).then(|| {
             let base = tool.base_url.trim_end_matches('/');
             let path = tool.path.trim_start_matches('/');
-            let method = match tool.code_path() {
-                // The legacy path sends everything that is not GET as POST.
-                CodePath::Legacy if !tool.method.eq_ignore_ascii_case("GET") => "POST".to_owned(),
-                _ => tool.method.to_ascii_uppercase(),
-            };
+            // The method the engine sends, on either request path.
+            let method = tool.method.to_ascii_uppercase();
             if path.is_empty() {
                 format!("{method} {base}")
             } else {

@@ -14,6 +14,33 @@ const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
 ];
 
+/// The fields of an OpenAPI operation object (Swagger 2's and OpenAPI 3's together).
+const OPERATION_FIELDS: [&str; 13] = [
+    "operationId",
+    "summary",
+    "description",
+    "parameters",
+    "requestBody",
+    "responses",
+    "tags",
+    "security",
+    "deprecated",
+    "callbacks",
+    "servers",
+    "consumes",
+    "produces",
+];
+
+/// True when `value` has at least one field of an operation: one that has none would import
+/// as a tool with no id, inputs or outputs.
+fn is_operation(value: &Value) -> bool {
+    value.as_object().is_some_and(|fields| {
+        OPERATION_FIELDS
+            .iter()
+            .any(|field| fields.contains_key(*field))
+    })
+}
+
 /// Property names that report a resource's state, in the order they are looked for.
 pub const STATE_FIELDS: [&str; 3] = ["state", "status", "phase"];
 
@@ -244,10 +271,28 @@ impl Reader<'_> {
                     continue;
                 };
                 let pointer = format!("/paths/{}/{method}", escape(path));
+                // Not in the OpenAPI grammar, but how large multi-file specs are written
+                // (`get: {$ref: resources/apps/apps_list.yml}`), and read by the common tools.
+                let operation = match operation.get("$ref") {
+                    Some(_) => self.inline(operation)?,
+                    None => operation.clone(),
+                };
+                if !is_operation(&operation) {
+                    return Err(spec_error(
+                        &self.origin,
+                        &pointer,
+                        format!(
+                            "{} {path} has none of an operation's fields ({}); if it is a \
+                             `$ref`, make it point at the operation itself",
+                            method.to_ascii_uppercase(),
+                            OPERATION_FIELDS.join(", ")
+                        ),
+                    ));
+                }
                 let mut read = self.operation(
                     path,
                     method,
-                    operation,
+                    &operation,
                     shared.as_ref(),
                     global_security.as_ref(),
                     &pointer,

@@ -233,6 +233,12 @@ fn prune(value: &Value) -> Option<Value> {
                     if key == "body" {
                         return Some((key.clone(), inner.clone()));
                     }
+                    // An empty `request` is kept too: without one, a tool takes the legacy
+                    // request path, which sends a POST's inputs as a JSON body (`{}`).
+                    if key == "request" {
+                        let request = prune(inner).unwrap_or_else(|| Value::Object(Map::new()));
+                        return Some((key.clone(), request));
+                    }
                     prune(inner).map(|inner| (key.clone(), inner))
                 })
                 .collect();

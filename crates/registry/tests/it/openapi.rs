@@ -257,6 +257,97 @@ fn a_spec_split_over_files_with_a_recursive_schema_imports() {
 }
 
 #[test]
+fn path_items_and_operations_in_other_files_import_whole() {
+    let spec = ApiSpec::load(&testdata("openapi/split-paths/api.yaml")).unwrap();
+    assert!(spec.warnings.is_empty(), "{:?}", spec.warnings);
+    let ids: Vec<&str> = spec.operations.iter().map(|op| op.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "listPosts",
+            "createPost",
+            "getPost",
+            "deletePost",
+            "clearCache"
+        ]
+    );
+    let get = spec.operation("getPost").unwrap();
+    assert!(!get.generated_id);
+    assert_eq!(get.summary, "Read a post");
+    assert_eq!(
+        (get.parameters[0].name.as_str(), get.parameters[0].location),
+        ("postId", Location::Path),
+        "a parameter the operation's file refers to, relative to that file"
+    );
+    assert_eq!(get.parameters[0].kind.as_deref(), Some("integer"));
+    assert_eq!(get.outputs, ["id", "title", "blogText"]);
+    let create = spec.operation("createPost").unwrap();
+    let required: Vec<&str> = create
+        .required_inputs()
+        .map(|parameter| parameter.name.as_str())
+        .collect();
+    assert_eq!(required, ["title"]);
+    assert_eq!(create.success_status, Some(201));
+    let delete = spec.operation("deletePost").unwrap();
+    assert_eq!(
+        delete.parameters.len(),
+        1,
+        "a `$ref` with a pointer into the file"
+    );
+
+    // No imported tool is empty, and those without inputs still say how to send them: no
+    // `request` would take the legacy path, which sends a DELETE or POST a JSON body `{}`.
+    let (_dir, registry) = round_trip(&spec, None);
+    for id in ids {
+        let tool = registry.tool(id).unwrap();
+        assert!(tool.request.is_some(), "{id} has a request block");
+    }
+    let clear = registry.tool("clearCache").unwrap();
+    assert_eq!(clear.method, "DELETE");
+    let request = clear.request.as_ref().unwrap();
+    assert!(request.body.is_none() && request.path_params.is_empty());
+    let listed = wayline_registry::catalog_entries(&registry);
+    let listed = listed
+        .iter()
+        .find(|entry| entry.id == "clearCache")
+        .unwrap();
+    assert_eq!(
+        listed.endpoint.as_deref(),
+        Some("DELETE http://blog.example.com/cache"),
+        "the method the engine sends"
+    );
+}
+
+#[test]
+fn an_operation_that_would_import_empty_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("schema.yaml"),
+        "type: object\nproperties: {id: {type: string}}\n",
+    )
+    .unwrap();
+    let spec = dir.path().join("api.yaml");
+    std::fs::write(
+        &spec,
+        "openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths:\n  /things:\n    get:\n      $ref: schema.yaml\n",
+    )
+    .unwrap();
+    let error = ApiSpec::load(&spec).unwrap_err().to_string();
+    assert!(error.contains("/paths/~1things/get"), "{error}");
+    assert!(
+        error.contains("GET /things has none of an operation's fields"),
+        "{error}"
+    );
+    std::fs::write(
+        &spec,
+        "openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths:\n  /things:\n    get: {x-note: later}\n",
+    )
+    .unwrap();
+    let error = ApiSpec::load(&spec).unwrap_err().to_string();
+    assert!(error.contains("none of an operation's fields"), "{error}");
+}
+
+#[test]
 fn documents_that_are_not_specs_get_errors_that_say_where() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| {
