@@ -289,6 +289,11 @@ impl Explorer {
                     }
                     Asked::Go(_) => {}
                     Asked::Skip => {
+                        // A wait declined: the resource is taken as settled, so the next
+                        // suggestion moves on instead of offering the same wait again.
+                        if let Some(wait) = &suggestion.wait_for {
+                            session.current_state.settle(&wait.resource);
+                        }
                         if self.strike(session, &mut strikes, &suggestion.operation, "declined") {
                             break;
                         }
@@ -330,10 +335,12 @@ impl Explorer {
             }
             session.pending_step = None;
             if ran.success {
-                let saved =
-                    session
-                        .current_state
-                        .apply(&operation, &suggestion.inputs, &ran.output);
+                let saved = session.current_state.apply(
+                    &self.spec,
+                    &operation,
+                    &suggestion.inputs,
+                    &ran.output,
+                );
                 if let Some(goal) = &suggestion.goal
                     && !session.goals_done.contains(goal)
                 {

@@ -5,9 +5,10 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use wayline_registry::openapi::{Location, Operation, STATE_FIELDS};
+use wayline_registry::openapi::{ApiSpec, Location, Operation, STATE_FIELDS};
 
 use crate::intent::{Verb, operation_resource, operation_verb};
+use crate::suggest::changing_state;
 
 /// One resource.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -67,6 +68,18 @@ impl ExploreState {
             .map(|(name, found)| (name.as_str(), found))
     }
 
+    /// Forgets the changing state of the latest resource of type `resource` (singular): a
+    /// person said not to wait for it.
+    pub(crate) fn settle(&mut self, resource: &str) {
+        if let Some((_, latest)) = self
+            .resources
+            .get_mut(&plural(resource))
+            .and_then(|named| named.iter_mut().next_back())
+        {
+            latest.state = None;
+        }
+    }
+
     /// The states of the latest resource of each type, keyed by singular type (what the
     /// knowledge queries take).
     pub fn resource_states(&self) -> IndexMap<String, String> {
@@ -105,10 +118,13 @@ impl ExploreState {
 
     /// The state update rules after a successful `operation` called with `inputs` answered
     /// `output`: a create adds the resource and saves its id in a new variable; a read
-    /// updates it; an update marks it changing unless the response says its state; a delete
-    /// removes it and its variable. The names of the saved variables are returned.
+    /// updates it; an update takes the state the response reports, else the spec's changing
+    /// state (`MODIFYING`) when `spec` declares one for the resource, else keeps the state it
+    /// had; a delete removes it and its variable. The names of the saved variables are
+    /// returned.
     pub(crate) fn apply(
         &mut self,
+        spec: &ApiSpec,
         operation: &Operation,
         inputs: &IndexMap<String, Value>,
         output: &Value,
@@ -202,7 +218,11 @@ impl ExploreState {
                     && let Some(known) = named.values_mut().find(|known| known.id == id)
                 {
                     known.state = reported
-                        .or_else(|| (verb == Verb::Update).then(|| "MODIFYING".to_owned()))
+                        .or_else(|| {
+                            (verb == Verb::Update)
+                                .then(|| changing_state(spec, &resource))
+                                .flatten()
+                        })
                         .or(known.state.take());
                     known.attributes.extend(attributes);
                 }
@@ -277,14 +297,25 @@ mod tests {
             .remove(0)
     }
 
+    /// A spec that declares no states (its operations are not used).
+    fn no_states() -> ApiSpec {
+        ApiSpec::parse(
+            r#"{"openapi": "3.0.0", "paths": {}}"#,
+            Path::new("spec.json"),
+        )
+        .unwrap()
+    }
+
     #[test]
     fn a_name_freed_by_a_delete_is_not_given_again() {
+        let spec = no_states();
         let create = operation("POST", "/clusters", &[]);
         let delete = operation("DELETE", "/clusters/{clusterId}", &["clusterId"]);
         let mut state = ExploreState::default();
         let none = IndexMap::new();
         assert_eq!(
             state.apply(
+                &spec,
                 &create,
                 &none,
                 &json!({"clusterId": "c1", "state": "CREATING"})
@@ -292,14 +323,15 @@ mod tests {
             ["cluster_1"]
         );
         assert_eq!(
-            state.apply(&create, &none, &json!({"clusterId": "c2"})),
+            state.apply(&spec, &create, &none, &json!({"clusterId": "c2"})),
             ["cluster_2"]
         );
         let mut inputs = IndexMap::new();
         inputs.insert("clusterId".to_owned(), json!("c1"));
-        state.apply(&delete, &inputs, &json!({}));
+        state.apply(&spec, &delete, &inputs, &json!({}));
         assert_eq!(
             state.apply(
+                &spec,
                 &create,
                 &none,
                 &json!({"clusterId": "c3", "rootPassword": "p"})
@@ -315,10 +347,70 @@ mod tests {
         // A branch's parent is the resource its path ends in.
         let branch = operation("POST", "/clusters/{clusterId}/branches", &["clusterId"]);
         inputs.insert("clusterId".to_owned(), json!("c3"));
-        state.apply(&branch, &inputs, &json!({"branchId": "b1"}));
+        state.apply(&spec, &branch, &inputs, &json!({"branchId": "b1"}));
         assert_eq!(
             state.resources["branches"]["branch_1"].parent_id.as_deref(),
             Some("c3")
         );
+    }
+
+    #[test]
+    fn an_update_marks_a_change_only_where_the_spec_declares_one() {
+        let spec = |states: &str| {
+            ApiSpec::parse(
+                &format!(
+                    r#"{{"openapi": "3.0.0", "paths": {{"/clusters/{{clusterId}}": {{"get": {{
+                        "operationId": "GetCluster", "parameters": [{{"name": "clusterId", "in": "path"}}],
+                        "responses": {{"200": {{"description": "ok", "content": {{"application/json": {{
+                        "schema": {{"type": "object", "properties": {{"state": {{"type": "string",
+                        "enum": {states}}}}}}}}}}}}}}}}}}}}}}}"#
+                ),
+                Path::new("spec.json"),
+            )
+            .unwrap()
+        };
+        let create = operation("POST", "/clusters", &[]);
+        let update = operation("PATCH", "/clusters/{clusterId}", &["clusterId"]);
+        let mut inputs = IndexMap::new();
+        inputs.insert("clusterId".to_owned(), json!("c1"));
+        for (states, after) in [
+            (r#"["CREATING", "MODIFYING", "ACTIVE"]"#, Some("MODIFYING")),
+            (r#"["CREATING", "ACTIVE"]"#, Some("ACTIVE")),
+        ] {
+            let spec = spec(states);
+            let mut state = ExploreState::default();
+            state.apply(
+                &spec,
+                &create,
+                &IndexMap::new(),
+                &json!({"clusterId": "c1", "state": "ACTIVE"}),
+            );
+            state.apply(&spec, &update, &inputs, &json!({}));
+            assert_eq!(
+                state.resources["clusters"]["cluster_1"].state.as_deref(),
+                after,
+                "{states}"
+            );
+        }
+        // No states at all: none is made up.
+        let mut state = ExploreState::default();
+        let spec = no_states();
+        state.apply(
+            &spec,
+            &create,
+            &IndexMap::new(),
+            &json!({"clusterId": "c1"}),
+        );
+        state.apply(&spec, &update, &inputs, &json!({}));
+        assert_eq!(state.resources["clusters"]["cluster_1"].state, None);
+        // A person declining a wait settles the resource.
+        state.apply(&spec, &update, &inputs, &json!({"state": "MODIFYING"}));
+        assert_eq!(
+            state.resource_states()["cluster"],
+            "MODIFYING",
+            "as reported"
+        );
+        state.settle("cluster");
+        assert_eq!(state.resources["clusters"]["cluster_1"].state, None);
     }
 }

@@ -21,8 +21,8 @@ pub(crate) fn is_transitional(state: &str) -> bool {
 }
 
 /// The state a resource of `resource` settles in, from the spec's enum (`ACTIVE`, `READY`,
-/// ...), `ACTIVE` when the spec does not say.
-pub(crate) fn settled_state(spec: &ApiSpec, resource: &str) -> String {
+/// ...); `None` when the spec declares none of them for it.
+pub(crate) fn settled_state(spec: &ApiSpec, resource: &str) -> Option<String> {
     let settled = [
         "ACTIVE",
         "READY",
@@ -31,17 +31,34 @@ pub(crate) fn settled_state(spec: &ApiSpec, resource: &str) -> String {
         "COMPLETED",
         "RUNNING",
     ];
+    let states = declared_states(spec, resource)?;
+    settled.iter().find_map(|wanted| {
+        states
+            .iter()
+            .find(|state| state.eq_ignore_ascii_case(wanted))
+            .cloned()
+    })
+}
+
+/// The states the spec declares for `resource` (the enum of its state field), if any.
+pub(crate) fn declared_states<'s>(spec: &'s ApiSpec, resource: &str) -> Option<&'s [String]> {
     spec.states
         .iter()
         .find(|(name, _)| name.eq_ignore_ascii_case(resource))
-        .and_then(|(_, states)| {
-            settled.iter().find(|wanted| {
-                states
-                    .iter()
-                    .any(|state| state.eq_ignore_ascii_case(wanted))
-            })
+        .map(|(_, states)| states.as_slice())
+}
+
+/// The state a resource of `resource` is in while an update takes effect, when the spec
+/// declares one (`MODIFYING`, `UPDATING`): an API whose spec has no such state changes its
+/// resources at once.
+pub(crate) fn changing_state(spec: &ApiSpec, resource: &str) -> Option<String> {
+    declared_states(spec, resource)?
+        .iter()
+        .find(|state| {
+            let upper = state.to_ascii_uppercase();
+            is_transitional(state) && (upper.contains("MODIF") || upper.contains("UPDAT"))
         })
-        .map_or_else(|| "ACTIVE".to_owned(), |state| (*state).to_owned())
+        .cloned()
 }
 
 /// Wait for a resource to settle: poll its read operation until `field` is `state`.
@@ -78,10 +95,8 @@ impl WaitFor {
 
 /// The states of `resource` in the spec that end a wait in failure.
 pub(crate) fn failed_states(spec: &ApiSpec, resource: &str) -> Vec<String> {
-    spec.states
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(resource))
-        .map(|(_, states)| {
+    declared_states(spec, resource)
+        .map(|states| {
             states
                 .iter()
                 .filter(|state| {
@@ -428,7 +443,16 @@ impl<'a> Suggester<'a> {
             }) else {
                 continue;
             };
-            let settled = settled_state(self.spec, &resource);
+            // Where it settles: as the spec declares, else as it was seen to settle before;
+            // with neither, there is nothing to wait for.
+            let Some(settled) = settled_state(self.spec, &resource).or_else(|| {
+                self.knowledge
+                    .as_ref()
+                    .and_then(|queries| queries.settles_after(&resource, current))
+                    .map(str::to_owned)
+            }) else {
+                continue;
+            };
             let mut suggestion = self.finish(
                 read,
                 None,

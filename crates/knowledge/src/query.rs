@@ -216,6 +216,23 @@ impl<'a> Queries<'a> {
         ranked
     }
 
+    /// The state `resource` was most often seen to settle in after `from` (the `to` of its
+    /// most sampled learned transition out of `from`), if it was ever seen to leave `from`.
+    pub fn settles_after(&self, resource: &str, from: &str) -> Option<&'a str> {
+        let prefix = format!("{from}_to_");
+        self.knowledge
+            .stats
+            .state_transitions
+            .get(resource)?
+            .iter()
+            .filter_map(|(key, transition)| {
+                let to = key.strip_prefix(&prefix)?;
+                (!to.is_empty()).then_some((to, transition.sample_count()))
+            })
+            .max_by_key(|(_, samples)| *samples)
+            .map(|(to, _)| to)
+    }
+
     /// How long `resource` usually takes to go from `from` to `to` while polled.
     pub fn expected_poll(&self, resource: &str, from: &str, to: &str) -> Option<ExpectedPoll> {
         let entry = self

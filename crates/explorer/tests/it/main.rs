@@ -3,5 +3,6 @@
 mod dataflow;
 mod explore;
 mod output;
+mod rest;
 mod suggest;
 mod sut;

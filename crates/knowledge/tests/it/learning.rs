@@ -287,4 +287,7 @@ async fn a_failing_then_fixed_flow_teaches_stats_a_pitfall_its_resolution_and_a_
         .expected_poll("cluster", "CREATING", "ACTIVE")
         .unwrap();
     assert_eq!((expected.poll_attempts, expected.samples), (3.0, 3));
+    assert_eq!(queries.settles_after("cluster", "CREATING"), Some("ACTIVE"));
+    assert_eq!(queries.settles_after("cluster", "DELETING"), None);
+    assert_eq!(queries.settles_after("branch", "CREATING"), None);
 }

@@ -1,0 +1,301 @@
+//! The explorer on a conventional REST API it has never seen: a CRUD collection like
+//! json-server's (numeric ids, POST/GET/PUT/PATCH/DELETE, no states), served on loopback and
+//! described by a spec the test writes. Each target is checked by the calls the server saw
+//! and the data it holds at the end.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use wayline_executor::ReqwestTransport;
+use wayline_executor::testing::{MockServer, RecordedRequest, Reply};
+use wayline_explorer::ScriptedInterventor;
+use wayline_explorer::explore::Explorer;
+use wayline_explorer::session::{Session, SessionStatus};
+use wayline_explorer::sut::SutConfig;
+use wayline_knowledge::{KnowledgeStore, MemoryKnowledge};
+use wayline_registry::openapi::ApiSpec;
+
+/// One collection of records with numeric ids, as json-server keeps them.
+#[derive(Default)]
+struct Collection {
+    records: BTreeMap<u64, Value>,
+    next: u64,
+}
+
+/// A json-server-like API over the collection `/{name}`: the server and what it holds.
+struct Api {
+    server: MockServer,
+    data: Arc<Mutex<Collection>>,
+}
+
+impl Api {
+    async fn start(name: &str) -> Api {
+        Api::stamping(name, serde_json::Map::new()).await
+    }
+
+    /// As [`Api::start`], every new record given the fields `stamp` too (a state, say).
+    async fn stamping(name: &str, stamp: serde_json::Map<String, Value>) -> Api {
+        let data = Arc::new(Mutex::new(Collection {
+            next: 1,
+            ..Collection::default()
+        }));
+        let held = Arc::clone(&data);
+        let prefix = format!("/{name}");
+        let server = MockServer::start(move |request| {
+            handle(&mut held.lock().unwrap(), &prefix, &stamp, request)
+        })
+        .await
+        .unwrap();
+        Api { server, data }
+    }
+
+    fn records(&self) -> Vec<Value> {
+        self.data
+            .lock()
+            .unwrap()
+            .records
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// The calls seen, as `METHOD /path`.
+    fn calls(&self) -> Vec<String> {
+        self.server
+            .requests()
+            .iter()
+            .map(|request| format!("{} {}", request.method, request.path()))
+            .collect()
+    }
+}
+
+fn handle(
+    data: &mut Collection,
+    prefix: &str,
+    stamp: &serde_json::Map<String, Value>,
+    request: &RecordedRequest,
+) -> Reply {
+    let path = request.path();
+    let Some(rest) = path.strip_prefix(prefix) else {
+        return Reply::json(404, json!({}));
+    };
+    let body = || request.json().filter(Value::is_object);
+    let item = rest.strip_prefix('/').map(|id| id.parse::<u64>());
+    match (request.method.as_str(), item) {
+        ("GET", None) => Reply::json(200, json!(data.records.values().collect::<Vec<_>>())),
+        ("POST", None) => {
+            let Some(Value::Object(mut fields)) = body() else {
+                return Reply::json(400, json!({"error": "a JSON object is required"}));
+            };
+            let id = data.next;
+            data.next += 1;
+            fields.insert("id".into(), json!(id));
+            fields.extend(stamp.clone());
+            data.records.insert(id, Value::Object(fields.clone()));
+            Reply::json(201, Value::Object(fields))
+        }
+        (_, Some(Err(_))) => Reply::json(404, json!({})),
+        (method, Some(Ok(id))) => {
+            let Some(record) = data.records.get_mut(&id) else {
+                return Reply::json(404, json!({}));
+            };
+            match method {
+                "GET" => Reply::json(200, record.clone()),
+                "PUT" | "PATCH" => {
+                    let Some(Value::Object(fields)) = body() else {
+                        return Reply::json(400, json!({"error": "a JSON object is required"}));
+                    };
+                    let mut updated = if method == "PUT" {
+                        serde_json::Map::new()
+                    } else {
+                        record.as_object().cloned().unwrap_or_default()
+                    };
+                    updated.extend(fields);
+                    // The id is the server's, whatever the body says.
+                    updated.insert("id".into(), json!(id));
+                    *record = Value::Object(updated);
+                    Reply::json(200, record.clone())
+                }
+                "DELETE" => {
+                    data.records.remove(&id);
+                    Reply::json(200, json!({}))
+                }
+                _ => Reply::json(405, json!({})),
+            }
+        }
+        _ => Reply::json(405, json!({})),
+    }
+}
+
+/// The OpenAPI description of the collection `/posts`: a post has an integer `id` (read only),
+/// a required `title` and a `blogText`.
+fn blog_spec(base: &str) -> ApiSpec {
+    blog_spec_with(base, json!({}))
+}
+
+/// As [`blog_spec`], with `extra` properties on a post.
+fn blog_spec_with(base: &str, extra: Value) -> ApiSpec {
+    let mut post = json!({
+        "type": "object",
+        "required": ["title"],
+        "properties": {
+            "id": {"type": "integer", "readOnly": true},
+            "title": {"type": "string"},
+            "blogText": {"type": "string"}
+        }
+    });
+    if let (Some(properties), Value::Object(extra)) = (post["properties"].as_object_mut(), extra) {
+        properties.extend(extra);
+    }
+    let id =
+        json!([{"name": "postId", "in": "path", "required": true, "schema": {"type": "integer"}}]);
+    let body = json!({"required": true, "content": {"application/json": {"schema": post}}});
+    let answer = |status: &str| json!({status: {"description": "ok", "content": {"application/json": {"schema": post}}}});
+    let spec = json!({
+        "openapi": "3.0.3",
+        "info": {"title": "Blog", "version": "1"},
+        "servers": [{"url": base}],
+        "paths": {
+            "/posts": {
+                "get": {"operationId": "listPosts", "responses": {"200": {"description": "all", "content": {"application/json": {"schema": {"type": "array", "items": post}}}}}},
+                "post": {"operationId": "createPost", "requestBody": body, "responses": answer("201")}
+            },
+            "/posts/{postId}": {
+                "get": {"operationId": "getPost", "parameters": id, "responses": answer("200")},
+                "put": {"operationId": "updatePost", "parameters": id, "requestBody": body, "responses": answer("200")},
+                "delete": {"operationId": "deletePost", "parameters": id, "responses": {"200": {"description": "deleted"}}}
+            }
+        }
+    });
+    ApiSpec::parse(&spec.to_string(), std::path::Path::new("blog.json")).unwrap()
+}
+
+/// The SUT: `mode` auto (runs what it is sure of) or manual (asks before every step).
+fn sut(base: &str, presets: &str, mode: &str) -> SutConfig {
+    SutConfig::parse(
+        &format!(
+            "name: blog\nconnection: {{host: '{base}'}}\npreset_variables: {{{presets}}}\n\
+             execution:\n  mode: {mode}\n  auto_mode:\n    confidence_threshold: 0.5\n    polling: {{max_retries: 2, delay_seconds: 0}}\n"
+        ),
+        "blog.yaml",
+        &|_| None,
+    )
+    .unwrap()
+}
+
+/// Explores `target` in auto mode, answering nothing (a question aborts the session).
+async fn explore(
+    api: &Api,
+    spec: ApiSpec,
+    presets: &str,
+    target: &str,
+    knowledge: Option<Arc<dyn KnowledgeStore>>,
+) -> (Session, Arc<ScriptedInterventor>) {
+    explore_answering(
+        api,
+        spec,
+        presets,
+        target,
+        knowledge,
+        "default: abort\n",
+        "auto",
+    )
+    .await
+}
+
+/// Explores `target` in `mode`, answering from `answers` (YAML).
+async fn explore_answering(
+    api: &Api,
+    spec: ApiSpec,
+    presets: &str,
+    target: &str,
+    knowledge: Option<Arc<dyn KnowledgeStore>>,
+    answers: &str,
+    mode: &str,
+) -> (Session, Arc<ScriptedInterventor>) {
+    let dir = tempfile::tempdir().unwrap();
+    let answers = Arc::new(ScriptedInterventor::parse(answers, "answers.yaml").unwrap());
+    let mut explorer = Explorer::new(
+        sut(&api.server.url(""), presets, mode),
+        spec,
+        Arc::new(ReqwestTransport::new().unwrap()),
+        answers.clone(),
+    )
+    .unwrap()
+    .session_dir(dir.path());
+    if let Some(store) = knowledge {
+        explorer = explorer.knowledge(store);
+    }
+    let mut session = explorer.start(target).unwrap();
+    explorer.run(&mut session).await.unwrap();
+    (session, answers)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_update_delete_completes_on_an_api_without_states() {
+    let api = Api::start("posts").await;
+    let spec = blog_spec(&api.server.url(""));
+    let store: Arc<dyn KnowledgeStore> = Arc::new(MemoryKnowledge::new());
+    let (session, answers) = explore(
+        &api,
+        spec,
+        "title: first post",
+        "create a blog post, update it, then delete it",
+        Some(Arc::clone(&store)),
+    )
+    .await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    assert_eq!(
+        api.calls(),
+        ["POST /posts", "PUT /posts/1", "DELETE /posts/1"],
+        "no wait for a state the spec never declares"
+    );
+    assert!(api.records().is_empty(), "the post is gone");
+    assert!(answers.asked().is_empty(), "{:?}", answers.asked());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declined_wait_is_not_offered_again() {
+    // The spec declares states and the post stays CREATING: the explorer offers to wait.
+    let api = Api::stamping(
+        "posts",
+        serde_json::Map::from_iter([("status".to_owned(), json!("CREATING"))]),
+    )
+    .await;
+    let spec = blog_spec_with(
+        &api.server.url(""),
+        json!({"status": {"type": "string", "readOnly": true, "enum": ["CREATING", "ACTIVE", "FAILED"]}}),
+    );
+    let (session, answers) = explore_answering(
+        &api,
+        spec,
+        "title: first post",
+        "create a post, then delete it",
+        None,
+        "answers:\n  - {kind: confirm, operation: getPost, answer: no}\ndefault: yes\n",
+        "manual",
+    )
+    .await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    let waits = answers
+        .asked()
+        .iter()
+        .filter(|question| question.operation.as_deref() == Some("getPost"))
+        .count();
+    assert_eq!(
+        waits,
+        1,
+        "asked once about the wait: {:#?}",
+        answers.asked()
+    );
+    assert_eq!(api.calls(), ["POST /posts", "DELETE /posts/1"]);
+}
