@@ -143,7 +143,13 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
         (None, Some(target)) => explorer.start(target).map_err(fail)?,
         (None, None) => return Err(unreadable("give --target TEXT, or --resume ID")),
     };
-    runtime.block_on(explorer.run(&mut session)).map_err(fail)?;
+    // Knowledge that could not be saved fails the command, once the session's output is
+    // written: the exploration happened and its session file is saved.
+    let unsaved = match runtime.block_on(explorer.run(&mut session)) {
+        Ok(()) => None,
+        Err(error @ wayline_explorer::Error::KnowledgeUnsaved { .. }) => Some(error),
+        Err(error) => return Err(fail(error)),
+    };
     let scenario = explorer.output(&session);
     let output = session_dir.join(format!("{}-output.yaml", session.session.id));
     write_atomically(&output, &scenario.to_yaml())?;
@@ -196,6 +202,10 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
                 outln!("resume it with --resume {}", session.session.id);
             }
         }
+    }
+    if let Some(error) = unsaved {
+        eprintln!("error: {error}");
+        return Ok(Outcome::Failed);
     }
     Ok(if session.session.status == SessionStatus::Completed {
         Outcome::Ok

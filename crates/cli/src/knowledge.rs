@@ -235,7 +235,10 @@ fn run(command: KnowledgeCommand) -> Result<Outcome, Outcome> {
                 incoming.stats.operations.len(),
             );
             let merged = runtime
-                .block_on(store.update(&sut, Box::new(move |knowledge| knowledge.merge(&incoming))))
+                .block_on(store.update(
+                    &wayline_knowledge::sut_key(&sut),
+                    Box::new(move |knowledge| knowledge.merge(&incoming)),
+                ))
                 .map_err(fail)?;
             outln!(
                 "imported {} patterns, {} pitfalls, {} operations into `{sut}`; it now has {} patterns, {} pitfalls, {} operations",
@@ -273,7 +276,9 @@ fn load(
     sut: &str,
 ) -> Result<Knowledge, Outcome> {
     let store = open_knowledge(store, None)?;
-    runtime.block_on(store.load(sut)).map_err(fail)
+    runtime
+        .block_on(store.load(&wayline_knowledge::sut_key(sut)))
+        .map_err(fail)
 }
 
 fn parse_states(raw: &[String]) -> Result<ResourceStates, Outcome> {

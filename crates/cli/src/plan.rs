@@ -102,7 +102,9 @@ fn plan(args: &PlanArgs) -> Result<Outcome, Outcome> {
     let mut planner = Planner::new(model, registry).options(options);
     if let Some(sut) = &args.sut {
         let store = open_knowledge(&args.knowledge, None)?;
-        let knowledge = runtime.block_on(store.load(sut)).map_err(fail)?;
+        let knowledge = runtime
+            .block_on(store.load(&wayline_knowledge::sut_key(sut)))
+            .map_err(fail)?;
         planner = planner.knowledge(Arc::new(knowledge));
     }
     let plan = match runtime.block_on(planner.plan(&args.goal, &args.inputs)) {

@@ -75,7 +75,7 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     let recorder = match (&args.learn.sut, args.learn.learn && !args.common.dry_run) {
         (Some(sut), true) => {
             let store = open_knowledge(&args.learn.store, args.store.as_deref())?;
-            let recorder = Recorder::new(store, sut.clone(), registry.clone());
+            let recorder = Recorder::new(store, wayline_knowledge::sut_key(sut), registry.clone());
             recorder.register(&workflow);
             Some(recorder)
         }
@@ -113,20 +113,29 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     }
     let notifications = notifications(&args.notify, args.format == ReportFormat::Json)?;
     let run = execute(&runtime, &engine, &workflow, options);
+    // Learned from even when the run record could not be stored: the run did happen. What it
+    // taught that cannot be saved fails the command, after the run is reported.
+    let mut unlearned = false;
     if let (Some(recorder), Some(sut)) = (&recorder, &args.learn.sut) {
-        // Learned from even when the run record could not be stored: the run did happen.
         match runtime.block_on(recorder.flush()) {
             Ok(runs) if runs > 0 => {
                 eprintln!("learned: the run is recorded in the knowledge of `{sut}`")
             }
             Ok(_) => {}
-            Err(error) => eprintln!("warning: what the run taught was not recorded: {error}"),
+            Err(error) => {
+                eprintln!("error: what the run taught was not recorded: {error}");
+                unlearned = true;
+            }
         }
     }
     let run = run?;
     let outcome = report_run(&run, args.format);
     runtime.block_on(announce(&notifications, &run));
-    Ok(outcome)
+    Ok(if unlearned && outcome == Outcome::Ok {
+        Outcome::Failed
+    } else {
+        outcome
+    })
 }
 
 /// The workflow to run, and the store recording the run with the version it names: a saved

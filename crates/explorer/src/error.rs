@@ -45,6 +45,29 @@ pub enum Error {
         /// What the encoder said.
         message: String,
     },
+    /// The SUT's knowledge could not be read: nothing was explored.
+    #[error("the knowledge of `{sut}` (stored as `{key}`) could not be read: {source}")]
+    KnowledgeUnreadable {
+        /// The SUT's name.
+        sut: String,
+        /// The key its knowledge is stored under ([`wayline_knowledge::sut_key`]).
+        key: String,
+        /// What the store said.
+        #[source]
+        source: wayline_core::StoreError,
+    },
+    /// What the session learned could not be saved; the exploration happened and its session
+    /// file is saved.
+    #[error("what the session learned about `{sut}` (stored as `{key}`) was not saved: {source}")]
+    KnowledgeUnsaved {
+        /// The SUT's name.
+        sut: String,
+        /// The key its knowledge is stored under ([`wayline_knowledge::sut_key`]).
+        key: String,
+        /// What the store said.
+        #[source]
+        source: wayline_core::StoreError,
+    },
     /// A scenario step holds text that is not the JSON it should be.
     #[error("step `{step}`: `{field}` is not the JSON it should be: {message}")]
     Scenario {

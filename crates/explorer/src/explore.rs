@@ -193,36 +193,58 @@ impl Explorer {
         Ok(session)
     }
 
-    async fn load_knowledge(&self) -> Knowledge {
+    /// The SUT's knowledge (empty without a store).
+    async fn load_knowledge(&self) -> Result<Knowledge, Error> {
         match &self.knowledge {
-            Some(store) => store.load(&self.sut.name).await.unwrap_or_else(|error| {
-                tracing::warn!(%error, "the knowledge could not be read; exploring without it");
-                Knowledge::new()
+            Some(store) => store.load(&self.knowledge_key()).await.map_err(|source| {
+                Error::KnowledgeUnreadable {
+                    sut: self.sut.name.clone(),
+                    key: self.knowledge_key(),
+                    source,
+                }
             }),
-            None => Knowledge::new(),
+            None => Ok(Knowledge::new()),
         }
     }
 
+    /// The key the SUT's knowledge is stored under (its name made safe for any store).
+    fn knowledge_key(&self) -> String {
+        wayline_knowledge::sut_key(&self.sut.name)
+    }
+
     /// Learns `observation` into the store, and into `knowledge` (this run's copy of it, so
-    /// the store is read once per run). Without a store nothing is learned.
-    async fn learn(&self, knowledge: &mut Knowledge, observation: RunObservation) {
-        if self.knowledge.is_some() {
-            knowledge.learn(&observation);
-        }
-        if let Some(store) = &self.knowledge
-            && let Err(error) = store
-                .update(
-                    &self.sut.name,
-                    Box::new(move |knowledge: &mut Knowledge| knowledge.learn(&observation)),
-                )
-                .await
+    /// the store is read once per run). Without a store nothing is learned. The first save
+    /// that fails is kept in `unsaved`: the exploration goes on, and ends with that error.
+    async fn learn(
+        &self,
+        knowledge: &mut Knowledge,
+        observation: RunObservation,
+        unsaved: &mut Option<Error>,
+    ) {
+        let Some(store) = &self.knowledge else {
+            return;
+        };
+        knowledge.learn(&observation);
+        if let Err(source) = store
+            .update(
+                &self.knowledge_key(),
+                Box::new(move |knowledge: &mut Knowledge| knowledge.learn(&observation)),
+            )
+            .await
         {
-            tracing::warn!(%error, "what the session learned was not saved");
+            tracing::warn!(error = %source, "what the session learned was not saved");
+            unsaved.get_or_insert_with(|| Error::KnowledgeUnsaved {
+                sut: self.sut.name.clone(),
+                key: self.knowledge_key(),
+                source,
+            });
         }
     }
 
     /// Explores until the target is reached, a person stops it, or `max_steps` steps ran;
-    /// the session is saved after every step.
+    /// the session is saved after every step. Knowledge that cannot be read stops it before
+    /// the first call; knowledge that cannot be saved ends it with [`Error::KnowledgeUnsaved`] once
+    /// the session is saved.
     pub async fn run(&self, session: &mut Session) -> Result<(), Error> {
         let started = Instant::now();
         let began_in_progress = session.session.status == SessionStatus::InProgress;
@@ -232,7 +254,8 @@ impl Explorer {
         // ends the session instead of being suggested forever.
         let mut strikes: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         // Read once; what this run learns is applied to it as well as to the store.
-        let mut knowledge = self.load_knowledge().await;
+        let mut knowledge = self.load_knowledge().await?;
+        let mut unsaved = None;
         // The target read as goals, again only when a person's answer rewrites it.
         let mut target_goals = (
             session.session.target.clone(),
@@ -364,6 +387,7 @@ impl Explorer {
                         &ran_outcome(&operation, true, None, ran.status),
                         ran.seconds,
                     ),
+                    &mut unsaved,
                 )
                 .await;
             } else {
@@ -376,6 +400,7 @@ impl Explorer {
                         &ran_outcome(&operation, false, Some(error.clone()), ran.status),
                         ran.seconds,
                     ),
+                    &mut unsaved,
                 )
                 .await;
                 silent = 0;
@@ -425,10 +450,10 @@ impl Explorer {
                     pattern_step
                 })
                 .collect();
-            self.learn(&mut knowledge, observation).await;
+            self.learn(&mut knowledge, observation, &mut unsaved).await;
         }
         session.save(&self.session_dir, Utc::now())?;
-        Ok(())
+        unsaved.map_or(Ok(()), Err)
     }
 
     /// Counts a failure or refusal of `operation`; at the third, the session fails (and says

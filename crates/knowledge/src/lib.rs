@@ -59,7 +59,7 @@ pub use query::{
 pub use recorder::Recorder;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteKnowledge;
-pub use store::{Change, KnowledgeStore};
+pub use store::{Change, KnowledgeStore, sut_key};
 pub use yaml_dir::YamlKnowledge;
 
 /// Reads a knowledge document (an export, or `knowledge show --format json` output): YAML or

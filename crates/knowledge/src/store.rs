@@ -15,7 +15,8 @@ pub type Change = Box<dyn FnOnce(&mut Knowledge) + Send>;
 /// # Contract
 /// - Knowledge is kept per system under test (SUT); a SUT name is checked with
 ///   [`check_id`](wayline_core::store::check_id) before anything is written (it becomes a
-///   directory name in one store).
+///   directory name in one store). Callers holding a SUT's display name store its knowledge
+///   under [`sut_key`].
 /// - [`KnowledgeStore::load`] returns what is stored, field by field, or empty [`Knowledge`]
 ///   for a SUT never written.
 /// - [`KnowledgeStore::update`] applies a change to the stored knowledge atomically: no other
@@ -35,6 +36,51 @@ pub trait KnowledgeStore: Send + Sync + fmt::Debug {
 
     /// The SUTs with stored knowledge, sorted.
     async fn suts(&self) -> Result<Vec<String>, StoreError>;
+}
+
+/// The key a SUT's knowledge is stored under, made from its name: a name a store takes as it
+/// is (1 to 128 letters, digits, `_`, `-` or `.`, not starting with `.`) is its own key; in any
+/// other, each run of other characters becomes one `-` (`TiDB Cloud TiDBX (Starter/Essential)`
+/// → `TiDB-Cloud-TiDBX-Starter-Essential`), and a name with nothing left, or too long, is
+/// keyed by a hash of it (`sut-…`). Names that differ only in punctuation share a key.
+///
+/// ```
+/// use wayline_knowledge::sut_key;
+///
+/// assert_eq!(sut_key("tidbx"), "tidbx");
+/// assert_eq!(sut_key("TiDB Cloud TiDBX (Starter/Essential)"), "TiDB-Cloud-TiDBX-Starter-Essential");
+/// assert_eq!(sut_key("../escape"), "escape");
+/// assert!(sut_key("ÄÖÜ").starts_with("sut-"));
+/// ```
+pub fn sut_key(name: &str) -> String {
+    if wayline_core::store::check_id("sut", name).is_ok() {
+        return name.to_owned();
+    }
+    let mut key = String::with_capacity(name.len());
+    for character in name.chars() {
+        if character.is_ascii_alphanumeric() || matches!(character, '_' | '.') {
+            key.push(character);
+        } else if !key.is_empty() && !key.ends_with('-') {
+            key.push('-');
+        }
+    }
+    let key = key.trim_start_matches(['.', '-']).trim_end_matches('-');
+    let hashed = || format!("sut-{:016x}", fnv1a(name.as_bytes()));
+    if key.is_empty() || !key.bytes().any(|byte| byte.is_ascii_alphanumeric()) {
+        return hashed();
+    }
+    if key.len() > 128 {
+        // Readable as far as it goes, and told apart from other long names by the hash.
+        return format!("{}-{}", &key[..107], hashed());
+    }
+    key.to_owned()
+}
+
+/// The 64-bit FNV-1a hash: stable across builds and platforms, as a stored key must be.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The three files of a SUT's knowledge, named as the knowledge format names them.

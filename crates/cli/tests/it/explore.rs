@@ -231,3 +231,72 @@ fn questions_are_asked_at_the_terminal_and_a_killed_session_resumes() {
     );
     assert_eq!(calls(&sim, "DELETE", "/clusters/{id}"), 1);
 }
+
+#[test]
+fn a_sut_named_as_the_fixture_names_it_learns_into_both_stores() {
+    let (Some(spec), Some(shipped)) = (
+        fixture("tidbcloud/tidbx-openapi.json"),
+        fixture("tidbcloud/tidbx-sut.yaml"),
+    ) else {
+        return;
+    };
+    // The name as shipped: spaces, parentheses and a slash.
+    let shipped = std::fs::read_to_string(shipped).unwrap();
+    let name = shipped
+        .lines()
+        .find_map(|line| line.strip_prefix("name: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(name.contains(' ') && name.contains('/'), "{name}");
+    let runtime = server_runtime();
+    let (base, _sim) = runtime.block_on(simulation::start());
+    let dir = tempfile::tempdir().unwrap();
+    let sut = dir.path().join("sut.yaml");
+    std::fs::write(
+        &sut,
+        format!(
+            "name: '{name}'\nconnection: {{host: '{base}', base_path: /v1beta1}}\n\
+             preset_variables: {{displayName: e2e, region: {{name: regions/x}}}}\n\
+             execution:\n  mode: auto\n  auto_mode: {{polling: {{max_retries: 5, delay_seconds: 0}}}}\n"
+        ),
+    )
+    .unwrap();
+    for store in ["knowledge", "knowledge.db"] {
+        let store = dir.path().join(store);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wayline"))
+            .args(["explore", "--sut", path(&sut), "--spec", path(&spec)])
+            .args(["--target", "create a cluster, then delete it", "--auto"])
+            .args(["--session-dir", path(&dir.path().join("sessions"))])
+            .args(["--knowledge", path(&store)])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let shown = std::process::Command::new(env!("CARGO_BIN_EXE_wayline"))
+            .args([
+                "knowledge",
+                "show",
+                "--sut",
+                &name,
+                "--knowledge",
+                path(&store),
+            ])
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        assert_eq!(shown.status.code(), Some(0));
+        let learned: Value = serde_json::from_slice(&shown.stdout).unwrap();
+        assert_eq!(
+            learned["patterns"].as_array().map(Vec::len),
+            Some(1),
+            "{}: {learned}",
+            store.display()
+        );
+    }
+    assert!(
+        dir.path()
+            .join("knowledge/knowledge/TiDB-Cloud-TiDBX-Starter-Essential/patterns.yaml")
+            .exists()
+    );
+}

@@ -7,13 +7,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use wayline_core::{StoreError, StoreErrorKind};
 use wayline_executor::ReqwestTransport;
 use wayline_executor::testing::{MockServer, RecordedRequest, Reply};
 use wayline_explorer::ScriptedInterventor;
 use wayline_explorer::explore::Explorer;
 use wayline_explorer::session::{Session, SessionStatus};
 use wayline_explorer::sut::SutConfig;
-use wayline_knowledge::{KnowledgeStore, MemoryKnowledge};
+use wayline_knowledge::{KnowledgeStore, MemoryKnowledge, YamlKnowledge, sut_key};
 use wayline_registry::openapi::ApiSpec;
 
 /// One collection of records with numeric ids, as json-server keeps them.
@@ -298,4 +299,75 @@ async fn a_declined_wait_is_not_offered_again() {
         answers.asked()
     );
     assert_eq!(api.calls(), ["POST /posts", "DELETE /posts/1"]);
+}
+
+/// A knowledge store that reads nothing and can save nothing.
+#[derive(Debug)]
+struct FullDisk;
+
+#[async_trait::async_trait]
+impl KnowledgeStore for FullDisk {
+    async fn load(&self, _sut: &str) -> Result<wayline_knowledge::Knowledge, StoreError> {
+        Ok(wayline_knowledge::Knowledge::new())
+    }
+
+    async fn update(
+        &self,
+        _sut: &str,
+        _change: wayline_knowledge::Change,
+    ) -> Result<wayline_knowledge::Knowledge, StoreError> {
+        Err(StoreError::new(
+            StoreErrorKind::Unavailable,
+            "no space left on device",
+        ))
+    }
+
+    async fn suts(&self) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sut_named_in_words_learns_and_a_lost_save_fails_the_run() {
+    let api = Api::start("posts").await;
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn KnowledgeStore> = Arc::new(YamlKnowledge::new(dir.path()));
+    let mut config = sut(&api.server.url(""), "title: first post", "auto");
+    config.name = "Blog API (v1, staging)".to_owned();
+    let explorer = Explorer::new(
+        config.clone(),
+        blog_spec(&api.server.url("")),
+        Arc::new(ReqwestTransport::new().unwrap()),
+        Arc::new(ScriptedInterventor::parse("default: abort\n", "a.yaml").unwrap()),
+    )
+    .unwrap()
+    .session_dir(dir.path().join("sessions"))
+    .knowledge(Arc::clone(&store));
+    let mut session = explorer.start("create a post, then delete it").unwrap();
+    explorer.run(&mut session).await.unwrap();
+    assert_eq!(session.session.status, SessionStatus::Completed);
+    assert_eq!(store.suts().await.unwrap(), ["Blog-API-v1-staging"]);
+    let learned = store.load(&sut_key(&config.name)).await.unwrap();
+    assert_eq!(learned.patterns.len(), 1, "{learned:#?}");
+
+    // A store that cannot save: the session completes and is saved, and the run says so.
+    let explorer = Explorer::new(
+        config,
+        blog_spec(&api.server.url("")),
+        Arc::new(ReqwestTransport::new().unwrap()),
+        Arc::new(ScriptedInterventor::parse("default: abort\n", "a.yaml").unwrap()),
+    )
+    .unwrap()
+    .session_dir(dir.path().join("sessions"))
+    .knowledge(Arc::new(FullDisk));
+    let mut session = explorer.start("create a post, then delete it").unwrap();
+    let error = explorer.run(&mut session).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "what the session learned about `Blog API (v1, staging)` (stored as \
+         `Blog-API-v1-staging`) was not saved: no space left on device"
+    );
+    assert_eq!(session.session.status, SessionStatus::Completed);
+    let saved = explorer.resume(&session.session.id).unwrap();
+    assert_eq!(saved.confirmed_steps.len(), 2, "the session file is whole");
 }
