@@ -13,6 +13,8 @@ use serde::Serialize;
 use serde_json::Value;
 use wayline_registry::openapi::{ApiSpec, Location, Operation};
 
+use crate::names;
+
 /// How a producer provides a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -66,19 +68,28 @@ fn parent_collection(path: &str) -> &str {
     }
 }
 
-/// Where `field` is in a response schema: at the top, or in the items of a top-level array.
+/// Where `field` (in any naming convention) is in a response schema: at the top, or in the
+/// items of a top-level array, or in the items of a response that is an array itself.
 fn locate(response: &Value, field: &str) -> Option<(String, bool)> {
+    let named = |properties: &serde_json::Map<String, Value>| {
+        properties
+            .keys()
+            .find(|name| *name == field)
+            .or_else(|| properties.keys().find(|name| names::same_name(name, field)))
+            .cloned()
+    };
+    if let Some(items) = response.get("items") {
+        let found = named(items.get("properties")?.as_object()?)?;
+        return Some((format!("0.{found}"), true));
+    }
     let properties = response.get("properties")?.as_object()?;
-    if properties.contains_key(field) {
-        return Some((field.to_owned(), false));
+    if let Some(found) = named(properties) {
+        return Some((found, false));
     }
     properties.iter().find_map(|(name, schema)| {
         let items = schema.get("items")?;
-        items
-            .get("properties")?
-            .as_object()?
-            .contains_key(field)
-            .then(|| (format!("{name}.0.{field}"), true))
+        let found = named(items.get("properties")?.as_object()?)?;
+        Some((format!("{name}.0.{found}"), true))
     })
 }
 
@@ -111,12 +122,16 @@ pub fn infer(spec: &ApiSpec) -> DataFlow {
                 let path_parameter = consumer.parameters.iter().any(|parameter| {
                     parameter.name == **input && parameter.location == Location::Path
                 });
-                path_parameter || is_identifier(field_of(input))
+                path_parameter || names::is_id(field_of(input))
             })
             .collect();
         for input in identifiers {
             let field = field_of(input);
-            let generic = GENERIC.contains(&field);
+            let path_parameter = consumer
+                .parameters
+                .iter()
+                .any(|parameter| parameter.name == *input && parameter.location == Location::Path);
+            let generic = GENERIC.contains(&names::normalize(field).as_str());
             let collection = parent_collection(&consumer.path);
             let mut found: Vec<(Producer, usize, usize)> = Vec::new();
             for (order, producer) in spec.operations.iter().enumerate() {
@@ -126,17 +141,24 @@ pub fn infer(spec: &ApiSpec) -> DataFlow {
                 // Needing it too makes it an echo, not a source.
                 let echoes = flow.needs[&producer.id]
                     .iter()
-                    .any(|need| field_of(need) == field);
+                    .any(|need| names::same_name(field_of(need), field));
                 if echoes {
                     continue;
                 }
-                if generic && producer.path.trim_end_matches('/') != collection {
+                let on_collection = producer.path.trim_end_matches('/') == collection;
+                if generic && !on_collection {
                     continue;
                 }
-                let Some((at, listed)) = producer
-                    .response
-                    .as_ref()
+                let response = producer.response.as_ref();
+                // A path parameter named apart from any response field (`{entryId}`,
+                // `{blogPostId}`) holds the `id` its collection's operations answer with.
+                let Some((at, listed)) = response
                     .and_then(|response| locate(response, field))
+                    .or_else(|| {
+                        (path_parameter && on_collection)
+                            .then(|| response.and_then(|response| locate(response, "id")))
+                            .flatten()
+                    })
                 else {
                     continue;
                 };
@@ -171,11 +193,6 @@ pub fn infer(spec: &ApiSpec) -> DataFlow {
         }
     }
     flow
-}
-
-/// A field name that names an identifier (`clusterId`, `cluster_id`, `id`).
-fn is_identifier(field: &str) -> bool {
-    field == "id" || field.ends_with("Id") || field.ends_with("_id") || field.ends_with("ID")
 }
 
 /// The length, in segments, of the path prefix two paths share.

@@ -44,6 +44,7 @@ mod error;
 pub mod explore;
 pub mod intent;
 pub mod intervention;
+mod names;
 pub mod output;
 pub mod session;
 pub mod state;

@@ -18,6 +18,7 @@ use wayline_registry::openapi::{ApiSpec, Location, Operation};
 
 use crate::Error;
 use crate::intent::{self, CLI_METHOD, Verb, operation_resource, operation_verb};
+use crate::names;
 use crate::session::Session;
 use crate::state::{id_field, is_secret_name};
 use crate::sut::SutConfig;
@@ -323,7 +324,7 @@ impl Scenario {
                 let variable = holders
                     .iter()
                     .rev()
-                    .find(|(_, id)| value.as_str() == Some(id.as_str()))
+                    .find(|(_, id)| names::id_text(value).as_deref() == Some(id.as_str()))
                     .map(|(name, _)| name.clone());
                 match (parameter.location, variable) {
                     (Location::Path, Some(variable)) => {
@@ -384,15 +385,14 @@ impl Scenario {
                     .current_state
                     .variables
                     .get(name)
-                    .and_then(Value::as_str)
+                    .and_then(names::id_text)
                 {
-                    holders.push((name.clone(), value.to_owned()));
+                    holders.push((name.clone(), value));
                 } else if let Some(id) =
                     id_field(&confirmed.response["body"], &resource).and_then(|field| {
                         confirmed.response["body"]
                             .get(&field)
-                            .and_then(Value::as_str)
-                            .map(str::to_owned)
+                            .and_then(names::id_text)
                     })
                 {
                     holders.push((name.clone(), id));

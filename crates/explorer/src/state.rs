@@ -5,9 +5,10 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use wayline_registry::openapi::{ApiSpec, Location, Operation, STATE_FIELDS};
+use wayline_registry::openapi::{ApiSpec, Location, Operation, Parameter, STATE_FIELDS};
 
 use crate::intent::{Verb, operation_resource, operation_verb};
+use crate::names;
 use crate::suggest::changing_state;
 
 /// One resource.
@@ -93,27 +94,75 @@ impl ExploreState {
             .collect()
     }
 
-    /// A value for the input `input` of an operation on `resource`: a variable of that
-    /// name; else, for `{type}Id` (or `{type}.{type}Id`), the latest resource of that type;
-    /// else, for a generic `id`, the latest resource the operation acts on.
+    /// The latest resource whose type is `kind` in any naming convention (`special-event`,
+    /// `specialEvent`), with the name it is known by.
+    fn latest_of_kind(&self, kind: &str) -> Option<(&str, &Resource)> {
+        let kind = names::normalize(kind);
+        self.resources
+            .iter()
+            .filter(|(plural_type, _)| {
+                names::normalize(&wayline_registry::openapi::singular(plural_type)) == kind
+            })
+            .find_map(|(_, named)| named.iter().next_back())
+            .map(|(name, found)| (name.as_str(), found))
+    }
+
+    /// The id of the latest resource of `kind`, with the JSON type the API gave it.
+    fn latest_id(&self, kind: &str) -> Option<Value> {
+        self.latest_of_kind(kind).map(|(name, found)| {
+            self.variables
+                .get(name)
+                .filter(|value| names::id_text(value).as_deref() == Some(found.id.as_str()))
+                .cloned()
+                .unwrap_or_else(|| Value::from(found.id.clone()))
+        })
+    }
+
+    /// A variable named `name` in any convention (`display_name` for `displayName`): the one
+    /// of that exact name first.
+    fn variable(&self, name: &str) -> Option<Value> {
+        let field = name.rsplit('.').next().unwrap_or(name);
+        [name, field]
+            .iter()
+            .find_map(|wanted| self.variables.get(*wanted))
+            .or_else(|| {
+                self.variables
+                    .iter()
+                    .find(|(known, _)| names::same_name(known, field))
+                    .map(|(_, value)| value)
+            })
+            .filter(|value| !value.is_null())
+            .cloned()
+    }
+
+    /// A value for the input `input` of an operation on `resource`. An id (`clusterId`,
+    /// `cluster_id`, or a bare `id` for `resource` itself) is the latest resource of its type
+    /// this session knows, before any variable of that name (a preset `id` does not stand for
+    /// the post just created); anything else, or an id of a type not known, is a variable of
+    /// that name in any convention (`display_name` fills `displayName`).
     pub fn value_for(&self, input: &str, resource: &str) -> Option<Value> {
-        if let Some(value) = self.variables.get(input).filter(|value| !value.is_null()) {
-            return Some(value.clone());
-        }
         let field = input.rsplit('.').next().unwrap_or(input);
-        if let Some(value) = self.variables.get(field).filter(|value| !value.is_null()) {
-            return Some(value.clone());
-        }
-        let kind = match field
-            .strip_suffix("Id")
-            .or_else(|| field.strip_suffix("_id"))
+        let kind = names::id_kind(field)
+            .or_else(|| (names::normalize(field) == "id").then(|| resource.to_owned()));
+        kind.and_then(|kind| self.latest_id(&kind))
+            .or_else(|| self.variable(input))
+    }
+
+    /// A value for `parameter` of `operation`: as [`ExploreState::value_for`], except that a
+    /// path parameter holds the id of the collection before it in the path, whatever it is
+    /// called (`/posts/{entryId}`, `/posts/{PostID}`).
+    pub fn value_for_parameter(
+        &self,
+        operation: &Operation,
+        parameter: &Parameter,
+    ) -> Option<Value> {
+        if parameter.location == Location::Path
+            && let Some(owner) = names::path_parameter_resource(&operation.path, &parameter.name)
+            && let Some(id) = self.latest_id(&owner)
         {
-            Some(kind) if !kind.is_empty() => kind.to_lowercase(),
-            _ if field == "id" => resource.to_owned(),
-            _ => return None,
-        };
-        self.latest(&kind)
-            .map(|(_, found)| Value::from(found.id.clone()))
+            return Some(id);
+        }
+        self.value_for(&parameter.name, &operation_resource(operation))
     }
 
     /// The state update rules after a successful `operation` called with `inputs` answered
@@ -150,26 +199,24 @@ impl ExploreState {
                     .collect()
             })
             .unwrap_or_default();
-        let id_of_output = id_field(output, &resource)
+        // The id as the API typed it (a number stays a number), and as text to compare.
+        let id_value = id_field(output, &resource)
             .and_then(|field| output.get(&field))
-            .and_then(|value| {
-                value
-                    .as_str()
-                    .map(str::to_owned)
-                    .or_else(|| (!value.is_null()).then(|| value.to_string()))
-            });
+            .filter(|value| names::id_text(value).is_some())
+            .cloned();
+        let id_of_output = id_value.as_ref().and_then(names::id_text);
         // The id a call on an existing resource names: its last path parameter.
         let id_in_path = operation
             .parameters
             .iter()
             .rfind(|parameter| parameter.location == Location::Path)
             .and_then(|parameter| inputs.get(&parameter.input))
-            .and_then(|value| value.as_str().map(str::to_owned));
+            .and_then(names::id_text);
         // A create's parent is the resource its path ends in (`/clusters/{clusterId}/branches`).
         let parent = id_in_path.clone();
         match operation_verb(operation) {
             Verb::Create => {
-                let Some(id) = id_of_output else {
+                let (Some(id), Some(id_value)) = (id_of_output, id_value) else {
                     return Vec::new();
                 };
                 // The next number after the highest used, so a name freed by a delete is never
@@ -195,7 +242,7 @@ impl ExploreState {
                         attributes,
                     },
                 );
-                self.variables.insert(name.clone(), Value::from(id));
+                self.variables.insert(name.clone(), id_value);
                 vec![name]
             }
             Verb::Delete => {
@@ -204,7 +251,7 @@ impl ExploreState {
                     if let Some(gone) = self
                         .variables
                         .iter()
-                        .find(|(_, value)| value.as_str() == Some(id.as_str()))
+                        .find(|(_, value)| names::id_text(value).as_deref() == Some(id.as_str()))
                         .map(|(name, _)| name.clone())
                     {
                         self.variables.shift_remove(&gone);
@@ -232,14 +279,15 @@ impl ExploreState {
     }
 }
 
-/// The field of `body` holding the id of a `resource`: `{resource}Id` (any case), else `id`.
+/// The field of `body` holding the id of a `resource`: `{resource}Id` in any convention
+/// (`postId`, `post_id`, `post-id`, `PostID`), else `id` (`ID`, `Id`).
 pub(crate) fn id_field(body: &Value, resource: &str) -> Option<String> {
     let object = body.as_object()?;
-    let wanted = format!("{resource}id");
+    let wanted = names::normalize(resource);
     object
         .keys()
-        .find(|key| key.to_lowercase() == wanted)
-        .or_else(|| object.keys().find(|key| *key == "id"))
+        .find(|key| names::id_kind(key).as_deref() == Some(wanted.as_str()))
+        .or_else(|| object.keys().find(|key| names::normalize(key) == "id"))
         .cloned()
 }
 

@@ -498,7 +498,13 @@ impl<'a> Suggester<'a> {
             .get(&operation.id)
             .into_iter()
             .flatten()
-            .filter(|input| state.value_for(input, resource).is_none())
+            .filter(|input| {
+                let value = match operation.parameters.iter().find(|p| p.name == **input) {
+                    Some(parameter) => state.value_for_parameter(operation, parameter),
+                    None => state.value_for(input, resource),
+                };
+                value.is_none()
+            })
             .cloned()
             .collect()
     }
@@ -520,7 +526,7 @@ impl<'a> Suggester<'a> {
     ) -> Suggestion {
         let mut inputs = IndexMap::new();
         for parameter in &operation.parameters {
-            if let Some(value) = state.value_for(&parameter.name, resource) {
+            if let Some(value) = state.value_for_parameter(operation, parameter) {
                 inputs.insert(parameter.input.clone(), value);
             }
         }

@@ -17,6 +17,39 @@ use wayline_explorer::sut::SutConfig;
 use wayline_knowledge::{KnowledgeStore, MemoryKnowledge, YamlKnowledge, sut_key};
 use wayline_registry::openapi::ApiSpec;
 
+/// How the API names things: the variants the tests make from one description.
+#[derive(Debug, Clone)]
+struct Shape {
+    /// The collection (`posts`, `special-events`).
+    collection: &'static str,
+    /// The path parameter of an item (`postId`, `post-id`, `entryId`, `id`).
+    parameter: &'static str,
+    /// The field the server answers the id in (`id`, `post_id`, `ID`).
+    id_field: &'static str,
+    /// The required text field of a record.
+    title: &'static str,
+    /// The optional text field of a record.
+    text: &'static str,
+    /// The update's body carries the id too, as an integer (Petstore's `PUT /pet`).
+    id_in_update: bool,
+    /// Fields every new record gets (a state, say).
+    stamp: serde_json::Map<String, Value>,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape {
+            collection: "posts",
+            parameter: "postId",
+            id_field: "id",
+            title: "title",
+            text: "blogText",
+            id_in_update: false,
+            stamp: serde_json::Map::new(),
+        }
+    }
+}
+
 /// One collection of records with numeric ids, as json-server keeps them.
 #[derive(Default)]
 struct Collection {
@@ -24,31 +57,38 @@ struct Collection {
     next: u64,
 }
 
-/// A json-server-like API over the collection `/{name}`: the server and what it holds.
+/// A json-server-like API over one collection: the server and what it holds.
 struct Api {
     server: MockServer,
     data: Arc<Mutex<Collection>>,
+    shape: Shape,
 }
 
 impl Api {
-    async fn start(name: &str) -> Api {
-        Api::stamping(name, serde_json::Map::new()).await
+    async fn start(name: &'static str) -> Api {
+        Api::shaped(Shape {
+            collection: name,
+            ..Shape::default()
+        })
+        .await
     }
 
-    /// As [`Api::start`], every new record given the fields `stamp` too (a state, say).
-    async fn stamping(name: &str, stamp: serde_json::Map<String, Value>) -> Api {
+    async fn shaped(shape: Shape) -> Api {
         let data = Arc::new(Mutex::new(Collection {
             next: 1,
             ..Collection::default()
         }));
         let held = Arc::clone(&data);
-        let prefix = format!("/{name}");
-        let server = MockServer::start(move |request| {
-            handle(&mut held.lock().unwrap(), &prefix, &stamp, request)
-        })
-        .await
-        .unwrap();
-        Api { server, data }
+        let served = shape.clone();
+        let server =
+            MockServer::start(move |request| handle(&mut held.lock().unwrap(), &served, request))
+                .await
+                .unwrap();
+        Api {
+            server,
+            data,
+            shape,
+        }
     }
 
     fn records(&self) -> Vec<Value> {
@@ -69,16 +109,26 @@ impl Api {
             .map(|request| format!("{} {}", request.method, request.path()))
             .collect()
     }
+
+    /// The JSON bodies the server got with `method`, in order.
+    fn bodies(&self, method: &str) -> Vec<Value> {
+        self.server
+            .requests()
+            .iter()
+            .filter(|request| request.method == method)
+            .filter_map(RecordedRequest::json)
+            .collect()
+    }
+
+    /// The spec the test writes for this API.
+    fn spec(&self) -> ApiSpec {
+        shape_spec(&self.server.url(""), &self.shape)
+    }
 }
 
-fn handle(
-    data: &mut Collection,
-    prefix: &str,
-    stamp: &serde_json::Map<String, Value>,
-    request: &RecordedRequest,
-) -> Reply {
-    let path = request.path();
-    let Some(rest) = path.strip_prefix(prefix) else {
+fn handle(data: &mut Collection, shape: &Shape, request: &RecordedRequest) -> Reply {
+    let prefix = format!("/{}", shape.collection);
+    let Some(rest) = request.path().strip_prefix(&prefix) else {
         return Reply::json(404, json!({}));
     };
     let body = || request.json().filter(Value::is_object);
@@ -89,10 +139,16 @@ fn handle(
             let Some(Value::Object(mut fields)) = body() else {
                 return Reply::json(400, json!({"error": "a JSON object is required"}));
             };
+            if !fields.contains_key(shape.title) {
+                return Reply::json(
+                    422,
+                    json!({"detail": [{"loc": ["body", shape.title], "msg": "field required"}]}),
+                );
+            }
             let id = data.next;
             data.next += 1;
-            fields.insert("id".into(), json!(id));
-            fields.extend(stamp.clone());
+            fields.insert(shape.id_field.into(), json!(id));
+            fields.extend(shape.stamp.clone());
             data.records.insert(id, Value::Object(fields.clone()));
             Reply::json(201, Value::Object(fields))
         }
@@ -107,6 +163,14 @@ fn handle(
                     let Some(Value::Object(fields)) = body() else {
                         return Reply::json(400, json!({"error": "a JSON object is required"}));
                     };
+                    if let Some(given) = fields.get(shape.id_field)
+                        && !given.is_u64()
+                    {
+                        return Reply::json(
+                            422,
+                            json!({"detail": [{"loc": ["body", shape.id_field], "msg": "value is not a valid integer"}]}),
+                        );
+                    }
                     let mut updated = if method == "PUT" {
                         serde_json::Map::new()
                     } else {
@@ -114,7 +178,7 @@ fn handle(
                     };
                     updated.extend(fields);
                     // The id is the server's, whatever the body says.
-                    updated.insert("id".into(), json!(id));
+                    updated.insert(shape.id_field.into(), json!(id));
                     *record = Value::Object(updated);
                     Reply::json(200, record.clone())
                 }
@@ -132,40 +196,57 @@ fn handle(
 /// The OpenAPI description of the collection `/posts`: a post has an integer `id` (read only),
 /// a required `title` and a `blogText`.
 fn blog_spec(base: &str) -> ApiSpec {
-    blog_spec_with(base, json!({}))
+    shape_spec(base, &Shape::default())
 }
 
 /// As [`blog_spec`], with `extra` properties on a post.
 fn blog_spec_with(base: &str, extra: Value) -> ApiSpec {
-    let mut post = json!({
+    shape_spec_with(base, &Shape::default(), extra)
+}
+
+fn shape_spec(base: &str, shape: &Shape) -> ApiSpec {
+    shape_spec_with(base, shape, json!({}))
+}
+
+/// The OpenAPI description of a [`Shape`]: list, create, read, update (PUT) and delete, and
+/// `extra` properties on a record.
+fn shape_spec_with(base: &str, shape: &Shape, extra: Value) -> ApiSpec {
+    let mut record = json!({
         "type": "object",
-        "required": ["title"],
+        "required": [shape.title],
         "properties": {
-            "id": {"type": "integer", "readOnly": true},
-            "title": {"type": "string"},
-            "blogText": {"type": "string"}
+            shape.id_field: {"type": "integer", "readOnly": true},
+            shape.title: {"type": "string"},
+            shape.text: {"type": "string"}
         }
     });
-    if let (Some(properties), Value::Object(extra)) = (post["properties"].as_object_mut(), extra) {
+    if let (Some(properties), Value::Object(extra)) = (record["properties"].as_object_mut(), extra)
+    {
         properties.extend(extra);
     }
-    let id =
-        json!([{"name": "postId", "in": "path", "required": true, "schema": {"type": "integer"}}]);
-    let body = json!({"required": true, "content": {"application/json": {"schema": post}}});
-    let answer = |status: &str| json!({status: {"description": "ok", "content": {"application/json": {"schema": post}}}});
+    let mut update = record.clone();
+    if shape.id_in_update {
+        update["properties"][shape.id_field] = json!({"type": "integer"});
+        update["required"] = json!([shape.id_field, shape.title]);
+    }
+    let parameter = json!([{"name": shape.parameter, "in": "path", "required": true, "schema": {"type": "integer"}}]);
+    let body = |schema: &Value| json!({"required": true, "content": {"application/json": {"schema": schema}}});
+    let answer = |status: &str| json!({status: {"description": "ok", "content": {"application/json": {"schema": record}}}});
+    let collection = format!("/{}", shape.collection);
+    let item = format!("/{}/{{{}}}", shape.collection, shape.parameter);
     let spec = json!({
         "openapi": "3.0.3",
         "info": {"title": "Blog", "version": "1"},
         "servers": [{"url": base}],
         "paths": {
-            "/posts": {
-                "get": {"operationId": "listPosts", "responses": {"200": {"description": "all", "content": {"application/json": {"schema": {"type": "array", "items": post}}}}}},
-                "post": {"operationId": "createPost", "requestBody": body, "responses": answer("201")}
+            collection: {
+                "get": {"operationId": "listPosts", "responses": {"200": {"description": "all", "content": {"application/json": {"schema": {"type": "array", "items": record}}}}}},
+                "post": {"operationId": "createPost", "requestBody": body(&record), "responses": answer("201")}
             },
-            "/posts/{postId}": {
-                "get": {"operationId": "getPost", "parameters": id, "responses": answer("200")},
-                "put": {"operationId": "updatePost", "parameters": id, "requestBody": body, "responses": answer("200")},
-                "delete": {"operationId": "deletePost", "parameters": id, "responses": {"200": {"description": "deleted"}}}
+            item: {
+                "get": {"operationId": "getPost", "parameters": parameter, "responses": answer("200")},
+                "put": {"operationId": "updatePost", "parameters": parameter, "requestBody": body(&update), "responses": answer("200")},
+                "delete": {"operationId": "deletePost", "parameters": parameter, "responses": {"200": {"description": "deleted"}}}
             }
         }
     });
@@ -263,10 +344,10 @@ async fn create_update_delete_completes_on_an_api_without_states() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_declined_wait_is_not_offered_again() {
     // The spec declares states and the post stays CREATING: the explorer offers to wait.
-    let api = Api::stamping(
-        "posts",
-        serde_json::Map::from_iter([("status".to_owned(), json!("CREATING"))]),
-    )
+    let api = Api::shaped(Shape {
+        stamp: serde_json::Map::from_iter([("status".to_owned(), json!("CREATING"))]),
+        ..Shape::default()
+    })
     .await;
     let spec = blog_spec_with(
         &api.server.url(""),
@@ -370,4 +451,162 @@ async fn a_sut_named_in_words_learns_and_a_lost_save_fails_the_run() {
     assert_eq!(session.session.status, SessionStatus::Completed);
     let saved = explorer.resume(&session.session.id).unwrap();
     assert_eq!(saved.confirmed_steps.len(), 2, "the session file is whole");
+}
+
+/// Explores `target` on `shape` with `presets` in auto mode; the session and what was asked.
+async fn explore_shape(
+    shape: Shape,
+    presets: &str,
+    target: &str,
+) -> (Api, Session, Arc<ScriptedInterventor>) {
+    let api = Api::shaped(shape).await;
+    let (session, answers) = explore(&api, api.spec(), presets, target, None).await;
+    (api, session, answers)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_four_crud_targets_complete_and_leave_the_data_they_say() {
+    let cases: [(&str, &[&str], usize); 4] = [
+        (
+            "create a post and read it back",
+            &["POST /posts", "GET /posts/1"],
+            1,
+        ),
+        (
+            "create a post, update it, then delete it",
+            &["POST /posts", "PUT /posts/1", "DELETE /posts/1"],
+            0,
+        ),
+        (
+            "create a post, list posts, delete it",
+            &["POST /posts", "GET /posts", "DELETE /posts/1"],
+            0,
+        ),
+        (
+            "create a post, update it, then read it",
+            &["POST /posts", "PUT /posts/1", "GET /posts/1"],
+            1,
+        ),
+    ];
+    for (target, calls, left) in cases {
+        let (api, session, answers) =
+            explore_shape(Shape::default(), "title: first post", target).await;
+        assert_eq!(
+            session.session.status,
+            SessionStatus::Completed,
+            "{target}: {session:#?}"
+        );
+        assert_eq!(api.calls(), calls, "{target}");
+        assert_eq!(api.records().len(), left, "{target}");
+        assert!(
+            answers.asked().is_empty(),
+            "{target}: {:?}",
+            answers.asked()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn path_parameters_in_any_convention_take_the_created_id() {
+    for parameter in [
+        "postId",
+        "post-id",
+        "PostID",
+        "post_id",
+        "id",
+        "entryId",
+        "blogPostId",
+    ] {
+        let shape = Shape {
+            parameter,
+            ..Shape::default()
+        };
+        // A preset named like the parameter does not stand for the post just created.
+        let presets = format!("title: first post, '{parameter}': 999");
+        let (api, session, _) =
+            explore_shape(shape, &presets, "create a post, update it, then delete it").await;
+        assert_eq!(
+            session.session.status,
+            SessionStatus::Completed,
+            "{parameter}: {session:#?}"
+        );
+        assert_eq!(
+            api.calls(),
+            ["POST /posts", "PUT /posts/1", "DELETE /posts/1"],
+            "{parameter}"
+        );
+        assert!(api.records().is_empty(), "{parameter}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn body_fields_take_presets_named_in_another_convention() {
+    for (title, text, presets) in [
+        (
+            "displayName",
+            "blogText",
+            "display_name: first, blog_text: hello",
+        ),
+        (
+            "displayName",
+            "blogText",
+            "display-name: first, blog-text: hello",
+        ),
+        (
+            "displayName",
+            "blogText",
+            "DisplayName: first, BlogText: hello",
+        ),
+        (
+            "display_name",
+            "blog_text",
+            "displayName: first, blogText: hello",
+        ),
+    ] {
+        let shape = Shape {
+            title,
+            text,
+            ..Shape::default()
+        };
+        let (api, session, _) = explore_shape(shape, presets, "create a post").await;
+        assert_eq!(
+            session.session.status,
+            SessionStatus::Completed,
+            "{presets}"
+        );
+        assert_eq!(
+            api.bodies("POST"),
+            [json!({title: "first", text: "hello"})],
+            "{presets}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_answered_under_other_names_keep_their_type() {
+    for id_field in ["post_id", "post-id", "ID", "postId"] {
+        let shape = Shape {
+            id_field,
+            id_in_update: true,
+            ..Shape::default()
+        };
+        let (api, session, _) = explore_shape(
+            shape,
+            "title: first post",
+            "create a post, update it, then delete it",
+        )
+        .await;
+        assert_eq!(
+            session.session.status,
+            SessionStatus::Completed,
+            "{id_field}: {session:#?}"
+        );
+        assert_eq!(
+            api.calls(),
+            ["POST /posts", "PUT /posts/1", "DELETE /posts/1"],
+            "{id_field}"
+        );
+        // The id went back into the body as the integer it came as.
+        assert_eq!(api.bodies("PUT")[0][id_field], json!(1), "{id_field}");
+    }
 }

@@ -1,0 +1,118 @@
+//! Names across conventions. `displayName`, `display_name`, `display-name` and `DisplayName`
+//! are one name; `postId`, `post_id`, `post-id` and `PostID` name the id of a `post`; and the
+//! resource a path parameter holds the id of is the collection just before it in the path,
+//! whatever the parameter is called (`/posts/{entryId}` → `post`).
+
+use serde_json::Value;
+
+/// `name` as names are compared: lower case, letters and digits only.
+pub(crate) fn normalize(name: &str) -> String {
+    name.chars()
+        .filter(|character| character.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// True when `a` and `b` are one name written in two conventions.
+pub(crate) fn same_name(a: &str, b: &str) -> bool {
+    a == b || normalize(a) == normalize(b)
+}
+
+/// The resource whose id an id-like name holds, normalized: `postId`, `post_id`, `post-id`,
+/// `PostID` → `post`, `blogPostId` → `blogpost`; `None` for a name that is not an id, or for
+/// a bare `id` (whose resource is the one the operation acts on).
+pub(crate) fn id_kind(name: &str) -> Option<String> {
+    let field = name.rsplit('.').next().unwrap_or(name);
+    let normalized = normalize(field);
+    let ends_in_id = field.ends_with("Id")
+        || field.ends_with("ID")
+        || field.ends_with("_id")
+        || field.ends_with("-id");
+    let kind = normalized.strip_suffix("id").filter(|_| ends_in_id)?;
+    (!kind.is_empty()).then(|| kind.to_owned())
+}
+
+/// True when `name` names an identifier (`id`, `postId`, `post_id`, `PostID`).
+pub(crate) fn is_id(name: &str) -> bool {
+    let field = name.rsplit('.').next().unwrap_or(name);
+    normalize(field) == "id" || id_kind(field).is_some()
+}
+
+/// The resource (singular, lower case) a path parameter holds the id of: the collection
+/// segment just before `{name}` (`/clusters/{clusterId}/branches/{branchId}:reset`:
+/// `clusterId` → `cluster`, `branchId` → `branch`); `None` when none comes before it.
+pub(crate) fn path_parameter_resource(path: &str, name: &str) -> Option<String> {
+    let placeholder = format!("{{{name}}}");
+    let mut collection: Option<&str> = None;
+    for segment in path.split('/') {
+        if segment.starts_with(&placeholder) {
+            return collection
+                .map(|collection| wayline_registry::openapi::singular(&collection.to_lowercase()));
+        }
+        collection = (!segment.is_empty() && !segment.starts_with('{'))
+            .then(|| segment.split(':').next().unwrap_or(segment));
+    }
+    None
+}
+
+/// An id as text, whatever its JSON type (`1` and `"1"` are the same id in a path).
+pub(crate) fn id_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(number) => Some(number.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conventions_meet_in_one_form() {
+        for name in ["displayName", "display_name", "display-name", "DisplayName"] {
+            assert!(same_name(name, "displayName"), "{name}");
+        }
+        assert!(!same_name("displayName", "display"));
+        for name in [
+            "postId",
+            "post_id",
+            "post-id",
+            "PostID",
+            "PostId",
+            "post.postId",
+        ] {
+            assert_eq!(id_kind(name).as_deref(), Some("post"), "{name}");
+        }
+        assert_eq!(id_kind("blogPostId").as_deref(), Some("blogpost"));
+        assert_eq!(id_kind("id"), None);
+        assert_eq!(id_kind("ID"), None);
+        assert_eq!(id_kind("paid"), None, "a word ending in `id` is not an id");
+        assert_eq!(id_kind("valid"), None);
+        assert!(is_id("ID") && is_id("id") && is_id("post_id") && !is_id("title"));
+    }
+
+    #[test]
+    fn a_path_parameter_holds_the_id_of_the_collection_before_it() {
+        let path = "/clusters/{clusterId}/branches/{branchId}:reset";
+        assert_eq!(
+            path_parameter_resource(path, "clusterId").as_deref(),
+            Some("cluster")
+        );
+        assert_eq!(
+            path_parameter_resource(path, "branchId").as_deref(),
+            Some("branch")
+        );
+        assert_eq!(
+            path_parameter_resource("/posts/{entryId}", "entryId").as_deref(),
+            Some("post")
+        );
+        assert_eq!(
+            path_parameter_resource("/special-events/{id}", "id").as_deref(),
+            Some("special-event")
+        );
+        assert_eq!(path_parameter_resource("/{id}", "id"), None);
+        assert_eq!(path_parameter_resource("/a/{x}/{y}", "y"), None);
+        assert_eq!(id_text(&serde_json::json!(7)).as_deref(), Some("7"));
+    }
+}
