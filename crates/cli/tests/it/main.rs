@@ -10,6 +10,7 @@ mod durable;
 mod explore;
 mod guard;
 mod import;
+mod json_server;
 mod knowledge;
 mod plan;
 mod run;
