@@ -176,11 +176,15 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
             "status": status,
             "confirmed_steps": session.confirmed_steps.len(),
             "interventions": session.interventions,
+            "generated": session.generated,
             "output": output.display().to_string(),
         })),
         ReportFormat::Text => {
             for step in &session.confirmed_steps {
                 outln!("  ok  {} ({} call(s))", step.operation_id, step.attempts);
+            }
+            for (field, value) in &session.generated {
+                outln!("  made up {field} = {value} (nothing gave it; auto mode)");
             }
             for step in &session.rejected_steps {
                 outln!(

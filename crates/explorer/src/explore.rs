@@ -25,6 +25,7 @@ use crate::command::{CommandStep, command_step};
 use crate::dataflow::{self, DataFlow};
 use crate::intent::{self, CLI_METHOD, operation_resource};
 use crate::intervention::{Action, Assessment, Thresholds, decide};
+use crate::names;
 use crate::output::Scenario;
 use crate::session::{ConfirmedStep, RejectedStep, Session, SessionStatus};
 use crate::state::{ExploreState, redact};
@@ -253,6 +254,9 @@ impl Explorer {
         // Failures and refusals per operation: a step that keeps failing (or being declined)
         // ends the session instead of being suggested forever.
         let mut strikes: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        // Questions for missing inputs per operation, bounded the same way.
+        let mut asked_for: std::collections::HashMap<String, u32> =
+            std::collections::HashMap::new();
         // Read once; what this run learns is applied to it as well as to the store.
         let mut knowledge = self.load_knowledge().await?;
         let mut unsaved = None;
@@ -288,6 +292,39 @@ impl Explorer {
                 break;
             };
             session.confidences.push(round(suggestion.confidence));
+            // Required inputs nothing gives: made up (name-like ones, in auto mode) or asked
+            // for before the call, never sent without.
+            if !suggestion.missing.is_empty() && !suggestion.operation.is_empty() {
+                let asked_before = session.interventions;
+                match self.fill_missing(session, &suggestion).await {
+                    // Answers that never fill the inputs end the session, as failures do.
+                    Asked::Go(_) if session.interventions > asked_before => {
+                        let count = asked_for.entry(suggestion.operation.clone()).or_default();
+                        *count += 1;
+                        if *count >= MAX_STRIKES {
+                            session.rejected_steps.push(RejectedStep {
+                                operation_id: suggestion.operation.clone(),
+                                error: format!(
+                                    "its inputs were asked for {MAX_STRIKES} times and are still missing: {}",
+                                    suggestion.missing.join(", ")
+                                ),
+                                user_action: "the session stopped".to_owned(),
+                            });
+                            session.session.status = SessionStatus::Failed;
+                            break;
+                        }
+                    }
+                    Asked::Go(_) => {}
+                    Asked::Skip => {
+                        if self.strike(session, &mut strikes, &suggestion.operation, "declined") {
+                            break;
+                        }
+                    }
+                    Asked::Stop => break,
+                }
+                session.save(&self.session_dir, Utc::now())?;
+                continue;
+            }
             let mut assessment = Assessment::new(suggestion.confidence, suggestion.source);
             assessment.pitfalls = suggestion.pitfalls.clone();
             assessment.checkpoint = self.sut.is_checkpoint(&suggestion.operation);
@@ -566,6 +603,84 @@ impl Explorer {
         }
     }
 
+    /// Values for the required inputs of `suggestion` that nothing gives. In auto mode a
+    /// name-like field (`title`, `displayName`) gets a made-up unique value, which the session
+    /// keeps in `generated`; anything else is asked for (as JSON, or for one input, as it is).
+    async fn fill_missing(&self, session: &mut Session, suggestion: &Suggestion) -> Asked {
+        let mut missing: Vec<&String> = suggestion.missing.iter().collect();
+        if self.thresholds.auto {
+            let short = session
+                .session
+                .id
+                .trim_start_matches("ses_")
+                .chars()
+                .take(6)
+                .collect::<String>();
+            for name in missing.iter().filter(|name| names::is_name_like(name)) {
+                let field = name.rsplit('.').next().unwrap_or(name);
+                let value = Value::from(format!("wayline-{short}-{}", session.generated.len() + 1));
+                tracing::info!(field, %value, "a value was made up for a required field");
+                session
+                    .current_state
+                    .variables
+                    .insert(field.to_owned(), value.clone());
+                session.generated.insert(field.to_owned(), value);
+            }
+            missing.retain(|name| !names::is_name_like(name));
+            if missing.is_empty() {
+                return Asked::Go(suggestion.operation.clone());
+            }
+        }
+        let listed = missing
+            .iter()
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let question = Question::new(
+            QuestionKind::Clarify,
+            format!(
+                "`{}` needs {listed}, which nothing known gives; give the values as JSON \
+                 ({{\"{}\": ...}}), or say no to skip it",
+                suggestion.operation, missing[0]
+            ),
+        )
+        .operation(suggestion.operation.clone())
+        .context(json!({"missing": missing, "why": suggestion.reason}));
+        session.interventions += 1;
+        match self.interventor.ask(&question).await {
+            Answer::Text(text) => {
+                match serde_json::from_str::<Value>(&text) {
+                    Ok(Value::Object(values)) => {
+                        session.current_state.variables.extend(values);
+                    }
+                    // One input, given as it is (`My first post`) or as a JSON scalar.
+                    parsed if missing.len() == 1 => {
+                        let field = missing[0].rsplit('.').next().unwrap_or(missing[0]);
+                        let value = parsed.unwrap_or_else(|_| Value::from(text.clone()));
+                        session
+                            .current_state
+                            .variables
+                            .insert(field.to_owned(), value);
+                    }
+                    _ => merge_variables(&mut session.current_state, &text),
+                }
+                Asked::Go(suggestion.operation.clone())
+            }
+            Answer::No => {
+                session.rejected_steps.push(RejectedStep {
+                    operation_id: suggestion.operation.clone(),
+                    error: format!("nothing gives {listed}"),
+                    user_action: "declined".to_owned(),
+                });
+                if let Some(goal) = &suggestion.goal {
+                    session.goals_done.push(goal.clone());
+                }
+                Asked::Skip
+            }
+            _ => self.stop(session, "values were needed and none were given"),
+        }
+    }
+
     fn stop(&self, session: &mut Session, why: &str) -> Asked {
         tracing::info!(why, "the session stops");
         session.session.status = SessionStatus::Aborted;
@@ -583,7 +698,9 @@ impl Explorer {
         status: Option<u16>,
     ) -> Recovery {
         let (kind, message) = match status {
-            Some(400) => {
+            // Bad Request, and Unprocessable Entity (FastAPI's and many others' answer to a
+            // missing field).
+            Some(code @ (400 | 422)) => {
                 let named = wayline_knowledge::words::missing_names(error);
                 let fix = match named.first() {
                     None => "give the missing or wrong values as JSON to retry".to_owned(),
@@ -598,7 +715,15 @@ impl Explorer {
                 };
                 (
                     QuestionKind::Error,
-                    format!("400 Bad Request from {}: {error}; {fix}", operation.id),
+                    format!(
+                        "{code} {} from {}: {error}; {fix}",
+                        if code == 400 {
+                            "Bad Request"
+                        } else {
+                            "Unprocessable Entity"
+                        },
+                        operation.id
+                    ),
                 )
             }
             Some(401 | 403) => (

@@ -55,6 +55,13 @@ pub(crate) fn path_parameter_resource(path: &str, name: &str) -> Option<String> 
     None
 }
 
+/// True when `name` names something a person would make up freely (`name`, `title`,
+/// `displayName`, `label`): a value the explorer may generate when nothing gives one.
+pub(crate) fn is_name_like(name: &str) -> bool {
+    let field = normalize(name.rsplit('.').next().unwrap_or(name));
+    field.ends_with("name") || field.ends_with("title") || field == "label"
+}
+
 /// An id as text, whatever its JSON type (`1` and `"1"` are the same id in a path).
 pub(crate) fn id_text(value: &Value) -> Option<String> {
     match value {
@@ -90,6 +97,17 @@ mod tests {
         assert_eq!(id_kind("paid"), None, "a word ending in `id` is not an id");
         assert_eq!(id_kind("valid"), None);
         assert!(is_id("ID") && is_id("id") && is_id("post_id") && !is_id("title"));
+        for name in [
+            "name",
+            "title",
+            "displayName",
+            "display_name",
+            "label",
+            "cluster.name",
+        ] {
+            assert!(is_name_like(name), "{name}");
+        }
+        assert!(!is_name_like("region") && !is_name_like("nameServers"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
+use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -127,6 +128,10 @@ pub struct Session {
     /// The suggestions' confidences, in order (to see learning at work).
     #[serde(default)]
     pub confidences: Vec<f64>,
+    /// Values the explorer made up, in auto mode, for required name-like fields nothing gave
+    /// (`title: wayline-5f2a1c-1`), by field.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub generated: IndexMap<String, Value>,
 }
 
 impl Session {
@@ -149,6 +154,7 @@ impl Session {
             goals_done: Vec::new(),
             interventions: 0,
             confidences: Vec::new(),
+            generated: IndexMap::new(),
         }
     }
 

@@ -126,6 +126,9 @@ pub(crate) fn state_field(operation: &Operation) -> String {
         .to_owned()
 }
 
+/// How much less sure a step is when a required input has no value.
+const MISSING_PENALTY: f64 = 0.3;
+
 /// A suggested step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
@@ -562,7 +565,14 @@ impl<'a> Suggester<'a> {
                     .collect()
             })
             .unwrap_or_default();
-        let confidence = (confidence - 0.1 * pitfalls.len() as f64).clamp(0.0, 1.0);
+        // A call missing what the spec requires is doomed: far less sure, and it is asked
+        // about before it is sent.
+        let unfilled = if missing.is_empty() {
+            0.0
+        } else {
+            MISSING_PENALTY
+        };
+        let confidence = (confidence - 0.1 * pitfalls.len() as f64 - unfilled).clamp(0.0, 1.0);
         Suggestion {
             operation: operation.id.clone(),
             goal,

@@ -243,7 +243,8 @@ impl Knowledge {
         let (status, message) = crate::mask::error_message(step.error.as_deref().unwrap_or(""));
         let status = step.status.or(status);
         let message = mask_message(&message);
-        let missing = words::missing_names(&message)
+        // Read from the error as it came (a JSON body whole), not from its masked message.
+        let missing = words::missing_names(step.error.as_deref().unwrap_or(""))
             .into_iter()
             .find(|name| !context.variables.iter().any(|set| same_variable(set, name)));
         if let Some(known) = self.pitfalls.iter_mut().find(|pitfall| {

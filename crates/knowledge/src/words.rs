@@ -123,10 +123,142 @@ pub fn same_variable(a: &str, b: &str) -> bool {
     a == b || (!trim(&a).is_empty() && trim(&a) == trim(&b))
 }
 
-/// Names an error message says are missing: `X is required`, `X is missing`, `X are
-/// required`, `missing X`, `requires X`, `X must be provided` (or set, given, specified),
-/// `X not set`, `X required`.
+/// Names an error message says are missing. A JSON error body in the message (`HTTP 422:
+/// {...}`) is read as the common frameworks write one:
+/// - FastAPI / Pydantic: `{"detail": [{"loc": ["body", "title"], "msg": "field required",
+///   "type": "value_error.missing"}]}`: the last name of each `loc` whose entry says the value is
+///   missing (its `type` or `msg`);
+/// - RFC 7807 problem details (and the many APIs that list errors alike): the `name`, `field`,
+///   `param`, `property` or `pointer` of each entry of `invalid-params`, `invalid_params`,
+///   `errors` or `violations` that says it is missing or required;
+/// - any JSON: the phrasings below in its `detail`, `title`, `message`, `error`, `msg` and
+///   `description` texts, nested ones too.
+///
+/// Otherwise, the phrasings in the message: `X is required`, `X is missing`, `X are
+/// required`, `missing X`, `requires X`, `missing required field X`, `X must be provided` (or
+/// set, given, specified), `X not set`, `X required`, `X: field required`.
 pub fn missing_names(message: &str) -> Vec<String> {
+    let structured = json_body(message)
+        .map(|body| {
+            let mut names = Vec::new();
+            missing_in_json(&body, &mut names);
+            names
+        })
+        .unwrap_or_default();
+    let mut names = if structured.is_empty() {
+        missing_in_text(message)
+    } else {
+        structured
+    };
+    let mut seen = Vec::new();
+    names.retain(|name| {
+        let fresh = !seen.contains(name);
+        seen.push(name.clone());
+        fresh
+    });
+    names
+}
+
+/// The JSON document in a message (`HTTP 422: {...} (after 3 attempts)`), if it holds one
+/// whole.
+fn json_body(message: &str) -> Option<serde_json::Value> {
+    let start = message.find(['{', '['])?;
+    serde_json::Deserializer::from_str(&message[start..])
+        .into_iter::<serde_json::Value>()
+        .next()?
+        .ok()
+}
+
+/// Keys of error texts in JSON error bodies.
+const TEXT_KEYS: [&str; 6] = ["detail", "title", "message", "error", "msg", "description"];
+
+/// Keys of the lists of per-field errors in JSON error bodies.
+const LIST_KEYS: [&str; 5] = [
+    "detail",
+    "invalid-params",
+    "invalid_params",
+    "errors",
+    "violations",
+];
+
+/// Keys naming the field a per-field error is about.
+const FIELD_KEYS: [&str; 5] = ["name", "field", "param", "property", "pointer"];
+
+fn missing_in_json(value: &serde_json::Value, names: &mut Vec<String>) {
+    use serde_json::Value;
+    let Value::Object(object) = value else {
+        if let Value::Array(items) = value {
+            items.iter().for_each(|item| missing_in_json(item, names));
+        }
+        return;
+    };
+    // One field's error: Pydantic's `loc`, or a named field.
+    let says_missing = object.iter().any(|(key, text)| {
+        matches!(
+            key.as_str(),
+            "type" | "msg" | "message" | "reason" | "detail" | "code"
+        ) && text.as_str().is_some_and(|text| {
+            let text = text.to_lowercase();
+            text.contains("missing") || text.contains("required")
+        })
+    });
+    let field = object
+        .get("loc")
+        .and_then(Value::as_array)
+        .and_then(|loc| loc.iter().rev().find_map(Value::as_str))
+        .or_else(|| {
+            FIELD_KEYS
+                .iter()
+                .find_map(|key| object.get(*key).and_then(Value::as_str))
+        })
+        .map(|field| field.rsplit('/').next().unwrap_or(field));
+    if says_missing && let Some(field) = field {
+        // `loc: ["body"]` is the whole body missing, not a field of it.
+        if !field.is_empty() && !LOCATIONS.contains(&field) {
+            names.push(field.to_owned());
+        }
+        return;
+    }
+    for key in LIST_KEYS {
+        if let Some(Value::Array(entries)) = object.get(key) {
+            entries
+                .iter()
+                .for_each(|entry| missing_in_json(entry, names));
+        }
+    }
+    for key in TEXT_KEYS {
+        match object.get(key) {
+            Some(Value::String(text)) => names.extend(missing_in_text(text)),
+            Some(nested @ Value::Object(_)) => missing_in_json(nested, names),
+            _ => {}
+        }
+    }
+}
+
+/// Where a request puts its values, as error bodies name them.
+const LOCATIONS: [&str; 5] = ["body", "query", "path", "header", "cookie"];
+
+/// Words that say what is missing but never name it (and the keys of Pydantic's errors, read
+/// as text when a body was cut short).
+const NOT_NAMES: [&str; 14] = [
+    "field",
+    "fields",
+    "parameter",
+    "parameters",
+    "property",
+    "properties",
+    "value",
+    "values",
+    "argument",
+    "arguments",
+    "required",
+    "missing",
+    "msg",
+    "loc",
+];
+
+/// The phrasings of [`missing_names`] in plain text.
+fn missing_in_text(message: &str) -> Vec<String> {
     let words: Vec<&str> = message
         .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '\'' | '"' | '`'))
         .filter(|word| !word.is_empty())
@@ -151,13 +283,27 @@ pub fn missing_names(message: &str) -> Vec<String> {
                 && matches!(next(3).as_str(), "provided" | "set" | "given" | "specified"))
             || (next(1) == "not" && next(2) == "set")
             || next(1) == "required";
-        let after = index > 0
-            && matches!(
-                bare(words[index - 1]).as_str(),
-                "missing" | "require" | "requires"
-            );
+        let previous = |offset: usize| {
+            index
+                .checked_sub(offset)
+                .map(|at| bare(words[at]))
+                .unwrap_or_default()
+        };
+        let after = matches!(previous(1).as_str(), "missing" | "require" | "requires")
+            // `missing required field: X`, `required parameter X`
+            || (matches!(
+                previous(1).as_str(),
+                "field" | "fields" | "parameter" | "property" | "argument"
+            ) && matches!(previous(2).as_str(), "missing" | "required"))
+            // `X: field required` (Pydantic's text)
+            || (next(1) == "field" && next(2) == "required");
         let name = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '-');
-        if (before || after) && !name.is_empty() && !is_stopword(&name.to_lowercase()) {
+        let lowered = name.to_lowercase();
+        if (before || after)
+            && !name.is_empty()
+            && !is_stopword(&lowered)
+            && !NOT_NAMES.contains(&lowered.as_str())
+        {
             names.push(name.to_owned());
         }
     }
@@ -229,6 +375,69 @@ mod tests {
         );
         assert_eq!(missing_names("(regionId must be provided)"), ["regionId"]);
         assert!(missing_names("displayName must be at most 64 chars").is_empty());
+        assert_eq!(missing_names("missing required field: title"), ["title"]);
+        assert_eq!(missing_names("Missing required fields title"), ["title"]);
+        assert_eq!(missing_names("title: field required"), ["title"]);
+    }
+
+    #[test]
+    fn missing_names_come_from_the_usual_error_bodies() {
+        // FastAPI with Pydantic 1 and 2.
+        assert_eq!(
+            missing_names(
+                r#"HTTP 422: {"detail":[{"loc":["body","title"],"msg":"field required","type":"value_error.missing"},{"loc":["body","count"],"msg":"value is not a valid integer","type":"type_error.integer"}]}"#
+            ),
+            ["title"]
+        );
+        assert_eq!(
+            missing_names(
+                r#"HTTP 422: {"detail":[{"type":"missing","loc":["body","displayName"],"msg":"Field required","input":{}}]}"#
+            ),
+            ["displayName"]
+        );
+        // RFC 7807 problem details.
+        assert_eq!(
+            missing_names(
+                r#"HTTP 400: {"type":"https://example.net/validation","title":"Your request is not valid.","invalid-params":[{"name":"regionId","reason":"is required"},{"name":"age","reason":"must be a positive integer"}]}"#
+            ),
+            ["regionId"]
+        );
+        assert_eq!(
+            missing_names(
+                r#"HTTP 400: {"type":"about:blank","title":"Bad Request","status":400,"detail":"missing required field: blogText"}"#
+            ),
+            ["blogText"]
+        );
+        // An error object with a message, and JSON Pointers.
+        assert_eq!(
+            missing_names(r#"HTTP 400: {"error":{"code":400,"message":"name is required"}}"#),
+            ["name"]
+        );
+        assert_eq!(
+            missing_names(
+                r#"HTTP 422: {"errors":[{"pointer":"/data/attributes/title","detail":"must be present (required)"}]}"#
+            ),
+            ["title"]
+        );
+        // Never the framework's own words: a missing body, a body cut short, retries noted.
+        assert!(
+            missing_names(
+                r#"HTTP 422: {"detail":[{"loc":["body"],"msg":"field required","type":"missing"}]}"#
+            )
+            .is_empty()
+        );
+        assert!(
+            missing_names(
+                r#"HTTP 422: {"detail":[{"loc":["body","title"],"msg":"field required","ty…"#
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            missing_names(
+                r#"HTTP 422: {"detail":[{"loc":["body","title"],"msg":"field required"}]} (after 2 attempts)"#
+            ),
+            ["title"]
+        );
     }
 
     #[test]

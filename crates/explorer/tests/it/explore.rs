@@ -57,6 +57,22 @@ struct Setup {
     config: SutConfig,
 }
 
+/// The fixture spec as an under-declared description would have it: `region` not marked
+/// required. The API still refuses a cluster without one (400), and these tests are about what
+/// the explorer learns from that refusal; with the complete spec it asks before the call
+/// (`a_required_field_nothing_gives_is_asked_for_before_the_call`).
+pub(crate) fn region_undeclared(mut spec: ApiSpec) -> ApiSpec {
+    for parameter in spec
+        .operations
+        .iter_mut()
+        .flat_map(|operation| operation.parameters.iter_mut())
+        .filter(|parameter| parameter.name == "region")
+    {
+        parameter.required = false;
+    }
+    spec
+}
+
 async fn setup() -> Option<Setup> {
     let spec_path = fixture("tidbcloud/tidbx-openapi.json")?;
     let (base, sim) = simulation::start().await;
@@ -65,7 +81,7 @@ async fn setup() -> Option<Setup> {
         .preset_variables
         .insert("region".into(), serde_json::json!({"name": "regions/x"}));
     Some(Setup {
-        spec: ApiSpec::load(&spec_path).unwrap(),
+        spec: region_undeclared(ApiSpec::load(&spec_path).unwrap()),
         dir: tempfile::tempdir().unwrap(),
         transport: Arc::new(ReqwestTransport::new().unwrap()),
         base,
@@ -84,7 +100,7 @@ async fn explore_reaches_the_target_learns_and_asks_less_the_second_time() {
         return;
     };
     let (base, sim) = simulation::start().await;
-    let spec = ApiSpec::load(&spec_path).unwrap();
+    let spec = region_undeclared(ApiSpec::load(&spec_path).unwrap());
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn KnowledgeStore> = Arc::new(MemoryKnowledge::new());
     let transport = Arc::new(ReqwestTransport::new().unwrap());
@@ -535,4 +551,53 @@ async fn a_sut_behind_digest_auth_is_explored_with_one_challenge() {
         !saved.contains("not-the-key") && !saved.contains("priv-key"),
         "{saved}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_field_nothing_gives_is_asked_for_before_the_call() {
+    let Some(spec_path) = fixture("tidbcloud/tidbx-openapi.json") else {
+        return;
+    };
+    let (base, sim) = simulation::start().await;
+    let spec = ApiSpec::load(&spec_path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let answers = Arc::new(
+        ScriptedInterventor::parse(
+            &format!(
+                "answers:\n  - {{kind: clarify, answer: {{text: '{REGION}'}}}}\ndefault: yes\n"
+            ),
+            "answers.yaml",
+        )
+        .unwrap(),
+    );
+    let explorer = Explorer::new(
+        sut(&base, 0.7),
+        spec,
+        Arc::new(ReqwestTransport::new().unwrap()),
+        answers.clone(),
+    )
+    .unwrap()
+    .session_dir(dir.path());
+    let mut session = explorer.start("create a cluster").unwrap();
+    explorer.run(&mut session).await.unwrap();
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    assert_eq!(count(&sim, 400), 0, "no call was sent without the region");
+    let asked = answers.asked();
+    assert_eq!(asked[0].kind, QuestionKind::Clarify);
+    assert!(
+        asked[0].message.contains("`region`"),
+        "{}",
+        asked[0].message
+    );
+    assert_eq!(asked[0].context["missing"], serde_json::json!(["region"]));
+    assert!(
+        session.confidences[0] < 0.7,
+        "a doomed call is less sure: {:?}",
+        session.confidences
+    );
+    assert_eq!(calls(&sim, "POST", "/clusters"), 1);
 }

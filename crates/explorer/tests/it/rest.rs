@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use wayline_core::intervene::QuestionKind;
 use wayline_core::{StoreError, StoreErrorKind};
 use wayline_executor::ReqwestTransport;
 use wayline_executor::testing::{MockServer, RecordedRequest, Reply};
@@ -609,4 +610,104 @@ async fn ids_answered_under_other_names_keep_their_type() {
         // The id went back into the body as the integer it came as.
         assert_eq!(api.bodies("PUT")[0][id_field], json!(1), "{id_field}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn required_fields_nothing_gives_are_made_up_or_asked_for_never_sent_empty() {
+    // Auto mode, no presets: a name-like required field gets a made-up unique value, and the
+    // session says so.
+    let (api, session, answers) = explore_shape(Shape::default(), "", "create a post").await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    assert!(answers.asked().is_empty());
+    let made_up = session.generated["title"].as_str().unwrap().to_owned();
+    assert!(made_up.starts_with("wayline-"), "{made_up}");
+    assert_eq!(api.bodies("POST"), [json!({"title": made_up})]);
+
+    // A required field that is not a name is asked for, before any call.
+    let shape = Shape {
+        title: "category",
+        ..Shape::default()
+    };
+    let (api, session, answers) = explore_shape(shape.clone(), "", "create a post").await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Aborted,
+        "{session:#?}"
+    );
+    assert!(api.calls().is_empty(), "nothing sent: {:?}", api.calls());
+    let asked = answers.asked();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].message.contains("`category`"),
+        "{}",
+        asked[0].message
+    );
+    // Answered (as it is, for a single field), the call goes out with it.
+    let api = Api::shaped(shape).await;
+    let (session, _) = explore_answering(
+        &api,
+        api.spec(),
+        "",
+        "create a post",
+        None,
+        "answers:\n  - {kind: clarify, answer: {text: news}}\ndefault: yes\n",
+        "auto",
+    )
+    .await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    assert_eq!(api.bodies("POST"), [json!({"category": "news"})]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_framework_error_body_names_the_missing_field_and_its_fix() {
+    // The spec does not say `title` is required; the API answers as FastAPI does.
+    let api = Api::start("posts").await;
+    let mut spec = api.spec();
+    for parameter in spec
+        .operations
+        .iter_mut()
+        .flat_map(|operation| operation.parameters.iter_mut())
+    {
+        parameter.required = false;
+    }
+    let (session, answers) = explore_answering(
+        &api,
+        spec,
+        "",
+        "create a post",
+        None,
+        "answers:\n  - {kind: error, answer: {text: '{\"title\": \"from the fix\"}'}}\ndefault: yes\n",
+        "auto",
+    )
+    .await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    let asked = answers.asked();
+    let error = asked
+        .iter()
+        .find(|question| question.kind == QuestionKind::Error)
+        .unwrap();
+    assert!(
+        error
+            .message
+            .contains("422 Unprocessable Entity from createPost")
+            && error
+                .message
+                .ends_with("suggested fix: give `title` (as JSON: {\"title\": ...}) to retry"),
+        "{}",
+        error.message
+    );
+    assert_eq!(api.calls(), ["POST /posts", "POST /posts"]);
+    assert_eq!(api.records()[0]["title"], "from the fix");
 }

@@ -166,7 +166,15 @@ fn learned_patterns_come_first_and_pitfalls_are_warned_about() {
         "create a cluster",
         Some(Queries::at(&knowledge, now)),
     );
-    let first = suggester.next(&ExploreState::default(), &[], &[]).unwrap();
+    // The presets a SUT gives: the fields the spec requires of a new cluster.
+    let mut presets = ExploreState::default();
+    presets
+        .variables
+        .insert("displayName".into(), serde_json::json!("e2e"));
+    presets
+        .variables
+        .insert("region".into(), serde_json::json!({"name": "regions/x"}));
+    let first = suggester.next(&presets, &[], &[]).unwrap();
     assert_eq!(first.operation, "ClusterService_CreateCluster");
     assert_eq!(first.source, Source::KnownPattern);
     assert!(first.confidence > 0.9, "{}", first.confidence);
@@ -176,7 +184,7 @@ fn learned_patterns_come_first_and_pitfalls_are_warned_about() {
         first.reason
     );
     let plain = Suggester::new(&spec, &flow, "create a cluster", None)
-        .next(&ExploreState::default(), &[], &[])
+        .next(&presets, &[], &[])
         .unwrap();
     assert!(
         first.confidence > plain.confidence,

@@ -10,7 +10,10 @@ use wayline_core::document::{Format, parse};
 use wayline_core::{MemoryCatalog, RunStatus, ToolDefinition, Workflow};
 use wayline_executor::testing::{MockServer, Reply};
 use wayline_executor::{Engine, RunOptions};
-use wayline_knowledge::{KnowledgeStore, MemoryKnowledge, Queries, Recorder, ResourceStates};
+use wayline_knowledge::learn::{AttemptSeen, RunObservation, StepSeen};
+use wayline_knowledge::{
+    Knowledge, KnowledgeStore, MemoryKnowledge, Queries, Recorder, ResourceStates,
+};
 
 const CREATE: &str = "ClusterService_CreateCluster";
 const GET: &str = "ClusterService_GetCluster";
@@ -290,4 +293,45 @@ async fn a_failing_then_fixed_flow_teaches_stats_a_pitfall_its_resolution_and_a_
     assert_eq!(queries.settles_after("cluster", "CREATING"), Some("ACTIVE"));
     assert_eq!(queries.settles_after("cluster", "DELETING"), None);
     assert_eq!(queries.settles_after("branch", "CREATING"), None);
+}
+
+#[test]
+fn a_pitfall_names_the_field_a_framework_error_body_says_is_missing() {
+    let cases = [
+        (
+            r#"HTTP 422: {"detail":[{"loc":["body","title"],"msg":"field required","type":"value_error.missing"}]}"#,
+            "createPost_without_title",
+            "title",
+        ),
+        (
+            r#"HTTP 400: {"type":"about:blank","title":"Bad Request","status":400,"detail":"missing required field: blogText"}"#,
+            "createPost_without_blog_text",
+            "blogText",
+        ),
+    ];
+    for (error, name, missing) in cases {
+        let mut knowledge = Knowledge::new();
+        let mut observation = RunObservation::default();
+        observation.goal = "create a post".to_owned();
+        let mut attempt = AttemptSeen::new("createPost", false, 5.0);
+        attempt.error = Some(error.to_owned());
+        observation.attempts.push(attempt);
+        let mut outcome = StepSeen::new("call", "createPost", false);
+        outcome.error = Some(error.to_owned());
+        observation.outcomes.push(outcome);
+        knowledge.learn(&observation);
+        let pitfall = &knowledge.pitfalls[0];
+        assert_eq!(
+            pitfall.trigger.missing_variable.as_deref(),
+            Some(missing),
+            "{error}"
+        );
+        assert!(
+            pitfall
+                .name
+                .ends_with(name.trim_start_matches("createPost")),
+            "{}",
+            pitfall.name
+        );
+    }
 }
