@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use wayline_registry::openapi::{ApiSpec, Operation};
 
+use crate::names;
+
 /// What a goal does to a resource.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -36,6 +38,9 @@ pub struct Goal {
     /// For a command-line tool: the command line the target quoted, if it quoted one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// The id of an existing resource the target names (`344` of "update post 344").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 /// The method of the operations that stand for a SUT's command-line tools.
@@ -137,11 +142,17 @@ pub(crate) fn resources(spec: &ApiSpec) -> Vec<String> {
     found
 }
 
-/// The goals of `target`, against the resources of `spec`.
+/// The goals of `target`, against the resources of `spec`. Resources are found in one word or
+/// several (`special events` for `/special-events`), verbs among the usual words and the first
+/// words of the spec's own summaries and operation ids (`place` of "Place an order"), a number
+/// after a resource is the id of an existing one ("update post 344"), and creates are put after
+/// the creates of what they refer to ("create an order for a pet" creates the pet first).
 pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
     let known = resources(spec);
+    let spec_verbs = spec_verbs(spec, &known);
     let mut goals: Vec<Goal> = Vec::new();
-    let mut named: Vec<String> = Vec::new();
+    // Resources named so far, with the id the target gave them.
+    let mut named: Vec<(String, Option<String>)> = Vec::new();
     let lowered = target.to_lowercase();
     let clauses = lowered
         .split([',', ';', '.'])
@@ -150,9 +161,11 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
     let mut verb: Option<Verb> = None;
     for clause in clauses {
         let words = words(clause);
-        let mut clause_resources: Vec<String> = Vec::new();
+        let mut clause_resources: Vec<(String, Option<String>)> = Vec::new();
         let mut back = false;
-        for word in &words {
+        let mut index = 0;
+        while index < words.len() {
+            let word = &words[index];
             if let Some((_, meaning)) = VERBS.iter().find(|(text, _)| text == word) {
                 verb = Some(match *meaning {
                     "run" => Verb::Action("run".to_owned()),
@@ -162,21 +175,33 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
                     "update" => Verb::Update,
                     _ => Verb::Delete,
                 });
+                index += 1;
                 continue;
             }
             if BACK.contains(&word.as_str()) {
                 back = true;
+                index += 1;
                 continue;
             }
-            let singular = wayline_registry::openapi::singular(word);
-            if let Some(resource) = known
-                .iter()
-                .find(|resource| **resource == singular || **resource == *word)
-            {
-                clause_resources.push(resource.clone());
-            } else if let Some(action) = spec_action(spec, word) {
-                verb = Some(Verb::Action(action));
+            if let Some((resource, length)) = resource_at(&words[index..], &known) {
+                index += length;
+                // A number right after it is the id of an existing one.
+                let id = words
+                    .get(index)
+                    .filter(|word| word.bytes().all(|byte| byte.is_ascii_digit()))
+                    .cloned();
+                if id.is_some() {
+                    index += 1;
+                }
+                clause_resources.push((resource, id));
+                continue;
             }
+            if let Some(action) = spec_action(spec, word) {
+                verb = Some(Verb::Action(action));
+            } else if let Some((_, meaning)) = spec_verbs.iter().find(|(text, _)| text == word) {
+                verb = Some(meaning.clone());
+            }
+            index += 1;
         }
         let Some(current) = verb.clone() else {
             continue;
@@ -191,23 +216,100 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
             };
         }
         let quoted = quoted_text(clause_original(target, clause));
-        for resource in targets {
+        for (resource, id) in targets {
             let goal = Goal {
                 verb: current.clone(),
                 resource: resource.clone(),
                 command: (current == Verb::Action("run".to_owned()))
                     .then(|| quoted.clone())
                     .flatten(),
+                id: id.clone(),
             };
             if !goals.contains(&goal) {
                 goals.push(goal);
             }
-            if !named.contains(&resource) {
-                named.push(resource);
+            match named.iter_mut().find(|(known, _)| *known == resource) {
+                Some(entry) => entry.1 = id.or(entry.1.take()),
+                None => named.push((resource, id)),
             }
         }
     }
-    goals
+    creates_after_what_they_refer_to(goals, spec)
+}
+
+/// The resource named by the first words of `words` (one to three, joined: `special events` is
+/// `special-event`), and how many words it took; the longest match first.
+fn resource_at(words: &[String], known: &[String]) -> Option<(String, usize)> {
+    (1..=words.len().min(3)).rev().find_map(|length| {
+        let joined = words[..length].concat();
+        let singular = wayline_registry::openapi::singular(&joined);
+        known
+            .iter()
+            .find(|resource| {
+                let resource = names::normalize(resource);
+                resource == singular || resource == joined
+            })
+            .map(|resource| (resource.clone(), length))
+    })
+}
+
+/// Words the spec's own summaries and operation ids start with that are no usual verb
+/// (`place` of `placeOrder`, "Place an order for a pet"), each with the verb its operation
+/// does: a target worded like an operation reads as that operation's verb.
+fn spec_verbs(spec: &ApiSpec, known: &[String]) -> Vec<(String, Verb)> {
+    let mut found: Vec<(String, Verb)> = Vec::new();
+    for operation in &spec.operations {
+        if operation.method == CLI_METHOD {
+            continue;
+        }
+        let summary = words(&operation.summary);
+        let id = wayline_knowledge::words::words(&operation.id);
+        for first in [summary.first(), id.first()].into_iter().flatten() {
+            let usual = VERBS.iter().any(|(text, _)| text == first)
+                || BACK.contains(&first.as_str())
+                || wayline_knowledge::words::is_stopword(first)
+                || known
+                    .iter()
+                    .any(|resource| names::normalize(resource) == *first);
+            if !usual && first.len() > 2 && !found.iter().any(|(word, _)| word == first) {
+                found.push((first.clone(), operation_verb(operation)));
+            }
+        }
+    }
+    found
+}
+
+/// `goals` with every create moved after the creates of resources its operations refer to
+/// (an id field of that resource's type in their inputs, required or not); otherwise in the
+/// order the target gave.
+fn creates_after_what_they_refer_to(goals: Vec<Goal>, spec: &ApiSpec) -> Vec<Goal> {
+    let refers_to = |goal: &Goal, other: &Goal| {
+        goal.verb == Verb::Create
+            && other.verb == Verb::Create
+            && goal.resource != other.resource
+            && candidates(spec, goal).iter().any(|operation| {
+                operation.parameters.iter().any(|parameter| {
+                    names::id_kind(&parameter.name).as_deref()
+                        == Some(names::normalize(&other.resource).as_str())
+                })
+            })
+    };
+    let mut ordered: Vec<Goal> = Vec::with_capacity(goals.len());
+    let mut pending = goals;
+    while !pending.is_empty() {
+        // The first goal that refers to no create still pending (the first of all, should
+        // they refer to each other in a circle).
+        let next = (0..pending.len())
+            .find(|&at| {
+                !pending
+                    .iter()
+                    .enumerate()
+                    .any(|(other, goal)| other != at && refers_to(&pending[at], goal))
+            })
+            .unwrap_or(0);
+        ordered.push(pending.remove(next));
+    }
+    ordered
 }
 
 /// The text of `clause` (lower-cased) as written in `target` (quotes keep their case).
@@ -255,4 +357,90 @@ pub(crate) fn candidates<'a>(spec: &'a ApiSpec, goal: &Goal) -> Vec<&'a Operatio
             operation_resource(operation) == goal.resource && operation_verb(operation) == goal.verb
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn spec() -> ApiSpec {
+        let ok = json!({"200": {"description": "ok"}});
+        let spec = json!({
+            "openapi": "3.0.0",
+            "paths": {
+                "/special-events": {"post": {"operationId": "createSpecialEvent", "responses": ok}},
+                "/special-events/{eventId}": {"delete": {"operationId": "deleteSpecialEvent", "responses": ok}},
+                "/pets": {"post": {"operationId": "addPet", "responses": ok}},
+                "/posts/{postId}": {"put": {"operationId": "updatePost", "responses": ok}},
+                "/store/order": {"post": {
+                    "operationId": "placeOrder", "summary": "Place an order for a pet",
+                    "requestBody": {"content": {"application/json": {"schema": {"type": "object",
+                        "properties": {"petId": {"type": "integer"}, "quantity": {"type": "integer"}}}}}},
+                    "responses": ok}}
+            }
+        });
+        ApiSpec::parse(&spec.to_string(), Path::new("spec.json")).unwrap()
+    }
+
+    fn goal(verb: Verb, resource: &str, id: Option<&str>) -> Goal {
+        Goal {
+            verb,
+            resource: resource.to_owned(),
+            command: None,
+            id: id.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn collections_of_several_words_are_resources() {
+        assert_eq!(
+            parse("create a special event, then delete it", &spec()),
+            [
+                goal(Verb::Create, "special-event", None),
+                goal(Verb::Delete, "special-event", None)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_target_worded_like_an_operation_takes_its_verb() {
+        assert_eq!(
+            parse("place an order", &spec()),
+            [goal(Verb::Create, "order", None)]
+        );
+    }
+
+    #[test]
+    fn a_number_after_a_resource_is_its_id_and_it_carries_it() {
+        assert_eq!(
+            parse("update post 344, then delete it", &spec()),
+            [
+                goal(Verb::Update, "post", Some("344")),
+                goal(Verb::Delete, "post", Some("344"))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_create_comes_after_the_create_of_what_it_refers_to() {
+        assert_eq!(
+            parse("create an order for a pet", &spec()),
+            [
+                goal(Verb::Create, "pet", None),
+                goal(Verb::Create, "order", None)
+            ]
+        );
+        // Otherwise the target's order stands.
+        assert_eq!(
+            parse("create a pet and a special event", &spec()),
+            [
+                goal(Verb::Create, "pet", None),
+                goal(Verb::Create, "special-event", None)
+            ]
+        );
+    }
 }

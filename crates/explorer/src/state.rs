@@ -178,6 +178,13 @@ impl ExploreState {
         inputs: &IndexMap<String, Value>,
         output: &Value,
     ) -> Vec<String> {
+        // A response with no JSON (a 204) comes as the engine's placeholder
+        // `{status_code, body}`: it says nothing of the resource, and its `body` is no field.
+        let output = if is_placeholder(output) {
+            &Value::Null
+        } else {
+            output
+        };
         let resource = operation_resource(operation);
         let kind = plural(&resource);
         let reported = STATE_FIELDS
@@ -277,6 +284,16 @@ impl ExploreState {
             }
         }
     }
+}
+
+/// True for the engine's stand-in for a response that is not JSON: exactly `status_code` and
+/// a text `body`.
+fn is_placeholder(output: &Value) -> bool {
+    output.as_object().is_some_and(|fields| {
+        fields.len() == 2
+            && fields.get("status_code").is_some_and(Value::is_u64)
+            && fields.get("body").is_some_and(Value::is_string)
+    })
 }
 
 /// The field of `body` holding the id of a `resource`: `{resource}Id` in any convention

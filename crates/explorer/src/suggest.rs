@@ -8,11 +8,12 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
 use wayline_knowledge::Queries;
-use wayline_registry::openapi::{ApiSpec, Operation, STATE_FIELDS};
+use wayline_registry::openapi::{ApiSpec, Location, Operation, Parameter, STATE_FIELDS};
 
 use crate::dataflow::DataFlow;
 use crate::intent::{self, Goal, Verb, operation_resource};
 use crate::intervention::Source;
+use crate::names;
 use crate::state::ExploreState;
 
 /// A state that means "wait": the resource is still changing (`CREATING`, `DELETING`).
@@ -266,7 +267,7 @@ impl<'a> Suggester<'a> {
         }
         // A needed input nothing known fills: the step that provides it comes first.
         let resource = operation_resource(chosen);
-        let missing = self.missing(chosen, &resource, state);
+        let missing = self.missing(chosen, &resource, state, Some(goal));
         if let Some(input) = missing.first()
             && let Some(producer) = self
                 .flow
@@ -276,9 +277,20 @@ impl<'a> Suggester<'a> {
             && let Some(operation) = self.spec.operation(&producer.operation)
         {
             let resource = operation_resource(operation);
+            // A goal still to do that this step does ("create an order for a pet": the pet
+            // the order needs is the pet the target asks for) is done by it.
+            let serves = self
+                .goals
+                .iter()
+                .find(|pending| {
+                    !done.contains(pending)
+                        && pending.resource == resource
+                        && pending.verb == intent::operation_verb(operation)
+                })
+                .cloned();
             return Some(self.finish(
                 operation,
-                None,
+                serves,
                 0.8,
                 Source::SingleCandidate,
                 format!(
@@ -495,7 +507,13 @@ impl<'a> Suggester<'a> {
         ranked
     }
 
-    fn missing(&self, operation: &Operation, resource: &str, state: &ExploreState) -> Vec<String> {
+    fn missing(
+        &self,
+        operation: &Operation,
+        resource: &str,
+        state: &ExploreState,
+        goal: Option<&Goal>,
+    ) -> Vec<String> {
         self.flow
             .needs
             .get(&operation.id)
@@ -503,7 +521,8 @@ impl<'a> Suggester<'a> {
             .flatten()
             .filter(|input| {
                 let value = match operation.parameters.iter().find(|p| p.name == **input) {
-                    Some(parameter) => state.value_for_parameter(operation, parameter),
+                    Some(parameter) => literal_id(goal, operation, parameter)
+                        .or_else(|| state.value_for_parameter(operation, parameter)),
                     None => state.value_for(input, resource),
                 };
                 value.is_none()
@@ -529,7 +548,9 @@ impl<'a> Suggester<'a> {
     ) -> Suggestion {
         let mut inputs = IndexMap::new();
         for parameter in &operation.parameters {
-            if let Some(value) = state.value_for_parameter(operation, parameter) {
+            if let Some(value) = literal_id(goal.as_ref(), operation, parameter)
+                .or_else(|| state.value_for_parameter(operation, parameter))
+            {
                 inputs.insert(parameter.input.clone(), value);
             }
         }
@@ -550,7 +571,7 @@ impl<'a> Suggester<'a> {
                 .unwrap_or_else(|| operation.description.clone());
             inputs.insert("command".to_owned(), Value::from(command));
         }
-        let missing = self.missing(operation, resource, state);
+        let missing = self.missing(operation, resource, state, goal.as_ref());
         let pitfalls: Vec<String> = self
             .knowledge
             .as_ref()
@@ -586,6 +607,26 @@ impl<'a> Suggester<'a> {
             wait_for: None,
         }
     }
+}
+
+/// The id the target named for the goal's resource ("update post 344"), for the path
+/// parameter of `operation` that holds that resource's id: a number when the spec types the
+/// parameter so.
+fn literal_id(goal: Option<&Goal>, operation: &Operation, parameter: &Parameter) -> Option<Value> {
+    let goal = goal?;
+    let id = goal.id.as_ref()?;
+    if parameter.location != Location::Path {
+        return None;
+    }
+    let owner = names::path_parameter_resource(&operation.path, &parameter.name)
+        .or_else(|| names::id_kind(&parameter.name))?;
+    if names::normalize(&owner) != names::normalize(&goal.resource) {
+        return None;
+    }
+    let number = matches!(parameter.kind.as_deref(), Some("integer" | "number"))
+        .then(|| id.parse::<u64>().ok().map(Value::from))
+        .flatten();
+    Some(number.unwrap_or_else(|| Value::from(id.clone())))
 }
 
 fn verb_word(verb: &Verb) -> String {

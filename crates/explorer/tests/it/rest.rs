@@ -35,6 +35,8 @@ struct Shape {
     id_in_update: bool,
     /// Fields every new record gets (a state, say).
     stamp: serde_json::Map<String, Value>,
+    /// An update answers 204 with no body.
+    update_no_content: bool,
 }
 
 impl Default for Shape {
@@ -47,6 +49,7 @@ impl Default for Shape {
             text: "blogText",
             id_in_update: false,
             stamp: serde_json::Map::new(),
+            update_no_content: false,
         }
     }
 }
@@ -90,6 +93,13 @@ impl Api {
             data,
             shape,
         }
+    }
+
+    /// Puts `record` in the collection under `id`, as if made before the test.
+    fn seed(&self, id: u64, record: Value) {
+        let mut data = self.data.lock().unwrap();
+        data.records.insert(id, record);
+        data.next = data.next.max(id + 1);
     }
 
     fn records(&self) -> Vec<Value> {
@@ -181,6 +191,9 @@ fn handle(data: &mut Collection, shape: &Shape, request: &RecordedRequest) -> Re
                     // The id is the server's, whatever the body says.
                     updated.insert(shape.id_field.into(), json!(id));
                     *record = Value::Object(updated);
+                    if shape.update_no_content {
+                        return Reply::status(204);
+                    }
                     Reply::json(200, record.clone())
                 }
                 "DELETE" => {
@@ -710,4 +723,68 @@ async fn a_framework_error_body_names_the_missing_field_and_its_fix() {
     );
     assert_eq!(api.calls(), ["POST /posts", "POST /posts"]);
     assert_eq!(api.records()[0]["title"], "from the fix");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn targets_worded_as_people_word_them() {
+    // A literal id: the post that exists is updated, and "it" is the same post.
+    let api = Api::start("posts").await;
+    api.seed(344, json!({"id": 344, "title": "old"}));
+    let (session, _) = explore(
+        &api,
+        api.spec(),
+        "title: new",
+        "update post 344, then delete it",
+        None,
+    )
+    .await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    assert_eq!(api.calls(), ["PUT /posts/344", "DELETE /posts/344"]);
+    assert!(api.records().is_empty());
+
+    // A collection of two words, written in kebab case.
+    let (api, session, _) = explore_shape(
+        Shape {
+            collection: "special-events",
+            parameter: "eventId",
+            ..Shape::default()
+        },
+        "title: launch",
+        "create a special event, then delete it",
+    )
+    .await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    assert_eq!(
+        api.calls(),
+        ["POST /special-events", "DELETE /special-events/1"]
+    );
+
+    // A 204 with no body says nothing of the resource: what it held is kept.
+    let (api, session, _) = explore_shape(
+        Shape {
+            text: "body",
+            update_no_content: true,
+            ..Shape::default()
+        },
+        "title: first, body: first words",
+        "create a post, then update it",
+    )
+    .await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    assert_eq!(api.calls(), ["POST /posts", "PUT /posts/1"]);
+    let post = &session.current_state.resources["posts"]["post_1"];
+    assert_eq!(post.attributes["body"], "first words", "{post:?}");
+    assert!(!post.attributes.contains_key("status_code"), "{post:?}");
 }
