@@ -16,7 +16,7 @@ use wayline_core::workflow::{Poll, Step, Workflow};
 use wayline_core::{MemoryCatalog, StepStatus};
 use wayline_executor::{Engine, RunOptions};
 use wayline_knowledge::learn::{AttemptSeen, RunObservation, StepSeen};
-use wayline_knowledge::model::PatternStep;
+use wayline_knowledge::model::{Expect, PatternStep, RequestTemplate, SaveRule};
 use wayline_knowledge::{Knowledge, KnowledgeStore, Queries};
 use wayline_registry::openapi::{ApiSpec, Location, Operation};
 
@@ -28,7 +28,7 @@ use crate::intervention::{Action, Assessment, Thresholds, decide};
 use crate::names;
 use crate::output::Scenario;
 use crate::session::{ConfirmedStep, RejectedStep, Session, SessionStatus};
-use crate::state::{ExploreState, redact};
+use crate::state::{ExploreState, id_field, redact};
 use crate::suggest::{Suggester, Suggestion};
 use crate::sut::SutConfig;
 
@@ -481,16 +481,56 @@ impl Explorer {
             observation.steps = session
                 .confirmed_steps
                 .iter()
-                .map(|step| {
-                    let mut pattern_step = PatternStep::default();
-                    pattern_step.operation_id = step.operation_id.clone();
-                    pattern_step
-                })
+                .map(|step| self.pattern_step(step))
                 .collect();
             self.learn(&mut knowledge, observation, &mut unsaved).await;
         }
         session.save(&self.session_dir, Utc::now())?;
         unsaved.map_or(Ok(()), Err)
+    }
+
+    /// A confirmed step as a step of the pattern the session teaches: its operation, how its
+    /// request was made (method, path, the path parameters and body fields it sent), the ids it
+    /// saved (`post_1` from `body.id`), and what it polled for. A plan recalled from the
+    /// pattern links a later step's id to the step that saved it.
+    fn pattern_step(&self, step: &ConfirmedStep) -> PatternStep {
+        let mut pattern_step = PatternStep::default();
+        pattern_step.operation_id = step.operation_id.clone();
+        let Some(operation) = self.spec.operation(&step.operation_id) else {
+            return pattern_step;
+        };
+        let sent = step.request.get("inputs").and_then(Value::as_object);
+        let inputs_at = |location: Location| -> Vec<String> {
+            operation
+                .parameters
+                .iter()
+                .filter(|parameter| parameter.location == location)
+                .filter(|parameter| sent.is_some_and(|sent| sent.contains_key(&parameter.input)))
+                .map(|parameter| parameter.input.clone())
+                .collect()
+        };
+        let mut template = RequestTemplate::default();
+        template.method = Some(operation.method.clone());
+        template.path = Some(operation.path.clone());
+        template.path_params = inputs_at(Location::Path);
+        template.body_keys = inputs_at(Location::Body);
+        pattern_step.request_template = Some(template);
+        let resource = operation_resource(operation);
+        for name in &step.saved_variables {
+            let field = id_field(&step.response["body"], &resource).unwrap_or_else(|| "id".into());
+            let mut rule = SaveRule::default();
+            rule.key = name.clone();
+            rule.eval = format!("body.{field}");
+            pattern_step.save.push(rule);
+        }
+        if let Some(until) = &step.until {
+            let mut expect = Expect::default();
+            expect.cel = Some(until.clone());
+            pattern_step.expect = Some(expect);
+            pattern_step.max_retries = Some(self.sut.execution.auto_mode.polling.max_retries);
+            pattern_step.delay_after = Some(self.sut.execution.auto_mode.polling.delay_seconds);
+        }
+        pattern_step
     }
 
     /// Counts a failure or refusal of `operation`; at the third, the session fails (and says

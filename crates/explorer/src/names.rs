@@ -38,22 +38,7 @@ pub(crate) fn is_id(name: &str) -> bool {
     normalize(field) == "id" || id_kind(field).is_some()
 }
 
-/// The resource (singular, lower case) a path parameter holds the id of: the collection
-/// segment just before `{name}` (`/clusters/{clusterId}/branches/{branchId}:reset`:
-/// `clusterId` → `cluster`, `branchId` → `branch`); `None` when none comes before it.
-pub(crate) fn path_parameter_resource(path: &str, name: &str) -> Option<String> {
-    let placeholder = format!("{{{name}}}");
-    let mut collection: Option<&str> = None;
-    for segment in path.split('/') {
-        if segment.starts_with(&placeholder) {
-            return collection
-                .map(|collection| wayline_registry::openapi::singular(&collection.to_lowercase()));
-        }
-        collection = (!segment.is_empty() && !segment.starts_with('{'))
-            .then(|| segment.split(':').next().unwrap_or(segment));
-    }
-    None
-}
+pub(crate) use wayline_registry::openapi::path_parameter_resource;
 
 /// True when `name` names something a person would make up freely (`name`, `title`,
 /// `displayName`, `label`): a value the explorer may generate when nothing gives one.

@@ -10,11 +10,16 @@
 //! deletes from a goal that only creates (decision 52). The workflow it makes must pass
 //! validation; the next candidate is tried when it does not.
 //!
+//! A pattern learned from the goal itself (its description is the goal, words compared) is
+//! offered after a single success and needs a confidence of only 0.5: that goal was reached
+//! that way.
+//!
 //! Instantiation: one step per pattern step, each after the one before (a pattern is a
 //! script). A step maps every input its tool requires, and the optional ones the pattern's
 //! request template names: to a value an earlier step saved under a name that matches loosely
-//! (`cluster_1` saved from `body.clusterId` feeds `clusterId`), else to a declared run input
-//! of a matching name, else to a new run input. Saved values become the step's `outputs`; an
+//! (`cluster_1` saved from `body.clusterId` feeds `clusterId`) or, for a path parameter, as the
+//! resource of the collection before it (`post_1` feeds the `id` of `/posts/{id}`), else to a
+//! declared run input of a matching name, else to a new run input. Saved values become the step's `outputs`; an
 //! `expect` condition becomes a `poll`.
 
 use chrono::{DateTime, Utc};
@@ -29,6 +34,15 @@ use wayline_knowledge::{Queries, ResourceStates};
 /// Calls a polling pattern step may make when it names no limit: one check, as in the
 /// scenario conversion.
 const DEFAULT_POLLS: u32 = 1;
+
+/// The confidence a pattern learned from the very goal asked needs: it has worked at least as
+/// often as it has failed (one success alone gives 0.67).
+const EXACT_GOAL_CONFIDENCE: f64 = 0.5;
+
+/// True when two goals are the same words (case and punctuation aside).
+fn same_goal(a: &str, b: &str) -> bool {
+    words::words(a) == words::words(b)
+}
 
 /// Words any pattern that waits for a state speaks of.
 const WAITING_WORDS: [&str; 5] = ["wait", "poll", "until", "ready", "done"];
@@ -71,6 +85,10 @@ pub fn recall(
     threshold: f64,
 ) -> Recall {
     let queries = Queries::at(knowledge, now);
+    // Patterns learned from this very goal are offered after one success (a session that
+    // reached it once has shown the way); others need the usual support.
+    let support = queries.min_support;
+    let queries = queries.min_support(1);
     let mut goal_words = words::keywords(goal);
     // Numbers count: "create 3 clusters" is not what a one-cluster pattern does. A 1 says
     // nothing a pattern does not ("create 1 cluster").
@@ -84,10 +102,22 @@ pub fn recall(
     // must not exist hold, ones that need a resource in a state do not.
     for found in queries.matching_patterns(goal, &ResourceStates::new()) {
         let pattern = found.pattern;
+        let exact = pattern
+            .description
+            .as_deref()
+            .is_some_and(|learned_from| same_goal(learned_from, goal));
+        if !exact && pattern.success_count < support {
+            continue;
+        }
         let confidence = found.confidence * found.keyword_coverage;
-        if confidence < threshold {
+        let needed = if exact {
+            threshold.min(EXACT_GOAL_CONFIDENCE)
+        } else {
+            threshold
+        };
+        if confidence < needed {
             notes.push(format!(
-                "the learned pattern `{}` fits the goal with confidence {confidence:.2}, below the threshold {threshold:.2}",
+                "the learned pattern `{}` fits the goal with confidence {confidence:.2}, below the threshold {needed:.2}",
                 pattern.name
             ));
             continue;
@@ -247,7 +277,10 @@ fn instantiate(
             }
         }
         for input in wanted {
-            let value = source_of(input, &saved, declared, &mut workflow);
+            // A path parameter holds the id of the collection before it, whatever its name
+            // (`/posts/{id}`: a post's).
+            let owner = wayline_registry::openapi::path_parameter_resource(&tool.path, input);
+            let value = source_of(input, owner.as_deref(), &saved, declared, &mut workflow);
             step.input_mapping.insert(input.to_owned(), value);
         }
         for rule in &pattern_step.save {
@@ -281,17 +314,26 @@ fn instantiate(
     Ok(workflow)
 }
 
-/// Where a step's input comes from: the latest earlier step that saved it, a declared run
-/// input, or a new run input.
+/// Where a step's input comes from: the latest earlier step that saved it (by a name that
+/// matches loosely, or for a path parameter holding the id of `owner`, a value saved as an
+/// `owner` — `post_1` for `/posts/{id}`), a declared run input, or a new run input.
 fn source_of(
     input: &str,
+    owner: Option<&str>,
     saved: &IndexMap<String, (String, String)>,
     declared: &[String],
     workflow: &mut Workflow,
 ) -> Value {
+    let owned = |key: &str| {
+        let stem = key
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .trim_end_matches('_');
+        owner.is_some_and(|owner| words::same_variable(stem, owner))
+    };
     let earlier = saved.iter().rev().find(|(key, (_, field))| {
         words::same_variable(input, key) || words::same_variable(input, field)
     });
+    let earlier = earlier.or_else(|| saved.iter().rev().find(|(key, _)| owned(key)));
     if let Some((key, (step, _))) = earlier {
         return Value::from(format!("{step}.{key}"));
     }

@@ -268,3 +268,62 @@ fn explore_completes_crud_targets_on_json_server() {
         );
     }
 }
+
+#[test]
+fn what_explore_learned_plans_the_goal_and_the_plan_runs_on_json_server() {
+    let Some(executable) = json_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let goal = "create a post and read it back";
+    let server = Server::start(&executable);
+    let summary = explore(&server, dir.path(), goal);
+    assert_eq!(summary["status"], "completed", "{summary}");
+    // The tools a user imports from the same spec.
+    let tools = dir.path().join("tools");
+    let imported = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["import", "openapi", path(&dir.path().join("spec.json"))])
+        .args(["--out", path(&tools)])
+        .output()
+        .unwrap();
+    assert_eq!(imported.status.code(), Some(0));
+    // The goal the session reached plans from knowledge, with no model.
+    let plan = dir.path().join("plan.yaml");
+    let planned = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["plan", goal, "--tools", path(&tools), "--sut", "json-server posts"])
+        .args(["--knowledge", path(&dir.path().join("knowledge"))])
+        .args(["--out", path(&plan), "--format", "json"])
+        .env_remove("WAYLINE_LLM_URL")
+        .env_remove("WAYLINE_LLM_MODEL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&planned.stderr);
+    assert_eq!(planned.status.code(), Some(0), "{stderr}");
+    let document: Value = serde_json::from_slice(&planned.stdout).unwrap();
+    assert_eq!(document["source"]["kind"], "knowledge", "{document}");
+    let steps = &document["workflow"]["steps"];
+    assert_eq!(steps[1]["input_mapping"]["id"], "create_post.post_1", "{document}");
+    // And it runs against a fresh json-server: the read gets the post the create made.
+    let fresh = Server::start(&executable);
+    let tools_there = dir.path().join("tools-fresh");
+    std::fs::write(
+        dir.path().join("spec-fresh.json"),
+        spec(&fresh.base).to_string(),
+    )
+    .unwrap();
+    let imported = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["import", "openapi", path(&dir.path().join("spec-fresh.json"))])
+        .args(["--out", path(&tools_there)])
+        .output()
+        .unwrap();
+    assert_eq!(imported.status.code(), Some(0));
+    let run = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["run", path(&plan), "--tools", path(&tools_there)])
+        .args(["--input", "title=planned", "--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    assert_eq!(fresh.requests(2), ["POST /posts 201", "GET /posts/1 200"]);
+    assert_eq!(fresh.posts()[0]["title"], "planned");
+}

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use wayline_core::{MemoryCatalog, RunStatus};
+use wayline_executor::testing::{MockServer, Reply};
 use wayline_executor::{Engine, ReqwestTransport, RunOptions};
 use wayline_explorer::testing::{self as simulation, calls};
 use wayline_knowledge::Knowledge;
@@ -183,4 +184,109 @@ async fn the_plan_from_knowledge_runs_green_against_the_simulation() {
         simulation::POLLS as usize + 1
     );
     assert_eq!(run.step_results[1].output_data["nodegroup_1"], "ng-1");
+}
+
+/// A blog API's tools: posts with an integer `id`, read and deleted at `/posts/{id}`.
+fn blog_catalog(base: &str) -> Arc<MemoryCatalog> {
+    let post = serde_json::json!({"type": "object", "required": ["title"], "properties": {
+        "id": {"type": "integer", "readOnly": true}, "title": {"type": "string"}}});
+    let one = serde_json::json!({"200": {"description": "ok", "content": {"application/json": {"schema": post}}}});
+    let spec = serde_json::json!({
+        "openapi": "3.0.3",
+        "servers": [{"url": base}],
+        "paths": {
+            "/posts": {"post": {"operationId": "createPost", "responses": one,
+                "requestBody": {"required": true, "content": {"application/json": {"schema": post}}}}},
+            "/posts/{id}": {"get": {"operationId": "getPost", "responses": one,
+                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}]}}
+        }
+    });
+    let spec = ApiSpec::parse(&spec.to_string(), std::path::Path::new("blog.json")).unwrap();
+    Arc::new(MemoryCatalog::from_tools(spec.tools(None)))
+}
+
+/// What one explorer session that reached `goal` teaches: its steps, how each request was
+/// made, and the id the create saved.
+fn learned_once(goal: &str) -> Knowledge {
+    use wayline_knowledge::learn::RunObservation;
+    use wayline_knowledge::model::{PatternStep, RequestTemplate, SaveRule};
+    let mut create = PatternStep::default();
+    create.operation_id = "createPost".into();
+    let mut template = RequestTemplate::default();
+    template.body_keys = vec!["title".into()];
+    create.request_template = Some(template);
+    let mut save = SaveRule::default();
+    save.key = "post_1".into();
+    save.eval = "body.id".into();
+    create.save.push(save);
+    let mut read = PatternStep::default();
+    read.operation_id = "getPost".into();
+    let mut template = RequestTemplate::default();
+    template.path_params = vec!["id".into()];
+    read.request_template = Some(template);
+    let mut observation = RunObservation::default();
+    observation.goal = goal.to_owned();
+    observation.succeeded = true;
+    observation.steps = vec![create, read];
+    let mut knowledge = Knowledge::new();
+    knowledge.learn(&observation);
+    knowledge
+}
+
+#[tokio::test]
+async fn the_goal_a_pattern_was_learned_from_finds_it_and_links_the_id() {
+    let goal = "create a post and read it back";
+    let server = MockServer::start(|request| match (request.method.as_str(), request.path()) {
+        ("POST", "/posts") => Reply::json(201, serde_json::json!({"id": 7, "title": "hello"})),
+        ("GET", "/posts/7") => Reply::json(200, serde_json::json!({"id": 7, "title": "hello"})),
+        _ => Reply::json(404, serde_json::json!({})),
+    })
+    .await
+    .unwrap();
+    let catalog = blog_catalog(&server.url(""));
+    let model = Arc::new(ScriptedModel::new(Vec::<String>::new()));
+    let planner =
+        Planner::new(model.clone(), catalog.clone()).knowledge(Arc::new(learned_once(goal)));
+    // Learned once: the very goal finds it (in other words, it would need more successes).
+    let plan = planner
+        .plan("Create a post, and read it back!", &[])
+        .await
+        .unwrap();
+    assert!(model.requests().is_empty(), "no model was asked");
+    assert!(
+        matches!(plan.source, PlanSource::Knowledge { .. }),
+        "{:?}",
+        plan.source
+    );
+    let read = plan.workflow.step("get_post").unwrap();
+    assert_eq!(
+        read.input_mapping["id"], "create_post.post_1",
+        "{:#?}",
+        plan.workflow
+    );
+    assert!(
+        !plan.workflow.inputs.contains_key("id"),
+        "no new input is asked for"
+    );
+    // It runs: the read gets the id the create answered.
+    let engine = Engine::builder(catalog)
+        .transport(Arc::new(ReqwestTransport::new().unwrap()))
+        .build();
+    let run = engine
+        .run(&plan.workflow, RunOptions::new().input("title", "hello"))
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Success, "{run:#?}");
+    let paths: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|request| format!("{} {}", request.method, request.path()))
+        .collect();
+    assert_eq!(paths, ["POST /posts", "GET /posts/7"]);
+
+    // Another wording of it is no exact goal: one success is too little.
+    let model = Arc::new(ScriptedModel::new(Vec::<String>::new()));
+    let planner =
+        Planner::new(model, blog_catalog("http://x")).knowledge(Arc::new(learned_once(goal)));
+    assert!(planner.plan("create a post", &[]).await.is_err());
 }

@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use crate::Error;
 
-pub use parse::{STATE_FIELDS, singular};
+pub use parse::{STATE_FIELDS, path_parameter_resource, singular};
 pub use tools::{ImportedTool, tool_yaml};
 
 /// Which specification a document follows.

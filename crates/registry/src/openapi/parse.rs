@@ -714,6 +714,29 @@ pub fn singular(word: &str) -> String {
     }
 }
 
+/// The resource (singular, lower case) a path parameter holds the id of: the collection
+/// segment just before `{name}` (`/clusters/{clusterId}/branches/{branchId}:reset`:
+/// `clusterId` → `cluster`, `branchId` → `branch`; `/posts/{entryId}`: `entryId` → `post`);
+/// `None` when none comes before it. It holds whatever the parameter is called.
+///
+/// ```
+/// use wayline_registry::openapi::path_parameter_resource;
+///
+/// assert_eq!(path_parameter_resource("/posts/{id}", "id").as_deref(), Some("post"));
+/// ```
+pub fn path_parameter_resource(path: &str, name: &str) -> Option<String> {
+    let placeholder = format!("{{{name}}}");
+    let mut collection: Option<&str> = None;
+    for segment in path.split('/') {
+        if segment.starts_with(&placeholder) {
+            return collection.map(|collection| singular(&collection.to_lowercase()));
+        }
+        collection = (!segment.is_empty() && !segment.starts_with('{'))
+            .then(|| segment.split(':').next().unwrap_or(segment));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
