@@ -11,7 +11,7 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
-use wayline_registry::openapi::{ApiSpec, Location, Operation};
+use wayline_registry::openapi::{ApiSpec, LinkSource, Location, Operation};
 
 use crate::names;
 
@@ -115,14 +115,17 @@ pub fn infer(spec: &ApiSpec) -> DataFlow {
     }
     for consumer in &spec.operations {
         // Only identifiers are produced by other operations; a name or a size is the caller's
-        // to give (a response that echoes a `displayName` does not provide one).
+        // to give (a response that echoes a `displayName` does not provide one), unless the
+        // spec links another operation's answer to it.
         let identifiers: Vec<&String> = flow.needs[&consumer.id]
             .iter()
             .filter(|input| {
                 let path_parameter = consumer.parameters.iter().any(|parameter| {
                     parameter.name == **input && parameter.location == Location::Path
                 });
-                path_parameter || names::is_id(field_of(input))
+                path_parameter
+                    || names::is_id(field_of(input))
+                    || !linked(spec, consumer, input).is_empty()
             })
             .collect();
         for input in identifiers {
@@ -186,13 +189,48 @@ pub fn infer(spec: &ApiSpec) -> DataFlow {
                     .then(b.1.cmp(&a.1))
                     .then(a.2.cmp(&b.2))
             });
-            flow.producers.insert(
-                (consumer.id.clone(), input.clone()),
-                found.into_iter().map(|(producer, _, _)| producer).collect(),
-            );
+            // What the spec's links say comes first: it is the API's own word.
+            let mut producers = linked(spec, consumer, input);
+            for (producer, _, _) in found {
+                if !producers
+                    .iter()
+                    .any(|known| known.operation == producer.operation)
+                {
+                    producers.push(producer);
+                }
+            }
+            flow.producers
+                .insert((consumer.id.clone(), input.clone()), producers);
         }
     }
     flow
+}
+
+/// The producers the spec's links name for `consumer`'s `input`: operations whose answer
+/// holds it (`$response.body#/id`), in spec order.
+fn linked(spec: &ApiSpec, consumer: &Operation, input: &str) -> Vec<Producer> {
+    spec.operations
+        .iter()
+        .filter(|producer| producer.id != consumer.id)
+        .flat_map(|producer| {
+            producer.links.iter().filter_map(move |link| {
+                let LinkSource::Body(field) = &link.source else {
+                    return None;
+                };
+                (link.feeds(consumer) && names::same_name(&link.parameter, field_of(input))).then(
+                    || Producer {
+                        operation: producer.id.clone(),
+                        field: field.clone(),
+                        provides: if producer.method == "POST" {
+                            Provides::Creates
+                        } else {
+                            Provides::Returns
+                        },
+                    },
+                )
+            })
+        })
+        .collect()
 }
 
 /// The length, in segments, of the path prefix two paths share.

@@ -25,6 +25,7 @@ use crate::command::{CommandStep, command_step};
 use crate::dataflow::{self, DataFlow};
 use crate::intent::{self, CLI_METHOD, operation_resource};
 use crate::intervention::{Action, Assessment, Thresholds, decide};
+use crate::location::LocationTransport;
 use crate::names;
 use crate::output::Scenario;
 use crate::session::{ConfirmedStep, RejectedStep, Session, SessionStatus};
@@ -35,6 +36,8 @@ use crate::sut::SutConfig;
 /// What one run of a step gave.
 #[derive(Debug)]
 struct Ran {
+    /// The `Location` header of the last answer (a create's, naming what it made).
+    location: Option<String>,
     success: bool,
     status: Option<u16>,
     output: Value,
@@ -51,6 +54,8 @@ pub struct Explorer {
     spec: ApiSpec,
     flow: DataFlow,
     engine: Engine,
+    /// The engine's transport, which keeps the latest answer's `Location`.
+    location: Arc<LocationTransport>,
     interventor: Arc<dyn Interventor>,
     knowledge: Option<Arc<dyn KnowledgeStore>>,
     session_dir: PathBuf,
@@ -83,8 +88,9 @@ impl Explorer {
         }
         let tools = lenient.tools(Some(&base_url));
         let catalog = MemoryCatalog::from_tools(tools);
+        let location = Arc::new(LocationTransport::new(transport));
         let engine = Engine::builder(Arc::new(catalog))
-            .transport(transport)
+            .transport(Arc::clone(&location) as Arc<dyn Transport>)
             .max_parallel(1)
             .build();
         // Each command-line tool of the SUT is an operation too: `cli_NAME`, run with its usual
@@ -114,6 +120,7 @@ impl Explorer {
             spec,
             flow,
             engine,
+            location,
             interventor,
             knowledge: None,
             session_dir: PathBuf::from("sessions"),
@@ -400,6 +407,7 @@ impl Explorer {
                     &operation,
                     &suggestion.inputs,
                     &ran.output,
+                    ran.location.as_deref(),
                 );
                 if let Some(goal) = &suggestion.goal
                     && !session.goals_done.contains(goal)
@@ -676,16 +684,41 @@ impl Explorer {
             .map(|name| format!("`{name}`"))
             .collect::<Vec<_>>()
             .join(", ");
+        // The other side: what the latest answer held, for a person to link by hand where no
+        // rule could (`createPost` answered `key`, `title`).
+        let known: Vec<String> = session
+            .confirmed_steps
+            .iter()
+            .rev()
+            .find_map(|step| {
+                let fields = step.response["body"].as_object()?;
+                Some(format!(
+                    "`{}` answered {}",
+                    step.operation_id,
+                    fields
+                        .keys()
+                        .map(|field| format!("`{field}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+            .into_iter()
+            .collect();
+        let offered = if known.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", known.join("; "))
+        };
         let question = Question::new(
             QuestionKind::Clarify,
             format!(
-                "`{}` needs {listed}, which nothing known gives; give the values as JSON \
-                 ({{\"{}\": ...}}), or say no to skip it",
+                "`{}` needs {listed}, which nothing known gives{offered}; give the values as \
+                 JSON ({{\"{}\": ...}}), or say no to skip it",
                 suggestion.operation, missing[0]
             ),
         )
         .operation(suggestion.operation.clone())
-        .context(json!({"missing": missing, "why": suggestion.reason}));
+        .context(json!({"missing": missing, "known": known, "why": suggestion.reason}));
         session.interventions += 1;
         match self.interventor.ask(&question).await {
             Answer::Text(text) => {
@@ -844,10 +877,13 @@ impl Explorer {
         let mut workflow = Workflow::new("explore", &operation.id);
         workflow.steps.push(step);
         let clock = Instant::now();
+        self.location.take();
         let run = self.engine.run(&workflow, RunOptions::new()).await;
         let seconds = clock.elapsed().as_secs_f64();
+        let location = self.location.take();
         match run {
             Err(error) => Ran {
+                location,
                 success: false,
                 status: None,
                 output: Value::Null,
@@ -863,6 +899,7 @@ impl Explorer {
                     map.insert("inputs".into(), json!(inputs));
                 }
                 Ran {
+                    location,
                     success: result.status == StepStatus::Success,
                     status: result.response_status,
                     output: result.output_data.clone(),
@@ -883,6 +920,7 @@ impl Explorer {
         inputs: &IndexMap<String, Value>,
     ) -> Ran {
         let failed = |error: String, request: Value| Ran {
+            location: None,
             success: false,
             status: None,
             output: Value::Null,
@@ -907,6 +945,7 @@ impl Explorer {
             Ok(run) => {
                 let result = &run.step_results[0];
                 Ran {
+                    location: None,
                     success: result.status == StepStatus::Success,
                     status: None,
                     output: result.output_data.clone(),

@@ -118,6 +118,19 @@ impl ExploreState {
         })
     }
 
+    /// The field `field` (dotted: `data.id`) of the latest resource of `kind`, as its answers
+    /// gave it: a kept attribute, or its id.
+    pub(crate) fn field_of_latest(&self, kind: &str, field: &str) -> Option<Value> {
+        let (_, found) = self.latest_of_kind(kind)?;
+        if let Some(value) = found.attributes.get(field) {
+            return Some(value.clone());
+        }
+        let last = field.rsplit('.').next().unwrap_or(field);
+        let is_its_id = names::normalize(last) == "id"
+            || names::id_kind(last).as_deref() == Some(names::normalize(kind).as_str());
+        is_its_id.then(|| self.latest_id(kind)).flatten()
+    }
+
     /// A variable named `name` in any convention (`display_name` for `displayName`): the one
     /// of that exact name first.
     fn variable(&self, name: &str) -> Option<Value> {
@@ -169,14 +182,15 @@ impl ExploreState {
     /// `output`: a create adds the resource and saves its id in a new variable; a read
     /// updates it; an update takes the state the response reports, else the spec's changing
     /// state (`MODIFYING`) when `spec` declares one for the resource, else keeps the state it
-    /// had; a delete removes it and its variable. The names of the saved variables are
-    /// returned.
+    /// had; a delete removes it and its variable. A create whose body holds no id takes the
+    /// one its `location` header names. The names of the saved variables are returned.
     pub(crate) fn apply(
         &mut self,
         spec: &ApiSpec,
         operation: &Operation,
         inputs: &IndexMap<String, Value>,
         output: &Value,
+        location: Option<&str>,
     ) -> Vec<String> {
         // A response with no JSON (a 204) comes as the engine's placeholder
         // `{status_code, body}`: it says nothing of the resource, and its `body` is no field.
@@ -207,10 +221,16 @@ impl ExploreState {
             })
             .unwrap_or_default();
         // The id as the API typed it (a number stays a number), and as text to compare.
+        // With none in the body, a create's `Location` (`/posts/17`) names it.
         let id_value = id_field(output, &resource)
             .and_then(|field| output.get(&field))
             .filter(|value| names::id_text(value).is_some())
-            .cloned();
+            .cloned()
+            .or_else(|| {
+                (operation_verb(operation) == Verb::Create)
+                    .then(|| location.and_then(crate::location::id_of))
+                    .flatten()
+            });
         let id_of_output = id_value.as_ref().and_then(names::id_text);
         // The id a call on an existing resource names: its last path parameter.
         let id_in_path = operation
@@ -383,23 +403,25 @@ mod tests {
                 &spec,
                 &create,
                 &none,
-                &json!({"clusterId": "c1", "state": "CREATING"})
+                &json!({"clusterId": "c1", "state": "CREATING"}),
+                None
             ),
             ["cluster_1"]
         );
         assert_eq!(
-            state.apply(&spec, &create, &none, &json!({"clusterId": "c2"})),
+            state.apply(&spec, &create, &none, &json!({"clusterId": "c2"}), None),
             ["cluster_2"]
         );
         let mut inputs = IndexMap::new();
         inputs.insert("clusterId".to_owned(), json!("c1"));
-        state.apply(&spec, &delete, &inputs, &json!({}));
+        state.apply(&spec, &delete, &inputs, &json!({}), None);
         assert_eq!(
             state.apply(
                 &spec,
                 &create,
                 &none,
-                &json!({"clusterId": "c3", "rootPassword": "p"})
+                &json!({"clusterId": "c3", "rootPassword": "p"}),
+                None
             ),
             ["cluster_3"]
         );
@@ -412,7 +434,7 @@ mod tests {
         // A branch's parent is the resource its path ends in.
         let branch = operation("POST", "/clusters/{clusterId}/branches", &["clusterId"]);
         inputs.insert("clusterId".to_owned(), json!("c3"));
-        state.apply(&spec, &branch, &inputs, &json!({"branchId": "b1"}));
+        state.apply(&spec, &branch, &inputs, &json!({"branchId": "b1"}), None);
         assert_eq!(
             state.resources["branches"]["branch_1"].parent_id.as_deref(),
             Some("c3")
@@ -449,8 +471,9 @@ mod tests {
                 &create,
                 &IndexMap::new(),
                 &json!({"clusterId": "c1", "state": "ACTIVE"}),
+                None,
             );
-            state.apply(&spec, &update, &inputs, &json!({}));
+            state.apply(&spec, &update, &inputs, &json!({}), None);
             assert_eq!(
                 state.resources["clusters"]["cluster_1"].state.as_deref(),
                 after,
@@ -465,11 +488,18 @@ mod tests {
             &create,
             &IndexMap::new(),
             &json!({"clusterId": "c1"}),
+            None,
         );
-        state.apply(&spec, &update, &inputs, &json!({}));
+        state.apply(&spec, &update, &inputs, &json!({}), None);
         assert_eq!(state.resources["clusters"]["cluster_1"].state, None);
         // A person declining a wait settles the resource.
-        state.apply(&spec, &update, &inputs, &json!({"state": "MODIFYING"}));
+        state.apply(
+            &spec,
+            &update,
+            &inputs,
+            &json!({"state": "MODIFYING"}),
+            None,
+        );
         assert_eq!(
             state.resource_states()["cluster"],
             "MODIFYING",

@@ -8,7 +8,9 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
 use wayline_knowledge::Queries;
-use wayline_registry::openapi::{ApiSpec, Location, Operation, Parameter, STATE_FIELDS};
+use wayline_registry::openapi::{
+    ApiSpec, LinkSource, Location, Operation, Parameter, STATE_FIELDS,
+};
 
 use crate::dataflow::DataFlow;
 use crate::intent::{self, Goal, Verb, operation_resource};
@@ -521,14 +523,49 @@ impl<'a> Suggester<'a> {
             .flatten()
             .filter(|input| {
                 let value = match operation.parameters.iter().find(|p| p.name == **input) {
-                    Some(parameter) => literal_id(goal, operation, parameter)
-                        .or_else(|| state.value_for_parameter(operation, parameter)),
+                    Some(parameter) => self.value_of(goal, operation, parameter, state),
                     None => state.value_for(input, resource),
                 };
                 value.is_none()
             })
             .cloned()
             .collect()
+    }
+
+    /// The value of `parameter` of `operation`: an id the target named, else what the spec's
+    /// links say (`createPost`'s `id` feeds `getPost`'s `postId`), else what the state gives
+    /// by name or by position in the path.
+    fn value_of(
+        &self,
+        goal: Option<&Goal>,
+        operation: &Operation,
+        parameter: &Parameter,
+        state: &ExploreState,
+    ) -> Option<Value> {
+        literal_id(goal, operation, parameter)
+            .or_else(|| self.linked_value(operation, parameter, state))
+            .or_else(|| state.value_for_parameter(operation, parameter))
+    }
+
+    /// The value the spec's links give `parameter` of `operation`: the linked field of the
+    /// latest resource an operation linking to it made or read.
+    fn linked_value(
+        &self,
+        operation: &Operation,
+        parameter: &Parameter,
+        state: &ExploreState,
+    ) -> Option<Value> {
+        self.spec.operations.iter().find_map(|producer| {
+            producer.links.iter().find_map(|link| {
+                let LinkSource::Body(field) = &link.source else {
+                    return None;
+                };
+                if !link.feeds(operation) || !names::same_name(&link.parameter, &parameter.name) {
+                    return None;
+                }
+                state.field_of_latest(&operation_resource(producer), field)
+            })
+        })
     }
 
     #[expect(
@@ -548,9 +585,7 @@ impl<'a> Suggester<'a> {
     ) -> Suggestion {
         let mut inputs = IndexMap::new();
         for parameter in &operation.parameters {
-            if let Some(value) = literal_id(goal.as_ref(), operation, parameter)
-                .or_else(|| state.value_for_parameter(operation, parameter))
-            {
+            if let Some(value) = self.value_of(goal.as_ref(), operation, parameter, state) {
                 inputs.insert(parameter.input.clone(), value);
             }
         }

@@ -290,7 +290,14 @@ fn what_explore_learned_plans_the_goal_and_the_plan_runs_on_json_server() {
     // The goal the session reached plans from knowledge, with no model.
     let plan = dir.path().join("plan.yaml");
     let planned = Command::new(env!("CARGO_BIN_EXE_wayline"))
-        .args(["plan", goal, "--tools", path(&tools), "--sut", "json-server posts"])
+        .args([
+            "plan",
+            goal,
+            "--tools",
+            path(&tools),
+            "--sut",
+            "json-server posts",
+        ])
         .args(["--knowledge", path(&dir.path().join("knowledge"))])
         .args(["--out", path(&plan), "--format", "json"])
         .env_remove("WAYLINE_LLM_URL")
@@ -302,7 +309,10 @@ fn what_explore_learned_plans_the_goal_and_the_plan_runs_on_json_server() {
     let document: Value = serde_json::from_slice(&planned.stdout).unwrap();
     assert_eq!(document["source"]["kind"], "knowledge", "{document}");
     let steps = &document["workflow"]["steps"];
-    assert_eq!(steps[1]["input_mapping"]["id"], "create_post.post_1", "{document}");
+    assert_eq!(
+        steps[1]["input_mapping"]["id"], "create_post.post_1",
+        "{document}"
+    );
     // And it runs against a fresh json-server: the read gets the post the create made.
     let fresh = Server::start(&executable);
     let tools_there = dir.path().join("tools-fresh");
@@ -312,7 +322,11 @@ fn what_explore_learned_plans_the_goal_and_the_plan_runs_on_json_server() {
     )
     .unwrap();
     let imported = Command::new(env!("CARGO_BIN_EXE_wayline"))
-        .args(["import", "openapi", path(&dir.path().join("spec-fresh.json"))])
+        .args([
+            "import",
+            "openapi",
+            path(&dir.path().join("spec-fresh.json")),
+        ])
         .args(["--out", path(&tools_there)])
         .output()
         .unwrap();

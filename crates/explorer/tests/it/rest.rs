@@ -37,6 +37,8 @@ struct Shape {
     stamp: serde_json::Map<String, Value>,
     /// An update answers 204 with no body.
     update_no_content: bool,
+    /// A create answers without the id in its body, naming the record in `Location` only.
+    id_in_location_only: bool,
 }
 
 impl Default for Shape {
@@ -50,6 +52,7 @@ impl Default for Shape {
             id_in_update: false,
             stamp: serde_json::Map::new(),
             update_no_content: false,
+            id_in_location_only: false,
         }
     }
 }
@@ -161,6 +164,11 @@ fn handle(data: &mut Collection, shape: &Shape, request: &RecordedRequest) -> Re
             fields.insert(shape.id_field.into(), json!(id));
             fields.extend(shape.stamp.clone());
             data.records.insert(id, Value::Object(fields.clone()));
+            if shape.id_in_location_only {
+                fields.remove(shape.id_field);
+                return Reply::json(201, Value::Object(fields))
+                    .header("Location", format!("{prefix}/{id}"));
+            }
             Reply::json(201, Value::Object(fields))
         }
         (_, Some(Err(_))) => Reply::json(404, json!({})),
@@ -787,4 +795,53 @@ async fn targets_worded_as_people_word_them() {
     let post = &session.current_state.resources["posts"]["post_1"];
     assert_eq!(post.attributes["body"], "first words", "{post:?}");
     assert!(!post.attributes.contains_key("status_code"), "{post:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_that_names_its_record_only_in_location_is_followed() {
+    let (api, session, answers) = explore_shape(
+        Shape {
+            id_in_location_only: true,
+            ..Shape::default()
+        },
+        "title: first post",
+        "create a post, then delete it",
+    )
+    .await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    assert!(answers.asked().is_empty(), "{:?}", answers.asked());
+    assert_eq!(api.calls(), ["POST /posts", "DELETE /posts/1"]);
+    assert_eq!(session.confirmed_steps[0].saved_variables, ["post_1"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_no_rule_links_are_asked_about_once_naming_both_sides() {
+    // The id comes back as `key`: no convention makes that a post's id.
+    let (api, session, answers) = explore_shape(
+        Shape {
+            id_field: "key",
+            ..Shape::default()
+        },
+        "title: first post",
+        "create a post, then delete it",
+    )
+    .await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Aborted,
+        "{session:#?}"
+    );
+    assert_eq!(api.calls(), ["POST /posts"], "nothing sent without the id");
+    let asked = answers.asked();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(
+        asked[0].message,
+        "`deletePost` needs `postId`, which nothing known gives (`createPost` answered \
+         `key`, `title`, `blogText`); give the values as JSON ({\"postId\": ...}), or say no \
+         to skip it"
+    );
 }

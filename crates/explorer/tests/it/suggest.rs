@@ -228,3 +228,46 @@ fn learned_patterns_come_first_and_pitfalls_are_warned_about() {
     let wait = suggester.next(&state, &[], &[]).unwrap();
     assert_eq!(wait.operation, "ClusterService_GetCluster");
 }
+
+#[test]
+fn the_specs_links_say_which_answer_feeds_which_input() {
+    // Nothing in the names links a thing's `key` to a move's `subject`: the spec's link does.
+    let spec = json!({
+        "openapi": "3.0.3",
+        "paths": {
+            "/things": {"post": {"operationId": "createThing", "responses": {"201": {
+                "description": "made",
+                "content": {"application/json": {"schema": {"type": "object",
+                    "properties": {"key": {"type": "string"}}}}},
+                "links": {"MoveIt": {"operationId": "createMove",
+                    "parameters": {"subject": "$response.body#/key"}}}}}}},
+            "/moves": {"post": {"operationId": "createMove",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["subject"],
+                    "properties": {"subject": {"type": "string"}}}}}},
+                "responses": {"201": {"description": "moved"}}}}
+        }
+    });
+    let spec = ApiSpec::parse(&spec.to_string(), std::path::Path::new("links.json")).unwrap();
+    let flow = infer(&spec);
+    let producers = flow.producers_of("createMove", "subject");
+    assert_eq!(producers[0].operation, "createThing");
+    assert_eq!(producers[0].field, "key");
+    let suggester = Suggester::new(&spec, &flow, "create a move", None);
+    let first = suggester.next(&ExploreState::default(), &[], &[]).unwrap();
+    assert_eq!(first.operation, "createThing", "{}", first.reason);
+    let mut state = ExploreState::default();
+    let thing: Resource =
+        serde_json::from_value(json!({"id": "t-1", "attributes": {"key": "k-9"}})).unwrap();
+    state
+        .resources
+        .entry("things".into())
+        .or_default()
+        .insert("thing_1".into(), thing);
+    let next = suggester
+        .next(&state, &[], &["createThing".to_owned()])
+        .unwrap();
+    assert_eq!(next.operation, "createMove");
+    assert_eq!(next.inputs["subject"], "k-9");
+    assert!(next.missing.is_empty());
+}

@@ -134,6 +134,45 @@ pub struct Operation {
     pub security: Vec<String>,
     /// Deprecated in the spec.
     pub deprecated: bool,
+    /// The OpenAPI `links` of its success responses: which later operation takes which of
+    /// its answers.
+    pub links: Vec<Link>,
+}
+
+/// An OpenAPI link: a value of this operation's answer that another operation takes as a
+/// parameter (`GetPost`'s `postId` is `$response.body#/id` of `CreatePost`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Link {
+    /// The operation that takes the value (`operationId`, or the last segment of an
+    /// `operationRef` pointer).
+    pub operation: String,
+    /// Its parameter (or body field) that takes it.
+    pub parameter: String,
+    /// Where the value is in the answer.
+    pub source: LinkSource,
+}
+
+impl Link {
+    /// True when `operation` is the one this link feeds (by its id, or for an `operationRef`,
+    /// by its method and path).
+    pub fn feeds(&self, operation: &Operation) -> bool {
+        self.operation == operation.id
+            || self.operation == format!("{} {}", operation.method, operation.path)
+    }
+}
+
+/// Where a link's value comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "in", content = "name", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LinkSource {
+    /// A field of the response body, as dotted names (`id`, `data.id`) from the JSON Pointer.
+    Body(String),
+    /// A response header (`Location`).
+    Header(String),
+    /// A parameter of the linking request itself (`$request.path.postId`).
+    Request(String),
 }
 
 impl Operation {
@@ -156,6 +195,7 @@ impl Operation {
             states: Vec::new(),
             security: Vec::new(),
             deprecated: false,
+            links: Vec::new(),
         }
     }
 

@@ -7,12 +7,45 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 use super::refs::{Resolver, spec_error};
-use super::{ApiSpec, Body, Location, Operation, Parameter, Security, SpecVersion};
+use super::{
+    ApiSpec, Body, Link, LinkSource, Location, Operation, Parameter, Security, SpecVersion,
+};
 use crate::Error;
 
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
 ];
+
+/// Where a link's runtime expression takes its value: `$response.body#/id` → the body field
+/// `id` (`/data/id` → `data.id`), `$response.header.Location` → that header,
+/// `$request.path.postId` → that request parameter.
+fn link_source(expression: &str) -> Option<LinkSource> {
+    let expression = expression
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}');
+    if let Some(pointer) = expression.strip_prefix("$response.body#") {
+        let dotted = pointer
+            .trim_start_matches('/')
+            .split('/')
+            .map(|token| token.replace("~1", "/").replace("~0", "~"))
+            .collect::<Vec<_>>()
+            .join(".");
+        return (!dotted.is_empty()).then_some(LinkSource::Body(dotted));
+    }
+    if let Some(header) = expression.strip_prefix("$response.header.") {
+        return Some(LinkSource::Header(header.to_owned()));
+    }
+    [
+        "$request.path.",
+        "$request.query.",
+        "$request.header.",
+        "$request.body#/",
+    ]
+    .iter()
+    .find_map(|prefix| expression.strip_prefix(prefix))
+    .map(|name| LinkSource::Request(name.replace('/', ".")))
+}
 
 /// The fields of an OpenAPI operation object (Swagger 2's and OpenAPI 3's together).
 const OPERATION_FIELDS: [&str; 13] = [
@@ -480,7 +513,64 @@ impl Reader<'_> {
             states,
             security,
             deprecated: operation.get("deprecated").and_then(Value::as_bool) == Some(true),
+            links: self.links(operation)?,
         })
+    }
+
+    /// The `links` of the operation's success responses (OpenAPI 3): each parameter a linked
+    /// operation takes, with where its value is. Expressions that are no body field, header or
+    /// request parameter (a constant, `$url`) are left out.
+    fn links(&mut self, operation: &Value) -> Result<Vec<Link>, Error> {
+        let Some(Value::Object(responses)) = operation.get("responses") else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::new();
+        let successes = responses
+            .iter()
+            .filter(|(code, _)| code.starts_with('2'))
+            .map(|(_, response)| response);
+        for response in successes {
+            let response = self.inline(response)?;
+            let Some(Value::Object(links)) = response.get("links") else {
+                continue;
+            };
+            for link in links.values() {
+                let link = self.inline(link)?;
+                let target = link
+                    .get("operationId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .or_else(|| {
+                        // `#/paths/~1posts~1{postId}/get` names no id: the method and path do.
+                        let reference = link.get("operationRef").and_then(Value::as_str)?;
+                        let pointer = reference.split_once('#').map_or(reference, |(_, p)| p);
+                        let mut parts = pointer.trim_start_matches('/').split('/');
+                        let (Some("paths"), Some(path), Some(method)) =
+                            (parts.next(), parts.next(), parts.next())
+                        else {
+                            return None;
+                        };
+                        let path = path.replace("~1", "/").replace("~0", "~");
+                        Some(format!("{} {path}", method.to_ascii_uppercase()))
+                    });
+                let (Some(target), Some(Value::Object(parameters))) =
+                    (target, link.get("parameters"))
+                else {
+                    continue;
+                };
+                for (parameter, expression) in parameters {
+                    let name = parameter.rsplit('.').next().unwrap_or(parameter);
+                    if let Some(source) = expression.as_str().and_then(link_source) {
+                        found.push(Link {
+                            operation: target.clone(),
+                            parameter: name.to_owned(),
+                            source,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Swagger 2's `consumes` of the operation or the spec, first entry.

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use wayline_core::ToolCatalog;
 use wayline_registry::ToolRegistry;
-use wayline_registry::openapi::{ApiSpec, Location, Security, SpecVersion, tool_yaml};
+use wayline_registry::openapi::{ApiSpec, LinkSource, Location, Security, SpecVersion, tool_yaml};
 use wayline_testkit::{fixture, read_json, testdata};
 
 /// Writes the spec's tools as YAML files into a fresh directory and loads them back.
@@ -294,6 +294,32 @@ fn path_items_and_operations_in_other_files_import_whole() {
         1,
         "a `$ref` with a pointer into the file"
     );
+    // The create's links: which later operation takes which of its answers.
+    let links: Vec<(&str, &str, &LinkSource)> = create
+        .links
+        .iter()
+        .map(|link| {
+            (
+                link.operation.as_str(),
+                link.parameter.as_str(),
+                &link.source,
+            )
+        })
+        .collect();
+    assert_eq!(
+        links,
+        [
+            ("getPost", "postId", &LinkSource::Body("id".into())),
+            (
+                "DELETE /posts/{postId}",
+                "postId",
+                &LinkSource::Body("id".into())
+            ),
+            ("getPost", "postId", &LinkSource::Header("Location".into())),
+        ],
+        "a constant is no source"
+    );
+    assert!(create.links[1].feeds(delete) && !create.links[1].feeds(get));
 
     // No imported tool is empty, and those without inputs still say how to send them: no
     // `request` would take the legacy path, which sends a DELETE or POST a JSON body `{}`.
