@@ -68,8 +68,9 @@ fn parent_collection(path: &str) -> &str {
     }
 }
 
-/// Where `field` (in any naming convention) is in a response schema: at the top, or in the
-/// items of a top-level array, or in the items of a response that is an array itself.
+/// Where `field` (in any naming convention) is in a response schema: at the top, in the items
+/// of a top-level array or of a response that is an array itself, or in the one object an
+/// envelope holds.
 fn locate(response: &Value, field: &str) -> Option<(String, bool)> {
     let named = |properties: &serde_json::Map<String, Value>| {
         properties
@@ -86,11 +87,21 @@ fn locate(response: &Value, field: &str) -> Option<(String, bool)> {
     if let Some(found) = named(properties) {
         return Some((found, false));
     }
-    properties.iter().find_map(|(name, schema)| {
-        let items = schema.get("items")?;
-        let found = named(items.get("properties")?.as_object()?)?;
-        Some((format!("{name}.0.{found}"), true))
-    })
+    properties
+        .iter()
+        .find_map(|(name, schema)| {
+            let items = schema.get("items")?;
+            let found = named(items.get("properties")?.as_object()?)?;
+            Some((format!("{name}.0.{found}"), true))
+        })
+        .or_else(|| {
+            // An envelope (`{"ssh_key": {...}}`): the field of the one object it holds.
+            let [(name, inner)] = properties.iter().collect::<Vec<_>>()[..] else {
+                return None;
+            };
+            let found = named(inner.get("properties")?.as_object()?)?;
+            Some((format!("{name}.{found}"), false))
+        })
 }
 
 fn required_inputs(operation: &Operation) -> Vec<String> {

@@ -29,7 +29,7 @@ use crate::location::LocationTransport;
 use crate::names;
 use crate::output::Scenario;
 use crate::session::{ConfirmedStep, RejectedStep, Session, SessionStatus};
-use crate::state::{ExploreState, id_field, redact};
+use crate::state::{ExploreState, id_path, redact};
 use crate::suggest::{Suggester, Suggestion};
 use crate::sut::SutConfig;
 
@@ -525,7 +525,7 @@ impl Explorer {
         pattern_step.request_template = Some(template);
         let resource = operation_resource(operation);
         for name in &step.saved_variables {
-            let field = id_field(&step.response["body"], &resource).unwrap_or_else(|| "id".into());
+            let field = id_path(&step.response["body"], &resource).unwrap_or_else(|| "id".into());
             let mut rule = SaveRule::default();
             rule.key = name.clone();
             rule.eval = format!("body.{field}");

@@ -20,7 +20,7 @@ use crate::Error;
 use crate::intent::{self, CLI_METHOD, Verb, operation_resource, operation_verb};
 use crate::names;
 use crate::session::Session;
-use crate::state::{id_field, is_secret_name};
+use crate::state::{id_path, is_secret_name};
 use crate::sut::SutConfig;
 
 /// The `scenario` block.
@@ -375,7 +375,7 @@ impl Scenario {
                 .saved_variables
                 .iter()
                 .map(|name| {
-                    let field = id_field(&confirmed.response["body"], &resource)
+                    let field = id_path(&confirmed.response["body"], &resource)
                         .unwrap_or_else(|| "id".to_owned());
                     json!({"key": name, "eval": format!("body.{field}")})
                 })
@@ -389,9 +389,9 @@ impl Scenario {
                 {
                     holders.push((name.clone(), value));
                 } else if let Some(id) =
-                    id_field(&confirmed.response["body"], &resource).and_then(|field| {
-                        confirmed.response["body"]
-                            .get(&field)
+                    id_path(&confirmed.response["body"], &resource).and_then(|path| {
+                        path.split('.')
+                            .try_fold(&confirmed.response["body"], |value, key| value.get(key))
                             .and_then(names::id_text)
                     })
                 {

@@ -194,12 +194,12 @@ impl ExploreState {
     ) -> Vec<String> {
         // A response with no JSON (a 204) comes as the engine's placeholder
         // `{status_code, body}`: it says nothing of the resource, and its `body` is no field.
+        let resource = operation_resource(operation);
         let output = if is_placeholder(output) {
             &Value::Null
         } else {
-            output
+            unwrapped(output)
         };
-        let resource = operation_resource(operation);
         let kind = plural(&resource);
         let reported = STATE_FIELDS
             .iter()
@@ -304,6 +304,31 @@ impl ExploreState {
             }
         }
     }
+}
+
+/// The resource inside an envelope: an answer whose only field is an object (`{"ssh_key":
+/// {...}}`, as DigitalOcean and many others answer) stands for that object; any other answer
+/// is the resource itself.
+pub(crate) fn unwrapped(output: &Value) -> &Value {
+    match output.as_object() {
+        Some(fields) if fields.len() == 1 => match fields.values().next() {
+            Some(inner @ Value::Object(_)) => inner,
+            _ => output,
+        },
+        _ => output,
+    }
+}
+
+/// The dotted path of the id of a `resource` in an answer `body`: its id field (see
+/// [`id_field`]), inside the envelope when the answer has one (`ssh_key.id`).
+pub(crate) fn id_path(body: &Value, resource: &str) -> Option<String> {
+    let inner = unwrapped(body);
+    let field = id_field(inner, resource)?;
+    if std::ptr::eq(inner, body) {
+        return Some(field);
+    }
+    let envelope = body.as_object()?.keys().next()?;
+    Some(format!("{envelope}.{field}"))
 }
 
 /// True for the engine's stand-in for a response that is not JSON: exactly `status_code` and

@@ -39,6 +39,8 @@ struct Shape {
     update_no_content: bool,
     /// A create answers without the id in its body, naming the record in `Location` only.
     id_in_location_only: bool,
+    /// Creates and reads answer inside an envelope (`{"post": {...}}`).
+    envelope: Option<&'static str>,
 }
 
 impl Default for Shape {
@@ -53,6 +55,7 @@ impl Default for Shape {
             stamp: serde_json::Map::new(),
             update_no_content: false,
             id_in_location_only: false,
+            envelope: None,
         }
     }
 }
@@ -169,7 +172,7 @@ fn handle(data: &mut Collection, shape: &Shape, request: &RecordedRequest) -> Re
                 return Reply::json(201, Value::Object(fields))
                     .header("Location", format!("{prefix}/{id}"));
             }
-            Reply::json(201, Value::Object(fields))
+            Reply::json(201, wrap(shape, Value::Object(fields)))
         }
         (_, Some(Err(_))) => Reply::json(404, json!({})),
         (method, Some(Ok(id))) => {
@@ -177,7 +180,7 @@ fn handle(data: &mut Collection, shape: &Shape, request: &RecordedRequest) -> Re
                 return Reply::json(404, json!({}));
             };
             match method {
-                "GET" => Reply::json(200, record.clone()),
+                "GET" => Reply::json(200, wrap(shape, record.clone())),
                 "PUT" | "PATCH" => {
                     let Some(Value::Object(fields)) = body() else {
                         return Reply::json(400, json!({"error": "a JSON object is required"}));
@@ -212,6 +215,14 @@ fn handle(data: &mut Collection, shape: &Shape, request: &RecordedRequest) -> Re
             }
         }
         _ => Reply::json(405, json!({})),
+    }
+}
+
+/// `record` in the shape's envelope, if it has one.
+fn wrap(shape: &Shape, record: Value) -> Value {
+    match shape.envelope {
+        Some(name) => json!({ name: record }),
+        None => record,
     }
 }
 
@@ -253,7 +264,12 @@ fn shape_spec_with(base: &str, shape: &Shape, extra: Value) -> ApiSpec {
     }
     let parameter = json!([{"name": shape.parameter, "in": "path", "required": true, "schema": {"type": "integer"}}]);
     let body = |schema: &Value| json!({"required": true, "content": {"application/json": {"schema": schema}}});
-    let answer = |status: &str| json!({status: {"description": "ok", "content": {"application/json": {"schema": record}}}});
+    // One record is answered as it is, or inside the shape's envelope.
+    let answered = match shape.envelope {
+        Some(name) => json!({"type": "object", "properties": {name: record}}),
+        None => record.clone(),
+    };
+    let answer = |status: &str| json!({status: {"description": "ok", "content": {"application/json": {"schema": answered}}}});
     let collection = format!("/{}", shape.collection);
     let item = format!("/{}/{{{}}}", shape.collection, shape.parameter);
     let spec = json!({
@@ -844,4 +860,31 @@ async fn names_no_rule_links_are_asked_about_once_naming_both_sides() {
          `key`, `title`, `blogText`); give the values as JSON ({\"postId\": ...}), or say no \
          to skip it"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_answered_inside_an_envelope_is_found() {
+    let api = Api::shaped(Shape {
+        envelope: Some("post"),
+        ..Shape::default()
+    })
+    .await;
+    let store: Arc<dyn KnowledgeStore> = Arc::new(MemoryKnowledge::new());
+    let (session, _) = explore(
+        &api,
+        api.spec(),
+        "title: first post",
+        "create a post, then delete it",
+        Some(Arc::clone(&store)),
+    )
+    .await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    assert_eq!(api.calls(), ["POST /posts", "DELETE /posts/1"]);
+    // What it learned finds the id inside the envelope, as a plan made from it must.
+    let learned = store.load("blog").await.unwrap();
+    assert_eq!(learned.patterns[0].steps[0].save[0].eval, "body.post.id");
 }

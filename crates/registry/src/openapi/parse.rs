@@ -141,7 +141,9 @@ pub(crate) fn read(mut resolver: Resolver) -> Result<ApiSpec, Error> {
             "neither `swagger: \"2.0\"` nor `openapi: 3.x` is declared; is this an OpenAPI document?",
         ));
     };
+    let current = resolver.root_path().to_path_buf();
     let mut reader = Reader {
+        current,
         resolver: &mut resolver,
         origin: origin.clone(),
         version,
@@ -168,6 +170,8 @@ pub(crate) fn read(mut resolver: Resolver) -> Result<ApiSpec, Error> {
 }
 
 struct Reader<'a> {
+    /// The document references are resolved against (see [`Reader::document`]).
+    current: PathBuf,
     resolver: &'a mut Resolver,
     origin: String,
     version: SpecVersion,
@@ -177,8 +181,10 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
+    /// The document the operation being read is in (the root, or the file a `$ref` to a path
+    /// item or an operation led to): its references are relative to it.
     fn document(&self) -> PathBuf {
-        self.resolver.root_path().to_path_buf()
+        self.current.clone()
     }
 
     fn inline(&mut self, value: &Value) -> Result<Value, Error> {
@@ -290,15 +296,18 @@ impl Reader<'_> {
         let global_security = self.root.get("security").cloned();
         let mut operations = Vec::new();
         let mut seen = HashSet::new();
+        let root = self.resolver.root_path().to_path_buf();
         for (path, item) in &paths {
-            let item = match item.get("$ref") {
-                Some(_) => self.inline(item)?,
-                None => item.clone(),
-            };
+            let (item_document, item) = self.resolver.follow(&root, item)?;
             let Value::Object(item) = item else {
                 continue;
             };
-            let shared = item.get("parameters").cloned();
+            // Path-level parameters, resolved where the path item is.
+            self.current = item_document.clone();
+            let shared = match item.get("parameters") {
+                Some(parameters) => Some(self.inline(parameters)?),
+                None => None,
+            };
             for method in METHODS {
                 let Some(operation) = item.get(method) else {
                     continue;
@@ -306,10 +315,9 @@ impl Reader<'_> {
                 let pointer = format!("/paths/{}/{method}", escape(path));
                 // Not in the OpenAPI grammar, but how large multi-file specs are written
                 // (`get: {$ref: resources/apps/apps_list.yml}`), and read by the common tools.
-                let operation = match operation.get("$ref") {
-                    Some(_) => self.inline(operation)?,
-                    None => operation.clone(),
-                };
+                let (operation_document, operation) =
+                    self.resolver.follow(&item_document, operation)?;
+                self.current = operation_document;
                 if !is_operation(&operation) {
                     return Err(spec_error(
                         &self.origin,
@@ -330,6 +338,7 @@ impl Reader<'_> {
                     global_security.as_ref(),
                     &pointer,
                 )?;
+                self.current = root.clone();
                 if !seen.insert(read.id.clone()) {
                     let unique = format!("{}_{}", read.id, generated_id(method, path));
                     self.warnings.push(format!(

@@ -206,6 +206,32 @@ impl Resolver {
         Ok(current)
     }
 
+    /// `value` (found in `document`) with its own `$ref` followed, chain by chain, but nothing
+    /// inside it inlined: the value, and the document its remaining references are relative
+    /// to. A path item or an operation in a file of its own is read this way, so that only the
+    /// parts the importer uses are resolved (not its code samples or error responses).
+    pub(crate) fn follow(
+        &mut self,
+        document: &Path,
+        value: &Value,
+    ) -> Result<(PathBuf, Value), Error> {
+        let mut place = document.to_path_buf();
+        let mut current = value.clone();
+        let mut hops = 0;
+        while let Some(reference) = current.get("$ref").and_then(Value::as_str) {
+            let origin = place.display().to_string();
+            let target = self.target(&place, reference, &origin)?;
+            self.refuse_alias_loop(&target, &origin)?;
+            current = self.lookup(&target, &origin)?;
+            place = target.document;
+            hops += 1;
+            if hops > MAX_DEPTH {
+                break;
+            }
+        }
+        Ok((place, current))
+    }
+
     /// `value` (found in `document`) with every `$ref` inlined, `allOf` merged, recursion cut.
     pub(crate) fn inline(&mut self, document: &Path, value: &Value) -> Result<Value, Error> {
         let mut stack = Vec::new();
