@@ -228,7 +228,8 @@ pub(crate) fn with_decider_for_later<'w>(
 /// Ctrl-C is watched on a thread of its own: on this one-thread runtime a watcher task could
 /// not run while the run holds the thread (an expression's loops, which look at the token as
 /// they go), nor before the future first waits. The handler is installed before the future
-/// starts, so a Ctrl-C at any moment ends the run with a complete record.
+/// starts, so a Ctrl-C at any moment ends the run with a complete record; a second one ends
+/// the process (exit 130).
 pub(crate) fn cancellable<F: Future>(
     runtime: &tokio::runtime::Runtime,
     start: impl FnOnce(CancelToken) -> F,
@@ -262,10 +263,19 @@ impl InterruptWatch {
                     return;
                 };
                 runtime.block_on(async move {
-                    let interrupted = interrupt();
+                    let mut finished = finished;
+                    let listener = interrupts();
                     let _ = installed.send(());
+                    let Ok(mut listener) = listener else {
+                        return;
+                    };
                     tokio::select! {
-                        true = interrupted => cancel.cancel(),
+                        Some(()) = listener.recv() => cancel.cancel(),
+                        _ = &mut finished => return,
+                    }
+                    // A second Ctrl-C ends the process at once, for a run that will not stop.
+                    tokio::select! {
+                        Some(()) = listener.recv() => std::process::exit(130),
                         _ = finished => {}
                     }
                 });
@@ -293,24 +303,16 @@ impl Drop for InterruptWatch {
     }
 }
 
-/// A future that ends `true` at the next Ctrl-C (SIGINT), its handler already installed; or
-/// `false` at once when none can be.
+/// Ctrl-C (SIGINT), its handler installed now.
 #[cfg(unix)]
-fn interrupt() -> impl Future<Output = bool> + Send + 'static {
-    use tokio::signal::unix::{SignalKind, signal};
-    let listener = signal(SignalKind::interrupt());
-    async move {
-        match listener {
-            Ok(mut listener) => listener.recv().await.is_some(),
-            Err(_) => false,
-        }
-    }
+fn interrupts() -> std::io::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
 }
 
-/// A future that ends `true` at the next Ctrl-C.
-#[cfg(not(unix))]
-fn interrupt() -> impl Future<Output = bool> + Send + 'static {
-    async { tokio::signal::ctrl_c().await.is_ok() }
+/// Ctrl-C, its handler installed now.
+#[cfg(windows)]
+fn interrupts() -> std::io::Result<tokio::signal::windows::CtrlC> {
+    tokio::signal::windows::ctrl_c()
 }
 
 /// Runs `workflow`; Ctrl-C cancels the run (which still ends with a complete record).

@@ -59,12 +59,12 @@ pub const MAX_OPERATIONS: usize = 256;
 pub const MAX_COMPREHENSION_NESTING: usize = 2;
 
 /// The function called once on every iteration of every comprehension, in the tree
-/// [`Expression::tree`] gives: it wraps the part of the loop step evaluated first (the
-/// condition of `filter`, `exists_one` and a three-argument `map`, the predicate of `all` and
-/// `exists`, the element of `map`) and an evaluator defines it to count the iteration, check
-/// the time, and hand the value back unchanged. Loops are the only part of an expression whose
-/// cost grows with the data rather than with its text. No CEL name starts with `@`, so no
-/// expression can call or shadow it.
+/// [`Expression::tree`] gives: it wraps the part of the loop evaluated first (the loop
+/// condition of `all` and `exists`, checked before each element; the condition of `filter`,
+/// `exists_one` and a three-argument `map`; the element of `map`) and an evaluator defines it
+/// to count the iteration, check the time, and hand the value back unchanged. Loops are the
+/// only part of an expression whose cost grows with the data rather than with its text. No
+/// CEL name starts with `@`, so no expression can call or shadow it.
 pub const ITERATION_METER: &str = "@iteration";
 
 /// The function every element a `map` appends to its list passes through, in the tree
@@ -123,7 +123,7 @@ impl Expression {
     }
 
     /// The parsed tree to evaluate (with `cel::Value::resolve`): every comprehension's loop
-    /// step calls [`ITERATION_METER`], and every element a `map` builds passes through
+    /// calls [`ITERATION_METER`] once per element, and every element a `map` builds passes through
     /// [`BUILT_VALUE_METER`], functions the evaluating context must define.
     pub fn tree(&self) -> &IdedExpr {
         &self.tree
@@ -145,11 +145,19 @@ fn meter_comprehensions(expr: &mut IdedExpr) {
             ] {
                 meter_comprehensions(part);
             }
-            meter_loop_step(
-                &mut comprehension.loop_step,
-                &comprehension.accu_var,
-                &comprehension.iter_var,
-            );
+            if is_logical_fold(&comprehension.loop_step, &comprehension.accu_var) {
+                // `all` and `exists` set a failing step aside and go on (CEL's error-absorbing
+                // `&&` and `||`), so a meter inside the step would neither run when the
+                // predicate fails nor stop the loop when it trips. The loop condition is
+                // evaluated before every element and its error ends the loop at once.
+                wrap_in_call(&mut comprehension.loop_cond, ITERATION_METER);
+            } else {
+                meter_loop_step(
+                    &mut comprehension.loop_step,
+                    &comprehension.accu_var,
+                    &comprehension.iter_var,
+                );
+            }
         }
         Expr::Select(select) => meter_comprehensions(&mut select.operand),
         Expr::Call(call) => {
@@ -171,15 +179,23 @@ fn meter_comprehensions(expr: &mut IdedExpr) {
     }
 }
 
-/// Meters one loop step, in the shapes the standard macros write (`@result` is the
-/// accumulator):
+/// True for the loop step of `all` (`@result && p`) and `exists` (`@result || p`).
+fn is_logical_fold(step: &IdedExpr, accumulator: &str) -> bool {
+    matches!(&step.expr, Expr::Call(call)
+        if matches!(call.func_name.as_str(), operators::LOGICAL_AND | operators::LOGICAL_OR)
+            && matches!(call.args.first().map(|folded| &folded.expr),
+                Some(Expr::Ident(name)) if name == accumulator))
+}
+
+/// Meters one loop step (not a logical fold), in the shapes the standard macros write
+/// (`@result` is the accumulator):
 /// - `c ? @result + [f] : @result` (`filter`, `map(x, c, f)`) and `c ? @result + 1 : @result`
 ///   (`exists_one`): [`ITERATION_METER`] around `c`, and for a `map`, [`BUILT_VALUE_METER`]
 ///   around `f`;
-/// - `@result + [f]` (`map`): both around `f`;
-/// - `@result && p` (`all`), `@result || p` (`exists`): [`ITERATION_METER`] around `p`.
+/// - `@result + [f]` (`map`): both around `f`.
 ///
-/// Any other step is metered whole, which still counts every iteration.
+/// Their errors end the loop at once. Any other step is metered whole, which still counts
+/// every iteration.
 fn meter_loop_step(step: &mut IdedExpr, accumulator: &str, variable: &str) {
     let is =
         |expr: &IdedExpr, name: &str| matches!(&expr.expr, Expr::Ident(ident) if ident == name);
@@ -194,17 +210,15 @@ fn meter_loop_step(step: &mut IdedExpr, accumulator: &str, variable: &str) {
             meter_appended(appending, accumulator, variable);
         }
         (operators::ADD, [sum, _]) if is(sum, accumulator) => {
-            if let Some(elements) = appended_elements(step, accumulator) {
-                for element in elements {
-                    wrap_in_call(element, ITERATION_METER);
-                    wrap_in_call(element, BUILT_VALUE_METER);
+            match appended_elements(step, accumulator) {
+                Some(elements) if !elements.is_empty() => {
+                    for element in elements {
+                        wrap_in_call(element, ITERATION_METER);
+                        wrap_in_call(element, BUILT_VALUE_METER);
+                    }
                 }
+                _ => wrap_in_call(step, ITERATION_METER),
             }
-        }
-        (operators::LOGICAL_AND | operators::LOGICAL_OR, [folded, predicate])
-            if is(folded, accumulator) =>
-        {
-            wrap_in_call(predicate, ITERATION_METER);
         }
         _ => wrap_in_call(step, ITERATION_METER),
     }
@@ -369,7 +383,7 @@ fn skip_string(bytes: &[u8], start: usize) -> usize {
 /// (`.map`, `.filter`, `.all`, `.exists`, `.exists_one`).
 fn opens_comprehension(before: &str) -> bool {
     let name = before.trim_end();
-    ["map", "filter", "all", "exists", "exists_one"]
+    ["map", "filter", "all", "exists", "exists_one", "existsOne"]
         .iter()
         .any(|macro_name| {
             name.strip_suffix(macro_name)

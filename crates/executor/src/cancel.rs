@@ -61,12 +61,14 @@ impl CancelToken {
 
 /// What stops a run part-way: its cancel token and its deadline. The scheduler waits on both
 /// between steps; work that holds the thread in between (an expression's loops) asks
-/// [`reason`](Self::reason) as it goes, since nothing else can stop it there.
+/// [`trip`](Self::trip) as it goes, since nothing else can stop it there.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RunStop {
     cancel: CancelToken,
     /// When the deadline passes, and its length (for the message).
     deadline: Option<(Instant, Duration)>,
+    /// Set when work was stopped part-way by this stop (see [`RunStop::trip`]).
+    tripped: Arc<AtomicBool>,
 }
 
 impl RunStop {
@@ -77,6 +79,25 @@ impl RunStop {
             cancel: cancel.unwrap_or_default(),
             deadline: deadline
                 .and_then(|length| Some((Instant::now().checked_add(length)?, length))),
+            tripped: Arc::default(),
+        }
+    }
+
+    /// Why work in progress must stop now, if it must; noting that it stopped, so the run
+    /// ends stopped even if every step has settled by then.
+    pub(crate) fn trip(&self) -> Option<String> {
+        let reason = self.reason()?;
+        self.tripped.store(true, Ordering::SeqCst);
+        Some(reason)
+    }
+
+    /// Why the run ended stopped although every step settled: work was stopped part-way by
+    /// [`RunStop::trip`].
+    pub(crate) fn tripped_reason(&self) -> Option<String> {
+        if self.tripped.load(Ordering::SeqCst) {
+            self.reason()
+        } else {
+            None
         }
     }
 

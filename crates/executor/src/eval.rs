@@ -137,7 +137,7 @@ fn iteration_meter(budget: ExpressionBudget, stop: Option<RunStop>) -> NativeFun
                     time.as_millis()
                 )));
             }
-            if let Some(reason) = stop.as_ref().and_then(RunStop::reason) {
+            if let Some(reason) = stop.as_ref().and_then(RunStop::trip) {
                 return Err(call.error(format!("stopped: {reason}")));
             }
         }
@@ -488,7 +488,8 @@ mod tests {
             ("body.items.filter(x, x > 2)", 5),
             ("body.items.map(x, x > 2, x * 2)", 5),
             ("body.items.all(x, x > 0)", 5),
-            ("body.items.exists(x, x == 2)", 2),
+            // `all` and `exists` count each element's check, the one that ends the loop too.
+            ("body.items.exists(x, x == 2)", 3),
             ("body.items.exists_one(x, x == 2)", 5),
             ("body.tags.all(k, k != 'c')", 2),
             ("body.items.map(x, body.items.filter(y, y < x))", 30),
@@ -545,5 +546,42 @@ mod tests {
             error.ends_with("failed: stopped: the run deadline of 0 ms passed"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_failing_predicate_of_all_or_exists_cannot_escape_the_meter() {
+        let inputs = IndexMap::new();
+        let steps = HashMap::new();
+        // Every predicate fails (no `parent` field): CEL's `all` sets each error aside and goes
+        // on, so a meter inside the predicate would never be reached.
+        let body = json!({"items": (0..100).map(|id| json!({"id": id})).collect::<Vec<_>>()});
+        let within = |iterations| Scope {
+            budget: ExpressionBudget {
+                iterations,
+                ..ExpressionBudget::default()
+            },
+            ..scope(&inputs, &steps, &body)
+        };
+        let expr = Expression::compile("body.items.all(x, body.items.exists(y, y.id == x.parent))")
+            .unwrap();
+        let error = evaluate(&expr, within(1_000)).unwrap_err();
+        assert!(
+            error.contains("needs more than 1000 loop iterations"),
+            "{error}"
+        );
+        // And a stop is not lost to an element that decides the fold.
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        let stopped = RunStop::new(Some(cancel), None);
+        let expr = Expression::compile("[1, 2, 3].exists(x, x == 2)").unwrap();
+        let error = evaluate(
+            &expr,
+            Scope {
+                stop: Some(&stopped),
+                ..scope(&inputs, &steps, &body)
+            },
+        )
+        .unwrap_err();
+        assert!(error.ends_with("stopped: the run was cancelled"), "{error}");
     }
 }

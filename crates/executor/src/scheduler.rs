@@ -209,9 +209,9 @@ impl<'r> Scheduler<'r> {
                 }
             }
             if in_flight.is_empty() {
-                // Every step has settled; if the run was stopped meanwhile (an expression
-                // that stopped part-way failed its step), it still ends stopped.
-                break self.run_stop.reason();
+                // Every step has settled; if one was cut short by the stop (an expression
+                // that stopped part-way failed its step), the run still ends stopped.
+                break self.run_stop.tripped_reason();
             }
             tokio::select! {
                 Some((position, done)) = in_flight.next() => self.finish(position, done),

@@ -656,6 +656,18 @@ impl Explorer {
     /// keeps in `generated`; anything else is asked for (as JSON, or for one input, as it is).
     async fn fill_missing(&self, session: &mut Session, suggestion: &Suggestion) -> Asked {
         let mut missing: Vec<&String> = suggestion.missing.iter().collect();
+        // Only a field of a new resource's body is made up: a name in a path, or a name a
+        // resource refers to (`region.name`), points at something that must exist already.
+        let operation = self.spec.operation(&suggestion.operation);
+        let made_up_freely = |name: &str| {
+            names::is_name_like(name)
+                && operation.is_some_and(|operation| {
+                    intent::operation_verb(operation) == intent::Verb::Create
+                        && operation.parameters.iter().any(|parameter| {
+                            parameter.name == name && parameter.location == Location::Body
+                        })
+                })
+        };
         if self.thresholds.auto {
             let short = session
                 .session
@@ -664,17 +676,16 @@ impl Explorer {
                 .chars()
                 .take(6)
                 .collect::<String>();
-            for name in missing.iter().filter(|name| names::is_name_like(name)) {
-                let field = name.rsplit('.').next().unwrap_or(name);
+            for name in missing.iter().filter(|name| made_up_freely(name)) {
                 let value = Value::from(format!("wayline-{short}-{}", session.generated.len() + 1));
-                tracing::info!(field, %value, "a value was made up for a required field");
+                tracing::info!(field = %name, %value, "a value was made up for a required field");
                 session
                     .current_state
                     .variables
-                    .insert(field.to_owned(), value.clone());
-                session.generated.insert(field.to_owned(), value);
+                    .insert((*name).clone(), value.clone());
+                session.generated.insert((*name).clone(), value);
             }
-            missing.retain(|name| !names::is_name_like(name));
+            missing.retain(|name| !made_up_freely(name));
             if missing.is_empty() {
                 return Asked::Go(suggestion.operation.clone());
             }
@@ -724,21 +735,28 @@ impl Explorer {
             Answer::Text(text) => {
                 match serde_json::from_str::<Value>(&text) {
                     Ok(Value::Object(values)) => {
-                        session.current_state.variables.extend(values);
+                        for (name, value) in values {
+                            session.current_state.answer(name, value);
+                        }
                     }
                     // One input, given as it is (`My first post`) or as a JSON scalar.
                     parsed if missing.len() == 1 => {
-                        let field = missing[0].rsplit('.').next().unwrap_or(missing[0]);
                         let value = parsed.unwrap_or_else(|_| Value::from(text.clone()));
-                        session
-                            .current_state
-                            .variables
-                            .insert(field.to_owned(), value);
+                        session.current_state.answer(missing[0].clone(), value);
                     }
                     _ => merge_variables(&mut session.current_state, &text),
                 }
                 Asked::Go(suggestion.operation.clone())
             }
+            // A number typed at the terminal reads as a choice: for one input, it is the value.
+            Answer::Choose(number) if missing.len() == 1 => {
+                session
+                    .current_state
+                    .answer(missing[0].clone(), Value::from(number));
+                Asked::Go(suggestion.operation.clone())
+            }
+            // Nothing given: asked again (three times at most).
+            Answer::Yes => Asked::Go(suggestion.operation.clone()),
             Answer::No => {
                 session.rejected_steps.push(RejectedStep {
                     operation_id: suggestion.operation.clone(),
@@ -1004,7 +1022,7 @@ fn merge_variables(state: &mut ExploreState, text: &str) {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(values)) => {
             for (name, value) in values {
-                state.variables.insert(name, value);
+                state.answer(name, value);
             }
         }
         _ => {

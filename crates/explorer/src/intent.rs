@@ -3,6 +3,8 @@
 //! before. "create a cluster, create a branch on it, delete both" is create cluster, create
 //! branch, delete branch, delete cluster (the last-made first, so children go before parents).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use wayline_registry::openapi::{ApiSpec, Operation};
 
@@ -41,6 +43,10 @@ pub struct Goal {
     /// The id of an existing resource the target names (`344` of "update post 344").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// Ids the target gives for other, existing resources the goal refers to (`cluster:
+    /// 10086` of "create a branch on cluster 10086").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub given: BTreeMap<String, String>,
 }
 
 /// The method of the operations that stand for a SUT's command-line tools.
@@ -215,6 +221,18 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
                 named.iter().rev().cloned().collect()
             };
         }
+        // In a create, a resource named with its id is one that exists: it is what the others
+        // are made on ("create a branch on cluster 10086"), not one more to create.
+        let mut given = BTreeMap::new();
+        if current == Verb::Create && targets.iter().any(|(_, id)| id.is_none()) {
+            targets.retain(|(resource, id)| match id {
+                Some(id) => {
+                    given.insert(resource.clone(), id.clone());
+                    false
+                }
+                None => true,
+            });
+        }
         let quoted = quoted_text(clause_original(target, clause));
         for (resource, id) in targets {
             let goal = Goal {
@@ -224,6 +242,7 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
                     .then(|| quoted.clone())
                     .flatten(),
                 id: id.clone(),
+                given: given.clone(),
             };
             if !goals.contains(&goal) {
                 goals.push(goal);
@@ -392,6 +411,7 @@ mod tests {
             resource: resource.to_owned(),
             command: None,
             id: id.map(str::to_owned),
+            given: BTreeMap::new(),
         }
     }
 
@@ -423,6 +443,13 @@ mod tests {
                 goal(Verb::Delete, "post", Some("344"))
             ]
         );
+    }
+
+    #[test]
+    fn a_resource_named_with_its_id_in_a_create_is_what_the_others_are_made_on() {
+        let mut on_pet = goal(Verb::Create, "order", None);
+        on_pet.given.insert("pet".to_owned(), "10086".to_owned());
+        assert_eq!(parse("create an order for pet 10086", &spec()), [on_pet]);
     }
 
     #[test]

@@ -44,6 +44,7 @@ mod error;
 pub mod explore;
 pub mod intent;
 pub mod intervention;
+mod lifecycle;
 mod location;
 mod names;
 pub mod output;

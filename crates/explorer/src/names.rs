@@ -28,6 +28,10 @@ pub(crate) fn id_kind(name: &str) -> Option<String> {
         || field.ends_with("ID")
         || field.ends_with("_id")
         || field.ends_with("-id");
+    // `UUID` and `GUID` are kinds of id, not the ids of a `uu` or a `gu`.
+    if matches!(normalized.as_str(), "uuid" | "guid") {
+        return None;
+    }
     let kind = normalized.strip_suffix("id").filter(|_| ends_in_id)?;
     (!kind.is_empty()).then(|| kind.to_owned())
 }
@@ -81,6 +85,7 @@ mod tests {
         assert_eq!(id_kind("ID"), None);
         assert_eq!(id_kind("paid"), None, "a word ending in `id` is not an id");
         assert_eq!(id_kind("valid"), None);
+        assert_eq!(id_kind("UUID"), None);
         assert!(is_id("ID") && is_id("id") && is_id("post_id") && !is_id("title"));
         for name in [
             "name",

@@ -8,8 +8,8 @@ use serde_json::Value;
 use wayline_registry::openapi::{ApiSpec, Location, Operation, Parameter, STATE_FIELDS};
 
 use crate::intent::{Verb, operation_resource, operation_verb};
+use crate::lifecycle::changing_state;
 use crate::names;
-use crate::suggest::changing_state;
 
 /// One resource.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -38,6 +38,9 @@ pub struct ExploreState {
     /// Saved values.
     #[serde(default)]
     pub variables: IndexMap<String, Value>,
+    /// The variables a person gave (answers): they win over what the session found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answered: Vec<String>,
 }
 
 pub(crate) use wayline_core::secret::{is_secret_name, mask_secret_names as redact};
@@ -97,11 +100,14 @@ impl ExploreState {
     /// The latest resource whose type is `kind` in any naming convention (`special-event`,
     /// `specialEvent`), with the name it is known by.
     fn latest_of_kind(&self, kind: &str) -> Option<(&str, &Resource)> {
-        let kind = names::normalize(kind);
+        let (singular, plural_kind) = (names::normalize(kind), names::normalize(&plural(kind)));
         self.resources
             .iter()
             .filter(|(plural_type, _)| {
-                names::normalize(&wayline_registry::openapi::singular(plural_type)) == kind
+                // Either way round: `aliases` is `alias`, though `singular` makes it `aliase`.
+                names::normalize(plural_type) == plural_kind
+                    || names::normalize(&wayline_registry::openapi::singular(plural_type))
+                        == singular
             })
             .find_map(|(_, named)| named.iter().next_back())
             .map(|(name, found)| (name.as_str(), found))
@@ -131,6 +137,26 @@ impl ExploreState {
         is_its_id.then(|| self.latest_id(kind)).flatten()
     }
 
+    /// Keeps `value` as the variable `name`, given by a person: it wins over ids the session
+    /// found and values the spec's links give.
+    pub(crate) fn answer(&mut self, name: String, value: Value) {
+        if !self.answered.contains(&name) {
+            self.answered.push(name.clone());
+        }
+        self.variables.insert(name, value);
+    }
+
+    /// The value a person gave for `name` (in any convention), if one did.
+    pub(crate) fn answered_value(&self, name: &str) -> Option<Value> {
+        let field = name.rsplit('.').next().unwrap_or(name);
+        self.answered
+            .iter()
+            .find(|known| *known == name || names::same_name(known, field))
+            .and_then(|known| self.variables.get(known))
+            .filter(|value| !value.is_null())
+            .cloned()
+    }
+
     /// A variable named `name` in any convention (`display_name` for `displayName`): the one
     /// of that exact name first.
     fn variable(&self, name: &str) -> Option<Value> {
@@ -148,12 +174,16 @@ impl ExploreState {
             .cloned()
     }
 
-    /// A value for the input `input` of an operation on `resource`. An id (`clusterId`,
+    /// A value for the input `input` of an operation on `resource`. A value a person gave
+    /// comes first. An id (`clusterId`,
     /// `cluster_id`, or a bare `id` for `resource` itself) is the latest resource of its type
     /// this session knows, before any variable of that name (a preset `id` does not stand for
     /// the post just created); anything else, or an id of a type not known, is a variable of
     /// that name in any convention (`display_name` fills `displayName`).
     pub fn value_for(&self, input: &str, resource: &str) -> Option<Value> {
+        if let Some(value) = self.answered_value(input) {
+            return Some(value);
+        }
         let field = input.rsplit('.').next().unwrap_or(input);
         let kind = names::id_kind(field)
             .or_else(|| (names::normalize(field) == "id").then(|| resource.to_owned()));
@@ -169,6 +199,9 @@ impl ExploreState {
         operation: &Operation,
         parameter: &Parameter,
     ) -> Option<Value> {
+        if let Some(value) = self.answered_value(&parameter.name) {
+            return Some(value);
+        }
         if parameter.location == Location::Path
             && let Some(owner) = names::path_parameter_resource(&operation.path, &parameter.name)
             && let Some(id) = self.latest_id(&owner)
@@ -274,14 +307,18 @@ impl ExploreState {
             }
             Verb::Delete => {
                 if let (Some(id), Some(named)) = (id_in_path, self.resources.get_mut(&kind)) {
-                    named.retain(|_, known| known.id != id);
-                    if let Some(gone) = self
-                        .variables
-                        .iter()
-                        .find(|(_, value)| names::id_text(value).as_deref() == Some(id.as_str()))
-                        .map(|(name, _)| name.clone())
-                    {
-                        self.variables.shift_remove(&gone);
+                    // The variables the deleted resources were saved under go with them (not
+                    // a preset or an answer that happens to hold the same number).
+                    let mut gone = Vec::new();
+                    named.retain(|name, known| {
+                        let keep = known.id != id;
+                        if !keep {
+                            gone.push(name.clone());
+                        }
+                        keep
+                    });
+                    for name in gone {
+                        self.variables.shift_remove(&name);
                     }
                 }
                 Vec::new()
@@ -532,5 +569,39 @@ mod tests {
         );
         state.settle("cluster");
         assert_eq!(state.resources["clusters"]["cluster_1"].state, None);
+    }
+
+    #[test]
+    fn a_delete_takes_only_its_own_variable_and_answers_win() {
+        let spec = no_states();
+        let create = operation("POST", "/posts", &[]);
+        let delete = operation("DELETE", "/posts/{postId}", &["postId"]);
+        let mut state = ExploreState::default();
+        state.variables.insert("userId".into(), json!(1));
+        state.apply(&spec, &create, &IndexMap::new(), &json!({"id": 1}), None);
+        let mut inputs = IndexMap::new();
+        inputs.insert("postId".to_owned(), json!(1));
+        state.apply(&spec, &delete, &inputs, &json!({}), None);
+        assert_eq!(
+            state.variables.get("userId"),
+            Some(&json!(1)),
+            "a preset of the same number stays"
+        );
+        assert!(!state.variables.contains_key("post_1"));
+        // A person's answer beats the id the session found.
+        state.apply(&spec, &create, &IndexMap::new(), &json!({"id": 2}), None);
+        assert_eq!(state.value_for("postId", "post"), Some(json!(2)));
+        state.answer("post_id".into(), json!(5));
+        assert_eq!(state.value_for("postId", "post"), Some(json!(5)));
+        // `aliases` holds `alias` resources, though the plain singular makes it `aliase`.
+        let aliases = operation("POST", "/aliases", &[]);
+        state.apply(
+            &spec,
+            &aliases,
+            &IndexMap::new(),
+            &json!({"id": "a-1"}),
+            None,
+        );
+        assert_eq!(state.value_for("aliasId", "x"), Some(json!("a-1")));
     }
 }

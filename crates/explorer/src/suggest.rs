@@ -8,61 +8,14 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
 use wayline_knowledge::Queries;
-use wayline_registry::openapi::{
-    ApiSpec, LinkSource, Location, Operation, Parameter, STATE_FIELDS,
-};
+use wayline_registry::openapi::{ApiSpec, LinkSource, Location, Operation, Parameter};
 
 use crate::dataflow::DataFlow;
 use crate::intent::{self, Goal, Verb, operation_resource};
 use crate::intervention::Source;
+use crate::lifecycle::{failed_states, is_transitional, settled_state, state_field};
 use crate::names;
 use crate::state::ExploreState;
-
-/// A state that means "wait": the resource is still changing (`CREATING`, `DELETING`).
-pub(crate) fn is_transitional(state: &str) -> bool {
-    state.to_ascii_uppercase().ends_with("ING")
-}
-
-/// The state a resource of `resource` settles in, from the spec's enum (`ACTIVE`, `READY`,
-/// ...); `None` when the spec declares none of them for it.
-pub(crate) fn settled_state(spec: &ApiSpec, resource: &str) -> Option<String> {
-    let settled = [
-        "ACTIVE",
-        "READY",
-        "AVAILABLE",
-        "SUCCEEDED",
-        "COMPLETED",
-        "RUNNING",
-    ];
-    let states = declared_states(spec, resource)?;
-    settled.iter().find_map(|wanted| {
-        states
-            .iter()
-            .find(|state| state.eq_ignore_ascii_case(wanted))
-            .cloned()
-    })
-}
-
-/// The states the spec declares for `resource` (the enum of its state field), if any.
-pub(crate) fn declared_states<'s>(spec: &'s ApiSpec, resource: &str) -> Option<&'s [String]> {
-    spec.states
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(resource))
-        .map(|(_, states)| states.as_slice())
-}
-
-/// The state a resource of `resource` is in while an update takes effect, when the spec
-/// declares one (`MODIFYING`, `UPDATING`): an API whose spec has no such state changes its
-/// resources at once.
-pub(crate) fn changing_state(spec: &ApiSpec, resource: &str) -> Option<String> {
-    declared_states(spec, resource)?
-        .iter()
-        .find(|state| {
-            let upper = state.to_ascii_uppercase();
-            is_transitional(state) && (upper.contains("MODIF") || upper.contains("UPDAT"))
-        })
-        .cloned()
-}
 
 /// Wait for a resource to settle: poll its read operation until `field` is `state`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -94,39 +47,6 @@ impl WaitFor {
             failed.join(", ")
         )
     }
-}
-
-/// The states of `resource` in the spec that end a wait in failure.
-pub(crate) fn failed_states(spec: &ApiSpec, resource: &str) -> Vec<String> {
-    declared_states(spec, resource)
-        .map(|states| {
-            states
-                .iter()
-                .filter(|state| {
-                    let upper = state.to_ascii_uppercase();
-                    ["FAIL", "ERROR", "CANCEL", "DELETED", "EXPIRED"]
-                        .iter()
-                        .any(|word| upper.contains(word))
-                })
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The field a resource's read operation reports its state in: `state`, `status` or `phase`
-/// (the first its response has), `state` when none.
-pub(crate) fn state_field(operation: &Operation) -> String {
-    let properties = operation
-        .response
-        .as_ref()
-        .and_then(|schema| schema.get("properties"))
-        .and_then(Value::as_object);
-    STATE_FIELDS
-        .into_iter()
-        .find(|field| properties.is_some_and(|properties| properties.contains_key(*field)))
-        .unwrap_or("state")
-        .to_owned()
 }
 
 /// How much less sure a step is when a required input has no value.
@@ -532,9 +452,9 @@ impl<'a> Suggester<'a> {
             .collect()
     }
 
-    /// The value of `parameter` of `operation`: an id the target named, else what the spec's
-    /// links say (`createPost`'s `id` feeds `getPost`'s `postId`), else what the state gives
-    /// by name or by position in the path.
+    /// The value of `parameter` of `operation`: an id the target named, else a value a person
+    /// gave, else what the spec's links say (`createPost`'s `id` feeds `getPost`'s `postId`),
+    /// else what the state gives by name or by position in the path.
     fn value_of(
         &self,
         goal: Option<&Goal>,
@@ -543,6 +463,7 @@ impl<'a> Suggester<'a> {
         state: &ExploreState,
     ) -> Option<Value> {
         literal_id(goal, operation, parameter)
+            .or_else(|| state.answered_value(&parameter.name))
             .or_else(|| self.linked_value(operation, parameter, state))
             .or_else(|| state.value_for_parameter(operation, parameter))
     }
@@ -644,20 +565,28 @@ impl<'a> Suggester<'a> {
     }
 }
 
-/// The id the target named for the goal's resource ("update post 344"), for the path
-/// parameter of `operation` that holds that resource's id: a number when the spec types the
-/// parameter so.
+/// The id the target named for a resource (`344` of "update post 344", `10086` of "create a
+/// branch on cluster 10086"), for the parameter of `operation` that holds that resource's id
+/// (a path parameter by its position or name, a body or query field by its name): a number
+/// when the spec types the parameter so.
 fn literal_id(goal: Option<&Goal>, operation: &Operation, parameter: &Parameter) -> Option<Value> {
     let goal = goal?;
-    let id = goal.id.as_ref()?;
-    if parameter.location != Location::Path {
-        return None;
-    }
-    let owner = names::path_parameter_resource(&operation.path, &parameter.name)
-        .or_else(|| names::id_kind(&parameter.name))?;
-    if names::normalize(&owner) != names::normalize(&goal.resource) {
-        return None;
-    }
+    let owner = match parameter.location {
+        Location::Path => names::path_parameter_resource(&operation.path, &parameter.name)
+            .or_else(|| names::id_kind(&parameter.name)),
+        Location::Body | Location::Query => names::id_kind(&parameter.name),
+        _ => None,
+    }?;
+    let owner = names::normalize(&owner);
+    let own = (names::normalize(&goal.resource) == owner)
+        .then_some(goal.id.as_ref())
+        .flatten();
+    let id = own.or_else(|| {
+        goal.given
+            .iter()
+            .find(|(resource, _)| names::normalize(resource) == owner)
+            .map(|(_, id)| id)
+    })?;
     let number = matches!(parameter.kind.as_deref(), Some("integer" | "number"))
         .then(|| id.parse::<u64>().ok().map(Value::from))
         .flatten();

@@ -217,7 +217,8 @@ impl<'a> Queries<'a> {
     }
 
     /// The state `resource` was most often seen to settle in after `from` (the `to` of its
-    /// most sampled learned transition out of `from`), if it was ever seen to leave `from`.
+    /// most sampled learned transition out of `from` into a state that is not itself changing,
+    /// `…ING`), if it was ever seen to.
     pub fn settles_after(&self, resource: &str, from: &str) -> Option<&'a str> {
         let prefix = format!("{from}_to_");
         self.knowledge
@@ -227,7 +228,9 @@ impl<'a> Queries<'a> {
             .iter()
             .filter_map(|(key, transition)| {
                 let to = key.strip_prefix(&prefix)?;
-                (!to.is_empty()).then_some((to, transition.sample_count()))
+                // Only a state it rests in: `CREATING_to_MODIFYING` is no end to a wait.
+                let settled = !to.is_empty() && !to.to_ascii_uppercase().ends_with("ING");
+                settled.then_some((to, transition.sample_count()))
             })
             .max_by_key(|(_, samples)| *samples)
             .map(|(to, _)| to)

@@ -141,7 +141,7 @@ pub fn missing_names(message: &str) -> Vec<String> {
     let structured = json_body(message)
         .map(|body| {
             let mut names = Vec::new();
-            missing_in_json(&body, &mut names);
+            missing_in_json(&body, &mut names, false);
             names
         })
         .unwrap_or_default();
@@ -184,11 +184,15 @@ const LIST_KEYS: [&str; 5] = [
 /// Keys naming the field a per-field error is about.
 const FIELD_KEYS: [&str; 5] = ["name", "field", "param", "property", "pointer"];
 
-fn missing_in_json(value: &serde_json::Value, names: &mut Vec<String>) {
+/// The names `value` (a JSON error body, or an `entry` of one of its per-field error lists)
+/// says are missing.
+fn missing_in_json(value: &serde_json::Value, names: &mut Vec<String>, entry: bool) {
     use serde_json::Value;
     let Value::Object(object) = value else {
         if let Value::Array(items) = value {
-            items.iter().for_each(|item| missing_in_json(item, names));
+            items
+                .iter()
+                .for_each(|item| missing_in_json(item, names, true));
         }
         return;
     };
@@ -206,9 +210,12 @@ fn missing_in_json(value: &serde_json::Value, names: &mut Vec<String>) {
         .get("loc")
         .and_then(Value::as_array)
         .and_then(|loc| loc.iter().rev().find_map(Value::as_str))
+        // Only an entry names its field so: a whole body's `name` is the error's own
+        // (`{"name": "BadRequest", "message": "title is required"}`).
         .or_else(|| {
             FIELD_KEYS
                 .iter()
+                .filter(|_| entry)
                 .find_map(|key| object.get(*key).and_then(Value::as_str))
         })
         .map(|field| field.rsplit('/').next().unwrap_or(field));
@@ -223,13 +230,13 @@ fn missing_in_json(value: &serde_json::Value, names: &mut Vec<String>) {
         if let Some(Value::Array(entries)) = object.get(key) {
             entries
                 .iter()
-                .for_each(|entry| missing_in_json(entry, names));
+                .for_each(|item| missing_in_json(item, names, true));
         }
     }
     for key in TEXT_KEYS {
         match object.get(key) {
             Some(Value::String(text)) => names.extend(missing_in_text(text)),
-            Some(nested @ Value::Object(_)) => missing_in_json(nested, names),
+            Some(nested @ Value::Object(_)) => missing_in_json(nested, names, false),
             _ => {}
         }
     }
@@ -299,8 +306,10 @@ fn missing_in_text(message: &str) -> Vec<String> {
             || (next(1) == "field" && next(2) == "required");
         let name = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '-');
         let lowered = name.to_lowercase();
+        // A number names a thing, not a field (`cluster 10086 is missing`).
         if (before || after)
             && !name.is_empty()
+            && !is_number(name)
             && !is_stopword(&lowered)
             && !NOT_NAMES.contains(&lowered.as_str())
         {
@@ -413,6 +422,14 @@ mod tests {
             missing_names(r#"HTTP 400: {"error":{"code":400,"message":"name is required"}}"#),
             ["name"]
         );
+        // A Node framework's error names itself, not the field.
+        assert_eq!(
+            missing_names(
+                r#"HTTP 400: {"name":"BadRequest","message":"title is required","code":400}"#
+            ),
+            ["title"]
+        );
+        assert!(missing_names("cluster 10086 is missing").is_empty());
         assert_eq!(
             missing_names(
                 r#"HTTP 422: {"errors":[{"pointer":"/data/attributes/title","detail":"must be present (required)"}]}"#

@@ -330,10 +330,21 @@ fn source_of(
             .trim_end_matches('_');
         owner.is_some_and(|owner| words::same_variable(stem, owner))
     };
-    let earlier = saved.iter().rev().find(|(key, (_, field))| {
-        words::same_variable(input, key) || words::same_variable(input, field)
-    });
-    let earlier = earlier.or_else(|| saved.iter().rev().find(|(key, _)| owned(key)));
+    // For a path parameter, the resource its collection names comes first: `id` is the id of
+    // almost every save, so a loose match on it would take whatever was saved last.
+    let by_name = || {
+        saved.iter().rev().find(|(key, (_, field))| {
+            words::same_variable(input, key) || words::same_variable(input, field)
+        })
+    };
+    let earlier = match owner {
+        Some(_) => saved
+            .iter()
+            .rev()
+            .find(|(key, _)| owned(key))
+            .or_else(by_name),
+        None => by_name(),
+    };
     if let Some((key, (step, _))) = earlier {
         return Value::from(format!("{step}.{key}"));
     }

@@ -164,8 +164,9 @@ impl Profile {
     /// The largest file sandboxes of this profile may move through the file API, given the
     /// provider's own limit of `provider_bytes`.
     pub fn file_limit(&self, provider_bytes: u64) -> u64 {
-        self.max_file_mb
-            .map_or(provider_bytes, |mb| provider_bytes.min(mb * 1024 * 1024))
+        self.max_file_mb.map_or(provider_bytes, |mb| {
+            provider_bytes.min(mb.saturating_mul(1024 * 1024))
+        })
     }
 
     /// Checks that the profile grants `capability`: Bay's `capability_not_supported` (with

@@ -701,6 +701,28 @@ async fn required_fields_nothing_gives_are_made_up_or_asked_for_never_sent_empty
         "{session:#?}"
     );
     assert_eq!(api.bodies("POST"), [json!({"category": "news"})]);
+    // A number typed at the terminal comes as a choice: for one input, it is its value.
+    let api = Api::shaped(Shape {
+        title: "category",
+        ..Shape::default()
+    })
+    .await;
+    let (session, _) = explore_answering(
+        &api,
+        api.spec(),
+        "",
+        "create a post",
+        None,
+        "answers:\n  - {kind: clarify, answer: {choose: 7}}\ndefault: yes\n",
+        "auto",
+    )
+    .await;
+    assert_eq!(
+        session.session.status,
+        SessionStatus::Completed,
+        "{session:#?}"
+    );
+    assert_eq!(api.bodies("POST"), [json!({"category": 7})]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

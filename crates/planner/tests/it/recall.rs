@@ -12,6 +12,7 @@ use wayline_knowledge::Knowledge;
 use wayline_knowledge::model::PatternsFile;
 use wayline_planner::llm::ScriptedModel;
 use wayline_planner::plan::{PlanSource, Planner};
+use wayline_planner::recall::{Recall, recall};
 use wayline_registry::openapi::ApiSpec;
 use wayline_testkit::fixture;
 
@@ -289,4 +290,52 @@ async fn the_goal_a_pattern_was_learned_from_finds_it_and_links_the_id() {
     let planner =
         Planner::new(model, blog_catalog("http://x")).knowledge(Arc::new(learned_once(goal)));
     assert!(planner.plan("create a post", &[]).await.is_err());
+}
+
+#[test]
+fn a_path_parameter_takes_the_id_of_its_own_collections_resource() {
+    use wayline_knowledge::learn::RunObservation;
+    use wayline_knowledge::model::{PatternStep, SaveRule};
+    let spec = serde_json::json!({
+        "openapi": "3.0.3",
+        "paths": {
+            "/users": {"post": {"operationId": "createUser", "responses": {"201": {"description": "ok"}}}},
+            "/posts": {"post": {"operationId": "createPost", "responses": {"201": {"description": "ok"}}}},
+            "/users/{id}": {"get": {"operationId": "getUser", "responses": {"200": {"description": "ok"}},
+                "parameters": [{"name": "id", "in": "path", "required": true}]}}
+        }
+    });
+    let spec = ApiSpec::parse(&spec.to_string(), std::path::Path::new("s.json")).unwrap();
+    let catalog = Arc::new(MemoryCatalog::from_tools(spec.tools(Some("http://x"))));
+    let step = |operation: &str, saved: Option<&str>| {
+        let mut step = PatternStep::default();
+        step.operation_id = operation.into();
+        if let Some(key) = saved {
+            let mut rule = SaveRule::default();
+            rule.key = key.into();
+            rule.eval = "body.id".into();
+            step.save.push(rule);
+        }
+        step
+    };
+    let goal = "create a user, create a post, read the user";
+    let mut observation = RunObservation::default();
+    observation.goal = goal.to_owned();
+    observation.succeeded = true;
+    observation.steps = vec![
+        step("createUser", Some("user_1")),
+        step("createPost", Some("post_1")),
+        step("getUser", None),
+    ];
+    let mut knowledge = Knowledge::new();
+    knowledge.learn(&observation);
+    let Recall::Found(found) = recall(&knowledge, Utc::now(), goal, &[], catalog.as_ref(), 0.8)
+    else {
+        panic!("the goal it was learned from finds it");
+    };
+    // The post's id was saved last, as `id` too; the user's is the one `/users/{id}` takes.
+    assert_eq!(
+        found.workflow.step("get_user").unwrap().input_mapping["id"],
+        "create_user.user_1"
+    );
 }

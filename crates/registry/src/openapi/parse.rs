@@ -298,6 +298,7 @@ impl Reader<'_> {
         let mut seen = HashSet::new();
         let root = self.resolver.root_path().to_path_buf();
         for (path, item) in &paths {
+            self.current = root.clone();
             let (item_document, item) = self.resolver.follow(&root, item)?;
             let Value::Object(item) = item else {
                 continue;

@@ -222,7 +222,17 @@ impl Resolver {
             let origin = place.display().to_string();
             let target = self.target(&place, reference, &origin)?;
             self.refuse_alias_loop(&target, &origin)?;
-            current = self.lookup(&target, &origin)?;
+            let mut found = self.lookup(&target, &origin)?;
+            // Fields beside the `$ref` (a path item's `parameters`, OpenAPI 3.1's `summary`)
+            // override what it points at, as when a reference is inlined; resolved where they
+            // were written, since what follows is read relative to the target's file.
+            if let (Value::Object(fields), Value::Object(siblings)) = (&mut found, &current) {
+                for (key, sibling) in siblings.iter().filter(|(key, _)| *key != "$ref") {
+                    let sibling = self.inline(&place, sibling)?;
+                    fields.insert(key.clone(), sibling);
+                }
+            }
+            current = found;
             place = target.document;
             hops += 1;
             if hops > MAX_DEPTH {

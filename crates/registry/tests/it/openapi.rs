@@ -433,3 +433,22 @@ fn documents_that_are_not_specs_get_errors_that_say_where() {
             .contains("cannot read")
     );
 }
+
+#[test]
+fn fields_beside_a_path_items_ref_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("item.yaml"),
+        "get: {operationId: listThings, responses: {'200': {description: ok}}}\n",
+    )
+    .unwrap();
+    let spec = dir.path().join("api.yaml");
+    std::fs::write(
+        &spec,
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /things:\n    $ref: item.yaml\n    parameters: [{name: X-Trace, in: header, required: true, schema: {type: string}}]\n",
+    )
+    .unwrap();
+    let spec = ApiSpec::load(&spec).unwrap();
+    let list = spec.operation("listThings").unwrap();
+    assert_eq!(list.parameters[0].name, "X-Trace");
+}
