@@ -1,7 +1,8 @@
 //! How the local provider starts a sandbox's processes: as the user running wayline in the
 //! workspace directory (no isolation), or inside `bubblewrap` when it is installed (the host's
-//! file system read-only, the workspace mounted read-write at `/workspace` as in Bay, private
-//! `/tmp`, `/proc` and process ids).
+//! file system read-only, entry by entry, in a fresh root; the workspace mounted read-write at
+//! `/workspace` as in Bay; the session's own `/tmp`; private `/proc` and process ids; as
+//! `nobody` in a user namespace when the server runs as root).
 //!
 //! Either way the processes get a clean environment: `PATH`, the locale, `TERM`, `TZ`, `USER`
 //! and `LOGNAME` from the host, `HOME` (the workspace) and the profile's `env`; nothing else,
@@ -64,26 +65,32 @@ impl Isolation {
         }
     }
 
-    /// Bubblewrap, when `bwrap` is on the `PATH` and a trial run succeeds (it needs user
-    /// namespaces, which some containers forbid).
+    /// Bubblewrap, when `bwrap` is on the `PATH` and runs exactly what real commands run (a
+    /// workspace and a scratch directory of a trial, `true` in the workspace): it needs user
+    /// namespaces, which some containers forbid, and a probe of anything less could pass where
+    /// every real command fails.
     fn bubblewrap() -> Option<Isolation> {
-        let program = find_on_path("bwrap")?;
-        let works = std::process::Command::new(&program)
-            .args([
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev",
-                "/dev",
-                "--unshare-pid",
-                "true",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success());
-        works.then_some(Isolation::Bubblewrap { program })
+        let isolation = Isolation::Bubblewrap {
+            program: find_on_path("bwrap")?,
+        };
+        let trial = std::env::temp_dir().join(format!(
+            "wayline-bwrap-probe-{}-{:08x}",
+            std::process::id(),
+            fastrand::u32(..)
+        ));
+        let (workspace, scratch) = (trial.join("workspace"), trial.join("scratch"));
+        let works = std::fs::create_dir_all(&workspace).is_ok()
+            && std::fs::create_dir_all(&scratch).is_ok()
+            && isolation
+                .command_in("true", &[], &workspace, ".", &[], Some(&scratch))
+                .as_std_mut()
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success());
+        let _ = std::fs::remove_dir_all(&trial);
+        works.then_some(isolation)
     }
 
     /// One line saying which mode is active, for logs and `/health`.
@@ -106,6 +113,7 @@ impl Isolation {
 
     /// A command running `program args` in `relative` (a normalized path inside `workspace`),
     /// with `HOME` the workspace and `env` added.
+    #[cfg(test)]
     pub(crate) fn command(
         &self,
         program: &str,
@@ -113,6 +121,22 @@ impl Isolation {
         workspace: &Path,
         relative: &str,
         env: &[(String, String)],
+    ) -> Command {
+        self.command_in(program, args, workspace, relative, env, None)
+    }
+
+    /// As [`Isolation::command`], with the session's `scratch` directory: its `/tmp` under
+    /// bubblewrap, and where Python puts user installs in either mode (`PYTHONUSERBASE`), so
+    /// a plain `pip install` lasts as long as the session (`pip install --target
+    /// /workspace/...` lasts as long as the workspace).
+    pub(crate) fn command_in(
+        &self,
+        program: &str,
+        args: &[&str],
+        workspace: &Path,
+        relative: &str,
+        env: &[(String, String)],
+        scratch: Option<&Path>,
     ) -> Command {
         let seen = self.root_seen(workspace);
         let cwd = if relative == "." {
@@ -128,11 +152,32 @@ impl Isolation {
             }
             Isolation::Bubblewrap { program: bwrap } => {
                 let mut command = Command::new(bwrap);
+                // The host's root, read-only, one entry at a time into a fresh root: binding
+                // `/` itself would leave no way to make `/workspace` where the host has none.
+                command.args(["--tmpfs", "/"]);
+                for entry in host_root() {
+                    match entry {
+                        RootEntry::Link { name, target } => {
+                            command.arg("--symlink").arg(target).arg(name)
+                        }
+                        RootEntry::Bound { name } => command.arg("--ro-bind").arg(name).arg(name),
+                    };
+                }
+                command.args(["--dev", "/dev", "--proc", "/proc"]);
+                match scratch {
+                    Some(scratch) => command.arg("--bind").arg(scratch).arg("/tmp"),
+                    None => command.args(["--tmpfs", "/tmp"]),
+                };
                 command
-                    .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-                    .args(["--tmpfs", "/tmp", "--bind"])
+                    .arg("--bind")
                     .arg(workspace)
                     .arg(SANDBOX_ROOT)
+                    .args(["--remount-ro", "/"]);
+                // Run as nobody, in a user namespace of its own, when the server runs as root.
+                if running_as_root() {
+                    command.args(["--unshare-user", "--uid", "65534", "--gid", "65534"]);
+                }
+                command
                     .arg("--chdir")
                     .arg(&cwd)
                     .args(["--unshare-pid", "--die-with-parent", "--", program])
@@ -148,8 +193,17 @@ impl Isolation {
                 command.env(name, value);
             }
         }
+        command.env("HOME", &seen);
+        if let Some(scratch) = scratch {
+            let seen_scratch = match self {
+                Isolation::None => scratch.to_path_buf(),
+                Isolation::Bubblewrap { .. } => PathBuf::from("/tmp"),
+            };
+            command
+                .env("TMPDIR", &seen_scratch)
+                .env("PYTHONUSERBASE", seen_scratch.join(".local"));
+        }
         command
-            .env("HOME", &seen)
             .envs(env.iter().map(|(key, value)| (key, value)))
             // Its own process group, so a timeout or a stop can end the children it started.
             .process_group(0)
@@ -173,6 +227,53 @@ pub(crate) async fn kill_group(pid: Option<u32>) {
         .stderr(Stdio::null())
         .status()
         .await;
+}
+
+/// One entry of the host's root directory, as a sandbox sees it.
+#[derive(Debug, Clone)]
+enum RootEntry {
+    /// A symbolic link (`/bin -> usr/bin`), made again inside.
+    Link { name: PathBuf, target: PathBuf },
+    /// A directory or file, bound read-only.
+    Bound { name: PathBuf },
+}
+
+/// The host's root entries a sandbox sees, read once: everything but what the sandbox has its
+/// own of (`/dev`, `/proc`, `/tmp`, `/workspace`).
+fn host_root() -> &'static [RootEntry] {
+    static ROOT: std::sync::LazyLock<Vec<RootEntry>> = std::sync::LazyLock::new(|| {
+        let mut entries: Vec<RootEntry> = std::fs::read_dir("/")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                let name = Path::new("/").join(entry.file_name());
+                let own = ["/dev", "/proc", "/tmp", SANDBOX_ROOT];
+                if own.iter().any(|own| name == Path::new(own)) {
+                    return None;
+                }
+                match std::fs::read_link(&name) {
+                    Ok(target) => Some(RootEntry::Link { name, target }),
+                    Err(_) => Some(RootEntry::Bound { name }),
+                }
+            })
+            .collect();
+        entries.sort_by(|a, b| root_name(a).cmp(root_name(b)));
+        entries
+    });
+    &ROOT
+}
+
+fn root_name(entry: &RootEntry) -> &Path {
+    match entry {
+        RootEntry::Link { name, .. } | RootEntry::Bound { name } => name,
+    }
+}
+
+/// True when this process runs as root (the owner of its own `/proc` entry).
+fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|metadata| metadata.uid() == 0)
 }
 
 /// The host variables a sandbox's processes see; everything else comes from the profile.
@@ -207,9 +308,15 @@ mod tests {
         let args: Vec<_> = std.get_args().map(|arg| arg.to_string_lossy()).collect();
         let joined = args.join(" ");
         assert!(
-            joined.contains("--bind /data/cargos/ws-1 /workspace --chdir /workspace/src"),
+            joined.starts_with("--tmpfs / ") && joined.contains("--ro-bind /usr /usr"),
+            "the host's root entries, read-only, in a fresh root: {joined}"
+        );
+        assert!(
+            joined.contains("--bind /data/cargos/ws-1 /workspace --remount-ro /"),
             "{joined}"
         );
+        assert!(joined.contains("--chdir /workspace/src"), "{joined}");
+        assert!(!joined.contains("--ro-bind / /"), "{joined}");
         assert!(joined.ends_with("-- bash -lc pwd"), "{joined}");
         assert_eq!(std.get_program(), "/usr/bin/bwrap");
         let plain = Isolation::None.command("bash", &["-lc", "pwd"], Path::new("/w"), ".", &[]);

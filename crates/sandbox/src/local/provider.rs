@@ -107,10 +107,37 @@ impl LocalConfig {
 /// A session's processes: its Python process, once started, and the process groups of the
 /// shell commands it ran (a command's background jobs outlive the command, as they would in
 /// Bay's container, until the session ends).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Runtime {
     python: tokio::sync::Mutex<Option<PythonSession>>,
     shell_groups: std::sync::Mutex<Vec<u32>>,
+    /// The session's scratch directory (`/tmp` under bubblewrap, user installs in either
+    /// mode), made at its first command and removed when the session ends.
+    scratch: PathBuf,
+}
+
+impl Runtime {
+    fn new(scratch: PathBuf) -> Self {
+        Runtime {
+            python: tokio::sync::Mutex::default(),
+            shell_groups: std::sync::Mutex::default(),
+            scratch,
+        }
+    }
+
+    /// The scratch directory, made if it is not there yet.
+    fn scratch(&self) -> SandboxResult<PathBuf> {
+        std::fs::create_dir_all(&self.scratch).map_err(|error| {
+            SandboxError::new(
+                ErrorCode::ShipError,
+                format!(
+                    "cannot make the session's scratch directory {}: {error}",
+                    self.scratch.display()
+                ),
+            )
+        })?;
+        Ok(self.scratch.clone())
+    }
 }
 
 type SharedRuntime = Arc<Runtime>;
@@ -232,6 +259,8 @@ async fn stop_runtime(runtime: SharedRuntime) {
     if let Some(python) = runtime.python.lock().await.take() {
         python.stop().await;
     }
+    // What the session kept outside its workspace (its /tmp, user installs) ends with it.
+    let _ = tokio::fs::remove_dir_all(&runtime.scratch).await;
 }
 
 fn random_hex() -> String {
@@ -483,13 +512,14 @@ impl LocalProvider {
         if let Some(record) = state.persisted.sandboxes.get_mut(id) {
             record.idle_expires_at = deadline;
         }
-        let session = state
-            .sessions
-            .entry(id.to_owned())
-            .or_insert_with(|| Session {
-                id: format!("sess-{}", random_hex()),
-                runtime: SharedRuntime::default(),
-            });
+        let session = state.sessions.entry(id.to_owned()).or_insert_with(|| {
+            let id = format!("sess-{}", random_hex());
+            let scratch = self.inner.config.data_dir.join("scratch").join(&id);
+            Session {
+                id,
+                runtime: Arc::new(Runtime::new(scratch)),
+            }
+        });
         Ok(Ready {
             workspace,
             session_id: session.id.clone(),
@@ -743,12 +773,13 @@ impl SandboxProvider for LocalProvider {
             if let Some(old) = python_slot.take() {
                 old.stop().await;
             }
-            let command = self.inner.isolation.command(
+            let command = self.inner.isolation.command_in(
                 self.interpreter().await,
                 &PythonSession::driver_args(),
                 &ready.workspace,
                 ".",
                 &ready.env,
+                Some(&ready.runtime.scratch()?),
             );
             match PythonSession::start(command).await {
                 Ok(python) => *python_slot = Some(python),
@@ -836,12 +867,13 @@ impl SandboxProvider for LocalProvider {
         } else {
             format!("cd {} && {}", quote(&cwd), request.command)
         };
-        let command = self.inner.isolation.command(
+        let command = self.inner.isolation.command_in(
             "bash",
             &["-lc", &script],
             &ready.workspace,
             ".",
             &ready.env,
+            Some(&ready.runtime.scratch()?),
         );
         let groups = &ready.runtime.shell_groups;
         let ran = shell::run(command, timeout, |group| {

@@ -37,6 +37,19 @@ pub(crate) enum Via {
     Local,
     /// `BayClient` → HTTP → the loopback server → the local provider.
     Http,
+    /// The local provider, called directly, its code inside bubblewrap.
+    Bubblewrap,
+}
+
+/// True when bubblewrap runs here (the local provider's probe passes); says so when it does
+/// not. `.ci/run` installs it.
+pub(crate) fn bubblewrap_available() -> bool {
+    let works =
+        wayline_sandbox::local::isolation::Isolation::choose(IsolationMode::Bubblewrap).is_ok();
+    if !works {
+        eprintln!("skipped: bubblewrap (`bwrap`) does not run here; .ci/run installs it");
+    }
+    works
 }
 
 /// A provider under test and what keeps it alive.
@@ -57,10 +70,18 @@ pub(crate) fn python_available() -> bool {
 }
 
 pub(crate) fn local_provider(dir: &std::path::Path, clock: &ManualClock) -> LocalProvider {
+    isolated_provider(dir, clock, IsolationMode::None)
+}
+
+fn isolated_provider(
+    dir: &std::path::Path,
+    clock: &ManualClock,
+    isolation: IsolationMode,
+) -> LocalProvider {
     LocalProvider::open(
         LocalConfig::new(dir)
             .profiles(Profiles::from_yaml(PROFILES, "test profiles").unwrap())
-            .isolation(IsolationMode::None)
+            .isolation(isolation)
             .clock(Arc::new(clock.clone())),
     )
     .unwrap()
@@ -69,9 +90,14 @@ pub(crate) fn local_provider(dir: &std::path::Path, clock: &ManualClock) -> Loca
 pub(crate) async fn target(via: Via) -> Target {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(start_time());
-    let local = local_provider(dir.path(), &clock);
+    let isolation = if via == Via::Bubblewrap {
+        IsolationMode::Bubblewrap
+    } else {
+        IsolationMode::None
+    };
+    let local = isolated_provider(dir.path(), &clock, isolation);
     match via {
-        Via::Local => Target {
+        Via::Local | Via::Bubblewrap => Target {
             provider: Arc::new(local.clone()),
             clock,
             server: None,

@@ -386,6 +386,9 @@ async fn code_sees_a_clean_environment() {
         "LOGNAME",
         "HOME",
         "BAY_TEST_ENV_VAR",
+        // Set by the provider itself: the session's scratch directory.
+        "TMPDIR",
+        "PYTHONUSERBASE",
     ];
     for name in &names {
         assert!(
@@ -462,4 +465,93 @@ async fn replays_equal_the_first_answer_with_the_system_clock() {
         .await
         .unwrap_err();
     assert_eq!(huge.code, ErrorCode::ValidationError);
+}
+
+#[tokio::test]
+async fn bubblewrap_runs_code_as_nobody_in_workspace_with_a_tmp_and_installs_of_the_session() {
+    if !python_available() || !crate::scenarios::pip_available() {
+        return;
+    }
+    if !crate::common::bubblewrap_available() {
+        return;
+    }
+    let target = crate::common::target(crate::common::Via::Bubblewrap).await;
+    let provider = target.provider.clone();
+    let id = provider.create(&Default::default()).await.unwrap().id;
+    let shell = |command: &str| {
+        let provider = provider.clone();
+        let id = id.clone();
+        let command = command.to_owned();
+        async move {
+            provider
+                .shell_exec(&id, &ShellExec::new(command).timeout(120))
+                .await
+                .unwrap()
+        }
+    };
+    // `/workspace` exists in the sandbox whether or not the host has one.
+    let seen = shell("pwd; echo $HOME; touch /not-here 2>/dev/null || echo read-only").await;
+    assert_eq!(
+        seen.output.trim(),
+        "/workspace\n/workspace\nread-only",
+        "{seen:?}"
+    );
+    if std::fs::metadata("/proc/self")
+        .is_ok_and(|metadata| std::os::unix::fs::MetadataExt::uid(&metadata) == 0)
+    {
+        let who = shell("id -u").await;
+        assert_eq!(
+            who.output.trim(),
+            "65534",
+            "a root server runs code as nobody"
+        );
+    }
+    // What the code writes in the workspace is the host's file.
+    shell("echo hello > note.txt").await;
+    assert_eq!(
+        provider.read_file(&id, "note.txt").await.unwrap(),
+        "hello\n"
+    );
+    // The session's /tmp, and a plain `pip install`, last as long as the session.
+    let python = |code: &str| {
+        let provider = provider.clone();
+        let id = id.clone();
+        let code = code.to_owned();
+        async move {
+            provider
+                .python_exec(&id, &wayline_sandbox::PythonExec::new(code).timeout(120))
+                .await
+                .unwrap()
+        }
+    };
+    let built = python(crate::scenarios::BUILD_WHEEL).await;
+    assert!(built.success, "{built:?}");
+    // A new interpreter each time, as a script the code starts would be.
+    let version = "import subprocess, sys\n\
+                   found = subprocess.run([sys.executable, '-c', 'import wayline_fixture_pkg as p; \
+                   print(p.__version__)'], capture_output=True, text=True)\n\
+                   found.stdout.strip() or 'no-package'";
+    let installed = python(
+        "import subprocess, sys\n\
+         subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-index', \
+         '--find-links', 'wheels', 'wayline-fixture-pkg', '--disable-pip-version-check'], \
+         check=True).returncode",
+    )
+    .await;
+    assert!(installed.success, "{installed:?}");
+    assert_eq!(python(version).await.output, "'2.31.0'");
+    shell("echo kept > /tmp/mark").await;
+    assert_eq!(
+        shell("cat /tmp/mark").await.output.trim(),
+        "kept",
+        "one /tmp per session"
+    );
+    provider.stop(&id).await.unwrap();
+    let after = shell("cat /tmp/mark 2>/dev/null || echo no-mark").await;
+    assert_eq!(after.output.trim(), "no-mark", "{after:?}");
+    assert_eq!(python(version).await.output, "'no-package'");
+    assert!(
+        provider.read_file(&id, "note.txt").await.is_ok(),
+        "the workspace outlives the session"
+    );
 }

@@ -4,6 +4,18 @@
 
 /// Runs a check against both targets, as two tests: `local` (the provider called directly)
 /// and `over_http` (`BayClient` → the loopback server → the provider).
+/// `check` inside bubblewrap too, where it runs here (a one-line notice where it does not).
+macro_rules! in_bubblewrap {
+    ($check:ident, $name:ident) => {
+        #[tokio::test]
+        async fn $name() {
+            if crate::common::bubblewrap_available() {
+                $check(crate::common::Via::Bubblewrap).await;
+            }
+        }
+    };
+}
+
 macro_rules! both {
     ($check:ident) => {
         mod $check {

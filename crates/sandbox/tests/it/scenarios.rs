@@ -1,8 +1,8 @@
 //! Six end-to-end scenarios of a code sandbox in use (interactive data analysis, script
 //! development and debugging, project setup with dependencies, a quick serverless run, a long
-//! job that extends its TTL, an agent's fix-and-retry loop), each run twice: against the local
-//! provider directly, and through `BayClient` over HTTP against the loopback server in front
-//! of it.
+//! job that extends its TTL, an agent's fix-and-retry loop), each run three times: against the
+//! local provider directly, through `BayClient` over HTTP against the loopback server in front
+//! of it, and against the local provider running its code inside bubblewrap (where it runs).
 //!
 //! Where a scenario needs what a test machine does not have, it keeps its point and says what it
 //! replaced: scenario 1 reads its CSV with the standard `csv` module and writes its PNG with `zlib`
@@ -21,6 +21,27 @@ both!(project_setup_and_dependencies);
 both!(quick_serverless_run);
 both!(long_job_extends_its_ttl);
 both!(agent_fix_and_retry_loop);
+in_bubblewrap!(
+    interactive_data_analysis,
+    interactive_data_analysis_in_bubblewrap
+);
+in_bubblewrap!(
+    script_development_and_debugging,
+    script_development_and_debugging_in_bubblewrap
+);
+in_bubblewrap!(
+    project_setup_and_dependencies,
+    project_setup_and_dependencies_in_bubblewrap
+);
+in_bubblewrap!(quick_serverless_run, quick_serverless_run_in_bubblewrap);
+in_bubblewrap!(
+    long_job_extends_its_ttl,
+    long_job_extends_its_ttl_in_bubblewrap
+);
+in_bubblewrap!(
+    agent_fix_and_retry_loop,
+    agent_fix_and_retry_loop_in_bubblewrap
+);
 
 const SALES: &str = "region,revenue\nnorth,120.5\nsouth,80\neast,99.5\n";
 
@@ -145,7 +166,7 @@ async fn script_development_and_debugging(via: Via) {
 
 /// Builds `wayline_fixture_pkg-2.31.0-py3-none-any.whl` in `wheels/` of the workspace: a
 /// real wheel, made with `zipfile`, so pip installs it without the network.
-const BUILD_WHEEL: &str = r#"
+pub(crate) const BUILD_WHEEL: &str = r#"
 import base64, hashlib, os, zipfile
 files = {
     "wayline_fixture_pkg/__init__.py": "__version__ = '2.31.0'\n",
@@ -166,7 +187,7 @@ with zipfile.ZipFile("wheels/wayline_fixture_pkg-2.31.0-py3-none-any.whl", "w") 
     wheel.writestr("wayline_fixture_pkg-2.31.0.dist-info/RECORD", record)
 "#;
 
-fn pip_available() -> bool {
+pub(crate) fn pip_available() -> bool {
     let found = std::process::Command::new("python3")
         .args(["-m", "pip", "--version"])
         .output()
