@@ -24,8 +24,8 @@ use wayline_core::transport::{Header, HttpRequest, HttpResponse, Transport, Tran
 use crate::error::{ErrorCode, SandboxError};
 use crate::model::{FileEntry, PythonResult, SandboxInfo, ShellResult};
 use crate::provider::{
-    CreateSandbox, HistoryEntry, HistoryPage, HistoryQuery, ListQuery, ProfileInfo, PythonExec,
-    SandboxPage, SandboxProvider, SandboxResult, ShellExec, Uploaded,
+    Annotation, CreateSandbox, HistoryEntry, HistoryPage, HistoryQuery, ListQuery, ProfileInfo,
+    PythonExec, SandboxPage, SandboxProvider, SandboxResult, ShellExec, Uploaded,
 };
 
 /// Where a Bay is and how to talk to it.
@@ -635,6 +635,17 @@ impl SandboxProvider for BayClient {
         if let Some(limit) = query.limit {
             pairs.push(format!("limit={limit}"));
         }
+        if let Some(tags) = &query.tags {
+            pairs.push(format!("tags={}", encode(tags)));
+        }
+        for (name, wanted) in [
+            ("has_notes", query.has_notes),
+            ("has_description", query.has_description),
+        ] {
+            if let Some(wanted) = wanted {
+                pairs.push(format!("{name}={wanted}"));
+            }
+        }
         let path = Self::sandbox_path(id, &format!("/history?{}", pairs.join("&")));
         self.json("GET", &path, None, None, None).await
     }
@@ -642,6 +653,17 @@ impl SandboxProvider for BayClient {
     async fn execution(&self, id: &str, execution_id: &str) -> SandboxResult<HistoryEntry> {
         let path = Self::sandbox_path(id, &format!("/history/{}", encode(execution_id)));
         self.json("GET", &path, None, None, None).await
+    }
+
+    async fn annotate(
+        &self,
+        id: &str,
+        execution_id: &str,
+        annotation: &Annotation,
+    ) -> SandboxResult<HistoryEntry> {
+        let path = Self::sandbox_path(id, &format!("/history/{}", encode(execution_id)));
+        let body = serde_json::to_value(annotation).unwrap_or_default();
+        self.json("PATCH", &path, Some(body), None, None).await
     }
 
     async fn profiles(&self) -> SandboxResult<Vec<ProfileInfo>> {

@@ -50,7 +50,7 @@ pub use error::{Error, ErrorCode, SandboxError};
 pub use local::{LocalConfig, LocalProvider};
 pub use model::{FileEntry, PythonResult, SandboxInfo, ShellResult, Status};
 pub use provider::{
-    CreateSandbox, HistoryEntry, HistoryPage, HistoryQuery, ListQuery, ProfileInfo, PythonExec,
-    Sandbox, SandboxPage, SandboxProvider, SandboxResult, ShellExec, Uploaded,
+    Annotation, CreateSandbox, HistoryEntry, HistoryPage, HistoryQuery, ListQuery, ProfileInfo,
+    PythonExec, Sandbox, SandboxPage, SandboxProvider, SandboxResult, ShellExec, Uploaded,
 };
 pub use runner::{CodeRouter, SandboxCodeRunner};

@@ -282,6 +282,74 @@ pub struct HistoryQuery {
     pub limit: Option<u32>,
     /// Skip this many.
     pub offset: u32,
+    /// Only entries tagged with one of these (comma-separated) tags.
+    pub tags: Option<String>,
+    /// Only entries with (`true`) or without (`false`) notes.
+    pub has_notes: Option<bool>,
+    /// Only entries with (`true`) or without (`false`) a description.
+    pub has_description: Option<bool>,
+}
+
+impl HistoryQuery {
+    /// True when `entry` passes every filter but the paging.
+    pub fn admits(&self, entry: &HistoryEntry) -> bool {
+        let present = |text: &Option<String>| text.as_deref().is_some_and(|text| !text.is_empty());
+        self.exec_type
+            .as_deref()
+            .is_none_or(|kind| entry.exec_type == kind)
+            && (!self.success_only || entry.success)
+            && self
+                .has_notes
+                .is_none_or(|wanted| present(&entry.notes) == wanted)
+            && self
+                .has_description
+                .is_none_or(|wanted| present(&entry.description) == wanted)
+            && self.tags.as_deref().is_none_or(|wanted| {
+                let held: Vec<&str> = entry
+                    .tags
+                    .as_deref()
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(str::trim)
+                    .collect();
+                wanted
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|tag| !tag.is_empty())
+                    .any(|tag| held.contains(&tag))
+            })
+    }
+}
+
+/// Bay's `AnnotateExecutionRequest`: what `PATCH …/history/{id}` changes; a field left out (or
+/// `null`) stays as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Annotation {
+    /// A new description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// New tags (comma-separated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<String>,
+    /// New notes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+}
+
+impl Annotation {
+    /// `entry` with this annotation applied.
+    pub fn apply(&self, entry: &mut HistoryEntry) {
+        for (field, value) in [
+            (&mut entry.description, &self.description),
+            (&mut entry.tags, &self.tags),
+            (&mut entry.notes, &self.notes),
+        ] {
+            if value.is_some() {
+                field.clone_from(value);
+            }
+        }
+    }
 }
 
 /// A page of history, newest first.
@@ -356,6 +424,15 @@ pub trait SandboxProvider: Send + Sync + fmt::Debug {
     async fn history(&self, id: &str, query: &HistoryQuery) -> SandboxResult<HistoryPage>;
     /// One execution.
     async fn execution(&self, id: &str, execution_id: &str) -> SandboxResult<HistoryEntry>;
+
+    /// Sets the description, tags or notes of one execution (Bay's `PATCH …/history/{id}`),
+    /// returning it as it now is; `not_found` for an unknown execution.
+    async fn annotate(
+        &self,
+        id: &str,
+        execution_id: &str,
+        annotation: &Annotation,
+    ) -> SandboxResult<HistoryEntry>;
     /// The profiles sandboxes can be created with.
     async fn profiles(&self) -> SandboxResult<Vec<ProfileInfo>>;
 }

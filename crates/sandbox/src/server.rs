@@ -29,8 +29,8 @@ use tokio::task::JoinHandle;
 use crate::error::{ErrorCode, SandboxError};
 use crate::model::Status;
 use crate::provider::{
-    CreateSandbox, HistoryQuery, ListQuery, MAX_EXEC_TIMEOUT_SECS, PythonExec, SandboxProvider,
-    ShellExec,
+    Annotation, CreateSandbox, HistoryQuery, ListQuery, MAX_EXEC_TIMEOUT_SECS, PythonExec,
+    SandboxProvider, ShellExec,
 };
 
 /// The version `/health` reports: Bay's, whose API this server speaks.
@@ -282,7 +282,10 @@ pub fn router(provider: Arc<dyn SandboxProvider>, options: ServeOptions) -> Rout
         .route("/v1/sandboxes/{id}/filesystem/download", get(download))
         .route("/v1/sandboxes/{id}/history", get(history))
         .route("/v1/sandboxes/{id}/history/last", get(history_last))
-        .route("/v1/sandboxes/{id}/history/{execution}", get(execution))
+        .route(
+            "/v1/sandboxes/{id}/history/{execution}",
+            get(execution).patch(annotate),
+        )
         .fallback(not_found_route)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(api)
@@ -586,17 +589,50 @@ async fn download(
     .await
 }
 
+/// The kinds of execution Bay records (`exec_type` must be one of them).
+const EXEC_TYPES: [&str; 4] = ["python", "shell", "browser", "browser_batch"];
+
 fn history_query(query: &HashMap<String, String>) -> Result<HistoryQuery, Failure> {
+    let exec_type = query.get("exec_type").cloned();
+    if let Some(kind) = exec_type
+        .as_deref()
+        .filter(|kind| !EXEC_TYPES.contains(kind))
+    {
+        let pattern = format!("^({})$", EXEC_TYPES.join("|"));
+        return Err(Failure::Unprocessable(vec![json!({
+            "type": "string_pattern_mismatch", "loc": ["query", "exec_type"],
+            "msg": format!("String should match pattern '{pattern}'"),
+            "input": kind, "ctx": {"pattern": pattern},
+        })]));
+    }
     let mut history = HistoryQuery {
-        exec_type: query.get("exec_type").cloned(),
-        success_only: query
-            .get("success_only")
-            .is_some_and(|value| matches!(value.as_str(), "true" | "1" | "yes" | "on")),
+        exec_type,
+        success_only: bool_query(query, "success_only")?.unwrap_or(false),
         limit: int_query(query, "limit")?,
-        offset: 0,
+        ..HistoryQuery::default()
     };
     history.offset = int_query(query, "offset")?.unwrap_or(0);
+    history.tags = query.get("tags").cloned().filter(|tags| !tags.is_empty());
+    history.has_notes = bool_query(query, "has_notes")?;
+    history.has_description = bool_query(query, "has_description")?;
     Ok(history)
+}
+
+/// A boolean query parameter as FastAPI reads one (`true`/`false`, `1`/`0`, `yes`/`no`,
+/// `on`/`off`; 422 otherwise).
+fn bool_query(query: &HashMap<String, String>, name: &str) -> Result<Option<bool>, Failure> {
+    query
+        .get(name)
+        .map(|text| match text.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" | "t" | "y" => Ok(true),
+            "false" | "0" | "no" | "off" | "f" | "n" => Ok(false),
+            _ => Err(Failure::Unprocessable(vec![json!({
+                "type": "bool_parsing", "loc": ["query", name],
+                "msg": "Input should be a valid boolean, unable to interpret input",
+                "input": text,
+            })])),
+        })
+        .transpose()
 }
 
 async fn history(
@@ -641,6 +677,22 @@ async fn execution(
         ok(
             StatusCode::OK,
             api.provider.execution(&id, &execution).await?,
+        )
+    })
+    .await
+}
+
+async fn annotate(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path((id, execution)): Path<(String, String)>,
+    bytes: Bytes,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let annotation: Annotation = body(&bytes)?;
+        ok(
+            StatusCode::OK,
+            api.provider.annotate(&id, &execution, &annotation).await?,
         )
     })
     .await

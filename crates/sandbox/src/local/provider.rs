@@ -34,8 +34,9 @@ use crate::model::{FileEntry, PythonResult, SandboxInfo, ShellResult, Status};
 use crate::path::{self as paths, PathField};
 use crate::profile::Profiles;
 use crate::provider::{
-    CreateSandbox, HistoryEntry, HistoryPage, HistoryQuery, ListQuery, MAX_EXEC_TIMEOUT_SECS,
-    ProfileInfo, PythonExec, SandboxPage, SandboxProvider, SandboxResult, ShellExec, Uploaded,
+    Annotation, CreateSandbox, HistoryEntry, HistoryPage, HistoryQuery, ListQuery,
+    MAX_EXEC_TIMEOUT_SECS, ProfileInfo, PythonExec, SandboxPage, SandboxProvider, SandboxResult,
+    ShellExec, Uploaded,
 };
 use crate::ttl;
 
@@ -962,13 +963,7 @@ impl SandboxProvider for LocalProvider {
         }
         let limit = query.limit.unwrap_or(100).min(500) as usize;
         let mut entries = state::read_history(&self.inner.config.data_dir, id)?;
-        entries.retain(|entry| {
-            query
-                .exec_type
-                .as_deref()
-                .is_none_or(|kind| entry.exec_type == kind)
-                && (!query.success_only || entry.success)
-        });
+        entries.retain(|entry| query.admits(entry));
         entries.reverse();
         let total = entries.len() as u64;
         let entries = entries
@@ -992,6 +987,18 @@ impl SandboxProvider for LocalProvider {
                     format!("Execution not found: {execution_id}"),
                 )
             })
+    }
+
+    async fn annotate(
+        &self,
+        id: &str,
+        execution_id: &str,
+        annotation: &Annotation,
+    ) -> SandboxResult<HistoryEntry> {
+        let mut entry = self.execution(id, execution_id).await?;
+        state::append_annotation(&self.inner.config.data_dir, id, execution_id, annotation)?;
+        annotation.apply(&mut entry);
+        Ok(entry)
     }
 
     async fn profiles(&self) -> SandboxResult<Vec<ProfileInfo>> {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ErrorCode, SandboxError};
 use crate::idempotency::IdempotencyStore;
-use crate::provider::HistoryEntry;
+use crate::provider::{Annotation, HistoryEntry};
 
 /// The state file's format; a newer one is refused rather than misread.
 const FORMAT: u32 = 1;
@@ -101,23 +101,53 @@ pub(crate) fn append_history(
     sandbox: &str,
     entry: &HistoryEntry,
 ) -> Result<(), SandboxError> {
-    let path = history_path(dir, sandbox);
-    let mut line = serde_json::to_vec(entry)
-        .map_err(|error| internal(format!("cannot encode a history entry: {error}")))?;
+    append_line(&history_path(dir, sandbox), entry)
+}
+
+/// Where the annotations of a sandbox's executions are kept: one line per `PATCH`, appended,
+/// so a note never rewrites the history an execution may be appending to.
+fn annotations_path(dir: &Path, id: &str) -> PathBuf {
+    dir.join("history").join(format!("{id}.annotations.jsonl"))
+}
+
+/// One annotation, as kept.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Annotated {
+    execution_id: String,
+    #[serde(flatten)]
+    annotation: Annotation,
+}
+
+/// Appends an annotation of `execution` to a sandbox's history.
+pub(crate) fn append_annotation(
+    dir: &Path,
+    sandbox: &str,
+    execution: &str,
+    annotation: &Annotation,
+) -> Result<(), SandboxError> {
+    let line = Annotated {
+        execution_id: execution.to_owned(),
+        annotation: annotation.clone(),
+    };
+    append_line(&annotations_path(dir, sandbox), &line)
+}
+
+fn append_line(path: &Path, value: &impl serde::Serialize) -> Result<(), SandboxError> {
+    let mut line = serde_json::to_vec(value)
+        .map_err(|error| internal(format!("cannot encode a history line: {error}")))?;
     line.push(b'\n');
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)
+        .open(path)
         .and_then(|mut file| file.write_all(&line))
         .map_err(|error| internal(format!("cannot write {}: {error}", path.display())))
 }
 
-/// A sandbox's executions, oldest first. A line that cannot be read (a crash cut it short) is
-/// skipped.
-pub(crate) fn read_history(dir: &Path, sandbox: &str) -> Result<Vec<HistoryEntry>, SandboxError> {
-    let path = history_path(dir, sandbox);
-    let text = match std::fs::read_to_string(&path) {
+/// The lines of a JSONL file that read as `T` (a line a crash cut short is skipped); none when
+/// the file is not there.
+fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, SandboxError> {
+    let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(error) => return Err(internal(format!("cannot read {}: {error}", path.display()))),
@@ -128,7 +158,22 @@ pub(crate) fn read_history(dir: &Path, sandbox: &str) -> Result<Vec<HistoryEntry
         .collect())
 }
 
+/// A sandbox's executions, oldest first, with their annotations applied.
+pub(crate) fn read_history(dir: &Path, sandbox: &str) -> Result<Vec<HistoryEntry>, SandboxError> {
+    let mut entries: Vec<HistoryEntry> = read_lines(&history_path(dir, sandbox))?;
+    for annotated in read_lines::<Annotated>(&annotations_path(dir, sandbox))? {
+        if let Some(entry) = entries
+            .iter_mut()
+            .find(|entry| entry.id == annotated.execution_id)
+        {
+            annotated.annotation.apply(entry);
+        }
+    }
+    Ok(entries)
+}
+
 /// Removes a sandbox's history.
 pub(crate) fn remove_history(dir: &Path, sandbox: &str) {
     let _ = std::fs::remove_file(history_path(dir, sandbox));
+    let _ = std::fs::remove_file(annotations_path(dir, sandbox));
 }

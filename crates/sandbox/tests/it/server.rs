@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use wayline_core::transport::{Header, HttpRequest, HttpResponse, Transport};
 use wayline_executor::ReqwestTransport;
-use wayline_sandbox::CreateSandbox;
+use wayline_sandbox::{CreateSandbox, ErrorCode};
 
 use crate::common::{TOKEN, Via, python_available, target};
 
@@ -325,4 +325,130 @@ async fn history_is_served_newest_first_with_filters() {
     assert_eq!(one.code, "exit 4");
     let missing = provider.execution(&id, "exec-000").await.unwrap_err();
     assert_eq!(missing.code, wayline_sandbox::ErrorCode::NotFound);
+}
+
+#[tokio::test]
+async fn history_entries_are_annotated_and_filtered_by_notes_tags_and_type() {
+    let target = target(Via::Http).await;
+    let provider = Arc::clone(&target.provider);
+    let id = provider.create(&Default::default()).await.unwrap().id;
+    let mut executions = Vec::new();
+    for command in ["echo one", "echo two", "echo three"] {
+        let ran = provider
+            .shell_exec(&id, &wayline_sandbox::ShellExec::new(command))
+            .await
+            .unwrap();
+        executions.push(ran.execution_id);
+    }
+    // Through BayClient: PATCH sets what it names and keeps the rest.
+    let mut annotation = wayline_sandbox::Annotation::default();
+    annotation.notes = Some("flaky on Mondays".into());
+    annotation.tags = Some("slow, retry".into());
+    let annotated = provider
+        .annotate(&id, &executions[0], &annotation)
+        .await
+        .unwrap();
+    assert_eq!(annotated.notes.as_deref(), Some("flaky on Mondays"));
+    let mut description = wayline_sandbox::Annotation::default();
+    description.description = Some("the first".into());
+    let again = provider
+        .annotate(&id, &executions[0], &description)
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            again.description.as_deref(),
+            again.notes.as_deref(),
+            again.tags.as_deref()
+        ),
+        (
+            Some("the first"),
+            Some("flaky on Mondays"),
+            Some("slow, retry")
+        )
+    );
+    let stored = provider.execution(&id, &executions[0]).await.unwrap();
+    assert_eq!(stored, again, "kept");
+    let unknown = provider
+        .annotate(&id, "exec-000000000000", &annotation)
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code, ErrorCode::NotFound);
+    let mut query = wayline_sandbox::HistoryQuery::default();
+    query.has_notes = Some(true);
+    assert_eq!(provider.history(&id, &query).await.unwrap().total, 1);
+    query.has_notes = Some(false);
+    assert_eq!(provider.history(&id, &query).await.unwrap().total, 2);
+    let mut query = wayline_sandbox::HistoryQuery::default();
+    query.tags = Some("retry".into());
+    let tagged = provider.history(&id, &query).await.unwrap();
+    assert_eq!(tagged.entries.len(), 1);
+    assert_eq!(tagged.entries[0].id, executions[0]);
+    query.tags = Some("nothing,else".into());
+    assert_eq!(provider.history(&id, &query).await.unwrap().total, 0);
+
+    // Raw HTTP: the same route, and FastAPI's 422s for a bad filter or body.
+    let raw = Raw {
+        base: target.server.as_ref().unwrap().url(),
+        transport: ReqwestTransport::new().unwrap(),
+    };
+    let patched = raw
+        .send(
+            "PATCH",
+            &format!("/v1/sandboxes/{id}/history/{}", executions[1]),
+            Some(json!({"notes": "second", "tags": null})),
+            Some(TOKEN),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.text());
+    assert_eq!(json_of(&patched)["notes"], "second");
+    let listed = raw
+        .send(
+            "GET",
+            &format!("/v1/sandboxes/{id}/history?has_notes=true&exec_type=shell"),
+            None,
+            Some(TOKEN),
+        )
+        .await;
+    assert_eq!(json_of(&listed)["total"], 2);
+    let bad_type = raw
+        .send(
+            "GET",
+            &format!("/v1/sandboxes/{id}/history?exec_type=ruby"),
+            None,
+            Some(TOKEN),
+        )
+        .await;
+    assert_eq!(bad_type.status, 422);
+    let detail = &json_of(&bad_type)["detail"][0];
+    assert_eq!(detail["loc"], json!(["query", "exec_type"]));
+    assert_eq!(detail["type"], "string_pattern_mismatch");
+    let bad_bool = raw
+        .send(
+            "GET",
+            &format!("/v1/sandboxes/{id}/history?has_notes=maybe"),
+            None,
+            Some(TOKEN),
+        )
+        .await;
+    assert_eq!(bad_bool.status, 422);
+    assert_eq!(json_of(&bad_bool)["detail"][0]["type"], "bool_parsing");
+    let bad_body = raw
+        .send(
+            "PATCH",
+            &format!("/v1/sandboxes/{id}/history/{}", executions[1]),
+            Some(json!({"notes": 5})),
+            Some(TOKEN),
+        )
+        .await;
+    assert_eq!(bad_body.status, 422, "{}", bad_body.text());
+    let unsigned = raw
+        .send(
+            "PATCH",
+            &format!("/v1/sandboxes/{id}/history/{}", executions[1]),
+            Some(json!({"notes": "x"})),
+            None,
+        )
+        .await;
+    assert_eq!(unsigned.status, 401);
 }
