@@ -24,8 +24,9 @@ use wayline_core::transport::{Header, HttpRequest, HttpResponse, Transport, Tran
 use crate::error::{ErrorCode, SandboxError};
 use crate::model::{FileEntry, PythonResult, SandboxInfo, ShellResult};
 use crate::provider::{
-    Annotation, CreateSandbox, HistoryEntry, HistoryPage, HistoryQuery, ListQuery, ProfileInfo,
-    PythonExec, SandboxPage, SandboxProvider, SandboxResult, ShellExec, Uploaded,
+    Annotation, Cargo, CargoPage, CargoQuery, CreateCargo, CreateSandbox, HistoryEntry,
+    HistoryPage, HistoryQuery, ListQuery, ProfileInfo, PythonExec, SandboxPage, SandboxProvider,
+    SandboxResult, ShellExec, Uploaded,
 };
 
 /// Where a Bay is and how to talk to it.
@@ -653,6 +654,65 @@ impl SandboxProvider for BayClient {
     async fn execution(&self, id: &str, execution_id: &str) -> SandboxResult<HistoryEntry> {
         let path = Self::sandbox_path(id, &format!("/history/{}", encode(execution_id)));
         self.json("GET", &path, None, None, None).await
+    }
+
+    async fn create_cargo(&self, request: &CreateCargo) -> SandboxResult<Cargo> {
+        // As the SDK: a size left unset is not sent.
+        let mut body = json!({});
+        if let Some(size) = request.size_limit_mb {
+            body["size_limit_mb"] = size.into();
+        }
+        self.json(
+            "POST",
+            "/v1/cargos",
+            Some(body),
+            request.idempotency_key.as_deref(),
+            None,
+        )
+        .await
+    }
+
+    async fn list_cargos(&self, query: &CargoQuery) -> SandboxResult<CargoPage> {
+        let mut pairs = Vec::new();
+        if let Some(managed) = query.managed {
+            pairs.push(format!("managed={managed}"));
+        }
+        if let Some(limit) = query.limit {
+            pairs.push(format!("limit={limit}"));
+        }
+        if let Some(cursor) = &query.cursor {
+            pairs.push(format!("cursor={}", encode(cursor)));
+        }
+        let path = if pairs.is_empty() {
+            "/v1/cargos".to_owned()
+        } else {
+            format!("/v1/cargos?{}", pairs.join("&"))
+        };
+        self.json("GET", &path, None, None, None).await
+    }
+
+    async fn get_cargo(&self, id: &str) -> SandboxResult<Cargo> {
+        self.json(
+            "GET",
+            &format!("/v1/cargos/{}", encode(id)),
+            None,
+            None,
+            None,
+        )
+        .await
+    }
+
+    async fn delete_cargo(&self, id: &str) -> SandboxResult<()> {
+        self.send(
+            "DELETE",
+            &format!("/v1/cargos/{}", encode(id)),
+            None,
+            Vec::new(),
+            self.config.timeout,
+            Resend::Yes,
+        )
+        .await?;
+        Ok(())
     }
 
     async fn annotate(

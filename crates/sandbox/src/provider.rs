@@ -227,6 +227,71 @@ pub struct SandboxPage {
     pub next_cursor: Option<String>,
 }
 
+/// The default size limit of a cargo, in MiB (Bay's).
+pub const DEFAULT_CARGO_SIZE_MB: u64 = 1024;
+
+/// The largest size limit a cargo may be given, in MiB (Bay's).
+pub const MAX_CARGO_SIZE_MB: u64 = 65536;
+
+/// A cargo: a workspace that sandboxes mount at `/workspace` (Bay's `CargoResponse`). A
+/// sandbox's own cargo is `managed` (made and deleted with it); an external one is made with
+/// [`SandboxProvider::create_cargo`] and outlives the sandboxes that mount it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Cargo {
+    /// `ws-<12 hex>`.
+    pub id: String,
+    /// Made for one sandbox, and deleted with it.
+    pub managed: bool,
+    /// The sandbox a managed cargo belongs to.
+    pub managed_by_sandbox_id: Option<String>,
+    /// Where it is kept: `local_directory` for the local provider (Bay says `docker_volume`).
+    pub backend: String,
+    /// Its size limit, in MiB.
+    pub size_limit_mb: u64,
+    /// When it was made.
+    #[serde(with = "crate::time::required")]
+    pub created_at: DateTime<Utc>,
+    /// When a sandbox last mounted it.
+    #[serde(with = "crate::time::required")]
+    pub last_accessed_at: DateTime<Utc>,
+}
+
+/// A new external cargo (Bay's `CreateCargoRequest`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CreateCargo {
+    /// Its size limit in MiB, 1 to [`MAX_CARGO_SIZE_MB`] ([`DEFAULT_CARGO_SIZE_MB`] when
+    /// unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_limit_mb: Option<u64>,
+    /// The `Idempotency-Key` header.
+    #[serde(skip)]
+    pub idempotency_key: Option<String>,
+}
+
+/// Which cargos to list.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct CargoQuery {
+    /// Managed (`Some(true)`) or external (`Some(false)`, and Bay's default when unset).
+    pub managed: Option<bool>,
+    /// At most this many (1..=200; Bay's default 50).
+    pub limit: Option<u32>,
+    /// After this cargo id (the previous page's `next_cursor`).
+    pub cursor: Option<String>,
+}
+
+/// One page of cargos.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CargoPage {
+    /// The cargos, by id.
+    pub items: Vec<Cargo>,
+    /// The cursor of the next page, if there is one.
+    pub next_cursor: Option<String>,
+}
+
 /// What an upload stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -424,6 +489,20 @@ pub trait SandboxProvider: Send + Sync + fmt::Debug {
     async fn history(&self, id: &str, query: &HistoryQuery) -> SandboxResult<HistoryPage>;
     /// One execution.
     async fn execution(&self, id: &str, execution_id: &str) -> SandboxResult<HistoryEntry>;
+
+    /// Makes an external cargo (Bay's `POST /v1/cargos`); a repeated `Idempotency-Key` with
+    /// the same request answers the first cargo.
+    async fn create_cargo(&self, request: &CreateCargo) -> SandboxResult<Cargo>;
+
+    /// Cargos, external ones unless `query.managed` says otherwise.
+    async fn list_cargos(&self, query: &CargoQuery) -> SandboxResult<CargoPage>;
+
+    /// One cargo; `not_found` for an unknown one.
+    async fn get_cargo(&self, id: &str) -> SandboxResult<Cargo>;
+
+    /// Deletes a cargo and its files; `conflict` (with `details.active_sandbox_ids`) while a
+    /// sandbox mounts it.
+    async fn delete_cargo(&self, id: &str) -> SandboxResult<()>;
 
     /// Sets the description, tags or notes of one execution (Bay's `PATCH …/history/{id}`),
     /// returning it as it now is; `not_found` for an unknown execution.

@@ -29,8 +29,8 @@ use tokio::task::JoinHandle;
 use crate::error::{ErrorCode, SandboxError};
 use crate::model::Status;
 use crate::provider::{
-    Annotation, CreateSandbox, HistoryQuery, ListQuery, MAX_EXEC_TIMEOUT_SECS, PythonExec,
-    SandboxProvider, ShellExec,
+    Annotation, CargoQuery, CreateCargo, CreateSandbox, HistoryQuery, ListQuery, MAX_CARGO_SIZE_MB,
+    MAX_EXEC_TIMEOUT_SECS, PythonExec, SandboxProvider, ShellExec,
 };
 
 /// The version `/health` reports: Bay's, whose API this server speaks.
@@ -267,6 +267,8 @@ pub fn router(provider: Arc<dyn SandboxProvider>, options: ServeOptions) -> Rout
         .route("/health", get(health))
         .route("/v1/profiles", get(profiles))
         .route("/v1/sandboxes", post(create).get(list))
+        .route("/v1/cargos", post(create_cargo).get(list_cargos))
+        .route("/v1/cargos/{id}", get(get_cargo).delete(delete_cargo))
         .route("/v1/sandboxes/{id}", get(get_one).delete(delete_one))
         .route("/v1/sandboxes/{id}/extend_ttl", post(extend_ttl))
         .route("/v1/sandboxes/{id}/keepalive", post(keepalive))
@@ -335,6 +337,107 @@ async fn create(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> 
     .await
 }
 
+/// A list's `limit`, 1 to 200 (FastAPI's 422 otherwise).
+fn page_limit(query: &HashMap<String, String>) -> Result<Option<u32>, Failure> {
+    let limit: Option<u32> = int_query(query, "limit")?;
+    if let Some(limit) = limit.filter(|limit| !(1..=200).contains(limit)) {
+        return Err(out_of_range("query", "limit", u64::from(limit), 1, 200));
+    }
+    Ok(limit)
+}
+
+/// FastAPI's 422 for a number out of `low..=high`.
+fn out_of_range(location: &str, name: &str, value: u64, low: u64, high: u64) -> Failure {
+    let (kind, message, context) = if value < low {
+        (
+            "greater_than_equal",
+            format!("Input should be greater than or equal to {low}"),
+            json!({ "ge": low }),
+        )
+    } else {
+        (
+            "less_than_equal",
+            format!("Input should be less than or equal to {high}"),
+            json!({ "le": high }),
+        )
+    };
+    let input = if location == "query" {
+        json!(value.to_string())
+    } else {
+        json!(value)
+    };
+    Failure::Unprocessable(vec![json!({
+        "type": kind, "loc": [location, name], "msg": message, "input": input, "ctx": context,
+    })])
+}
+
+async fn create_cargo(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
+    handle(&api, &headers, true, async {
+        let mut request: CreateCargo = if bytes.is_empty() {
+            CreateCargo::default()
+        } else {
+            body(&bytes)?
+        };
+        if let Some(size) = request
+            .size_limit_mb
+            .filter(|size| !(1..=MAX_CARGO_SIZE_MB).contains(size))
+        {
+            return Err(out_of_range(
+                "body",
+                "size_limit_mb",
+                size,
+                1,
+                MAX_CARGO_SIZE_MB,
+            ));
+        }
+        request.idempotency_key = idempotency_key(&headers);
+        ok(
+            StatusCode::CREATED,
+            api.provider.create_cargo(&request).await?,
+        )
+    })
+    .await
+}
+
+async fn list_cargos(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        let list = CargoQuery {
+            limit: page_limit(&query)?,
+            managed: bool_query(&query, "managed")?,
+            cursor: query.get("cursor").filter(|c| !c.is_empty()).cloned(),
+        };
+        ok(StatusCode::OK, api.provider.list_cargos(&list).await?)
+    })
+    .await
+}
+
+async fn get_cargo(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        ok(StatusCode::OK, api.provider.get_cargo(&id).await?)
+    })
+    .await
+}
+
+async fn delete_cargo(
+    State(api): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    handle(&api, &headers, true, async {
+        api.provider.delete_cargo(&id).await?;
+        Ok(StatusCode::NO_CONTENT.into_response())
+    })
+    .await
+}
+
 async fn list(
     State(api): State<Shared>,
     headers: HeaderMap,
@@ -342,16 +445,7 @@ async fn list(
 ) -> Response {
     handle(&api, &headers, true, async {
         let mut list = ListQuery::new();
-        list.limit = int_query(&query, "limit")?;
-        if let Some(limit) = list.limit.filter(|limit| !(1..=200).contains(limit)) {
-            return Err(Failure::Unprocessable(vec![json!({
-                "type": if limit < 1 { "greater_than_equal" } else { "less_than_equal" },
-                "loc": ["query", "limit"],
-                "msg": if limit < 1 { "Input should be greater than or equal to 1" } else { "Input should be less than or equal to 200" },
-                "input": limit.to_string(),
-                "ctx": if limit < 1 { json!({"ge": 1}) } else { json!({"le": 200}) },
-            })]));
-        }
+        list.limit = page_limit(&query)?;
         list.cursor = query.get("cursor").filter(|c| !c.is_empty()).cloned();
         // Bay ignores an unknown status.
         list.status = query

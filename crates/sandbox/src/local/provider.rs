@@ -29,14 +29,14 @@ use crate::local::files;
 use crate::local::isolation::{Isolation, IsolationMode};
 use crate::local::python::PythonSession;
 use crate::local::shell;
-use crate::local::state::{self, Persisted, Record};
+use crate::local::state::{self, CargoRecord, Persisted, Record};
 use crate::model::{FileEntry, PythonResult, SandboxInfo, ShellResult, Status};
 use crate::path::{self as paths, PathField};
 use crate::profile::Profiles;
 use crate::provider::{
-    Annotation, CreateSandbox, HistoryEntry, HistoryPage, HistoryQuery, ListQuery,
-    MAX_EXEC_TIMEOUT_SECS, ProfileInfo, PythonExec, SandboxPage, SandboxProvider, SandboxResult,
-    ShellExec, Uploaded,
+    Annotation, Cargo, CargoPage, CargoQuery, CreateCargo, CreateSandbox, DEFAULT_CARGO_SIZE_MB,
+    HistoryEntry, HistoryPage, HistoryQuery, ListQuery, MAX_CARGO_SIZE_MB, MAX_EXEC_TIMEOUT_SECS,
+    ProfileInfo, PythonExec, SandboxPage, SandboxProvider, SandboxResult, ShellExec, Uploaded,
 };
 use crate::ttl;
 
@@ -191,6 +191,25 @@ struct Ready {
     runtime: SharedRuntime,
 }
 
+/// How the local provider keeps cargos (Bay keeps them as `docker_volume`s).
+pub(crate) const CARGO_BACKEND: &str = "local_directory";
+
+fn cargo_of(id: &str, record: &CargoRecord) -> Cargo {
+    Cargo {
+        id: id.to_owned(),
+        managed: record.managed_by.is_some(),
+        managed_by_sandbox_id: record.managed_by.clone(),
+        backend: CARGO_BACKEND.to_owned(),
+        size_limit_mb: record.size_limit_mb,
+        created_at: record.created_at,
+        last_accessed_at: record.last_accessed_at,
+    }
+}
+
+fn cargo_not_found(id: &str) -> SandboxError {
+    SandboxError::new(ErrorCode::NotFound, format!("Cargo not found: {id}")).detail("cargo_id", id)
+}
+
 fn not_found(id: &str) -> SandboxError {
     SandboxError::new(ErrorCode::NotFound, format!("Sandbox not found: {id}"))
         .detail("sandbox_id", id)
@@ -207,12 +226,12 @@ fn detach(state: &mut State, id: &str) -> Option<SharedRuntime> {
 /// The stored reply to a request repeated with its idempotency `key` (and the same
 /// `fingerprint`), if there is one; a key reused for another request is an error. Expired
 /// keys are purged first.
-fn replay(
+fn replay<T: serde::de::DeserializeOwned>(
     state: &mut State,
     key: Option<&str>,
     fingerprint: &str,
     now: DateTime<Utc>,
-) -> SandboxResult<Option<SandboxInfo>> {
+) -> SandboxResult<Option<T>> {
     let Some(key) = key else { return Ok(None) };
     state.persisted.idempotency.purge(now);
     match state
@@ -233,7 +252,7 @@ fn remember(
     key: Option<&str>,
     fingerprint: &str,
     status: u16,
-    info: &SandboxInfo,
+    info: &impl serde::Serialize,
     now: DateTime<Utc>,
 ) {
     if let Some(key) = key {
@@ -316,6 +335,24 @@ impl LocalProvider {
         for record in persisted.sandboxes.values_mut() {
             record.idle_expires_at = None;
         }
+        // A state kept before cargos were: each sandbox's workspace is its managed cargo.
+        let unkept: Vec<(String, CargoRecord)> = persisted
+            .sandboxes
+            .values()
+            .filter(|record| !persisted.cargos.contains_key(&record.cargo_id))
+            .map(|record| {
+                (
+                    record.cargo_id.clone(),
+                    CargoRecord {
+                        managed_by: Some(record.id.clone()),
+                        size_limit_mb: DEFAULT_CARGO_SIZE_MB,
+                        created_at: record.created_at,
+                        last_accessed_at: record.created_at,
+                    },
+                )
+            })
+            .collect();
+        persisted.cargos.extend(unkept);
         tracing::info!(isolation = isolation.describe(), data_dir = %dir.display(), "local sandbox provider");
         Ok(LocalProvider {
             inner: Arc::new(Inner {
@@ -592,18 +629,29 @@ impl SandboxProvider for LocalProvider {
             return Ok(replayed);
         }
         let profile = self.inner.config.profiles.get(&request.profile)?;
+        // An external cargo is mounted as it is; a sandbox without one gets its own.
         if let Some(cargo) = &request.cargo_id {
-            return Err(SandboxError::new(
-                ErrorCode::NotFound,
-                format!("Cargo not found: {cargo} (the local provider has no external cargos)"),
-            )
-            .detail("cargo_id", cargo.as_str()));
+            let known = state.persisted.cargos.get(cargo).ok_or_else(|| {
+                SandboxError::new(ErrorCode::NotFound, format!("Cargo not found: {cargo}"))
+                    .detail("cargo_id", cargo.as_str())
+            })?;
+            if let Some(owner) = &known.managed_by {
+                return Err(SandboxError::new(
+                    ErrorCode::ValidationError,
+                    format!("Cargo {cargo} is managed by sandbox {owner}; mount an external cargo"),
+                )
+                .detail("cargo_id", cargo.as_str()));
+            }
         }
         let hex = random_hex();
+        let cargo_id = request
+            .cargo_id
+            .clone()
+            .unwrap_or_else(|| format!("ws-{hex}"));
         let record = Record {
             id: format!("sandbox-{hex}"),
             profile: profile.id.clone(),
-            cargo_id: format!("ws-{hex}"),
+            cargo_id,
             capabilities: profile.capabilities.clone(),
             created_at: now,
             expires_at: ttl::expiry_at_create(now, request.ttl),
@@ -629,6 +677,20 @@ impl SandboxProvider for LocalProvider {
             )
         })?;
         let info = self.info(&record, false, now);
+        match state.persisted.cargos.get_mut(&record.cargo_id) {
+            Some(external) => external.last_accessed_at = now,
+            None => {
+                state.persisted.cargos.insert(
+                    record.cargo_id.clone(),
+                    CargoRecord {
+                        managed_by: Some(record.id.clone()),
+                        size_limit_mb: DEFAULT_CARGO_SIZE_MB,
+                        created_at: now,
+                        last_accessed_at: now,
+                    },
+                );
+            }
+        }
         state.persisted.sandboxes.insert(record.id.clone(), record);
         remember(
             &mut state,
@@ -710,15 +772,26 @@ impl SandboxProvider for LocalProvider {
                 .ok_or_else(|| not_found(id))?;
             let runtime = detach(&mut state, id);
             state.persisted.deleted.push(id.to_owned());
+            // Its own cargo goes with it; an external one stays for the next sandbox.
+            let managed = state
+                .persisted
+                .cargos
+                .get(&record.cargo_id)
+                .is_none_or(|cargo| cargo.managed_by.as_deref() == Some(id));
+            if managed {
+                state.persisted.cargos.remove(&record.cargo_id);
+            }
             self.save(&state)?;
-            (record.cargo_id, runtime)
+            (managed.then_some(record.cargo_id), runtime)
         };
         if let Some(runtime) = runtime {
             stop_runtime(runtime).await;
         }
-        let workspace = self.workspace(&cargo);
-        if let Err(error) = tokio::fs::remove_dir_all(&workspace).await {
-            tracing::warn!(workspace = %workspace.display(), %error, "a deleted sandbox's workspace was not removed");
+        if let Some(cargo) = cargo {
+            let workspace = self.workspace(&cargo);
+            if let Err(error) = tokio::fs::remove_dir_all(&workspace).await {
+                tracing::warn!(workspace = %workspace.display(), %error, "a deleted sandbox's workspace was not removed");
+            }
         }
         state::remove_history(&self.inner.config.data_dir, id);
         Ok(())
@@ -987,6 +1060,121 @@ impl SandboxProvider for LocalProvider {
                     format!("Execution not found: {execution_id}"),
                 )
             })
+    }
+
+    async fn create_cargo(&self, request: &CreateCargo) -> SandboxResult<Cargo> {
+        let size = request.size_limit_mb.unwrap_or(DEFAULT_CARGO_SIZE_MB);
+        if !(1..=MAX_CARGO_SIZE_MB).contains(&size) {
+            return Err(SandboxError::new(
+                ErrorCode::ValidationError,
+                format!("size_limit_mb must be between 1 and {MAX_CARGO_SIZE_MB}, not {size}"),
+            ));
+        }
+        let now = self.now();
+        let print = fingerprint(
+            "/v1/cargos",
+            &serde_json::json!({ "size_limit_mb": request.size_limit_mb }),
+        );
+        let mut state = self.state();
+        if let Some(replayed) = replay(&mut state, request.idempotency_key.as_deref(), &print, now)?
+        {
+            return Ok(replayed);
+        }
+        let id = format!("ws-{}", random_hex());
+        let workspace = self.workspace(&id);
+        std::fs::create_dir_all(&workspace).map_err(|error| {
+            SandboxError::new(
+                ErrorCode::InternalError,
+                format!("cannot create the cargo {}: {error}", workspace.display()),
+            )
+        })?;
+        let record = CargoRecord {
+            managed_by: None,
+            size_limit_mb: size,
+            created_at: now,
+            last_accessed_at: now,
+        };
+        let cargo = cargo_of(&id, &record);
+        state.persisted.cargos.insert(id, record);
+        remember(
+            &mut state,
+            request.idempotency_key.as_deref(),
+            &print,
+            201,
+            &cargo,
+            now,
+        );
+        self.save(&state)?;
+        Ok(cargo)
+    }
+
+    async fn list_cargos(&self, query: &CargoQuery) -> SandboxResult<CargoPage> {
+        let limit = query.limit.unwrap_or(50).clamp(1, 200) as usize;
+        let managed = query.managed.unwrap_or(false);
+        let state = self.state();
+        let cargos: Vec<Cargo> = state
+            .persisted
+            .cargos
+            .iter()
+            .filter(|(_, record)| record.managed_by.is_some() == managed)
+            .map(|(id, record)| cargo_of(id, record))
+            .collect();
+        // By id, as sandboxes are listed (the map keeps them so).
+        let start = match &query.cursor {
+            Some(cursor) => cargos
+                .iter()
+                .position(|cargo| cargo.id == *cursor)
+                .map_or(cargos.len(), |at| at + 1),
+            None => 0,
+        };
+        let items: Vec<Cargo> = cargos.iter().skip(start).take(limit).cloned().collect();
+        let next_cursor = (start + items.len() < cargos.len())
+            .then(|| items.last().map(|cargo| cargo.id.clone()))
+            .flatten();
+        Ok(CargoPage { items, next_cursor })
+    }
+
+    async fn get_cargo(&self, id: &str) -> SandboxResult<Cargo> {
+        let state = self.state();
+        state
+            .persisted
+            .cargos
+            .get(id)
+            .map(|record| cargo_of(id, record))
+            .ok_or_else(|| cargo_not_found(id))
+    }
+
+    async fn delete_cargo(&self, id: &str) -> SandboxResult<()> {
+        {
+            let mut state = self.state();
+            if !state.persisted.cargos.contains_key(id) {
+                return Err(cargo_not_found(id));
+            }
+            let users: Vec<String> = state
+                .persisted
+                .sandboxes
+                .values()
+                .filter(|record| record.cargo_id == id)
+                .map(|record| record.id.clone())
+                .collect();
+            if !users.is_empty() {
+                return Err(SandboxError::new(
+                    ErrorCode::Conflict,
+                    format!("Cargo {id} is in use by {}", users.join(", ")),
+                )
+                .detail("cargo_id", id)
+                .detail("active_sandbox_ids", users));
+            }
+            state.persisted.cargos.remove(id);
+            self.save(&state)?;
+        }
+        let workspace = self.workspace(id);
+        if let Err(error) = tokio::fs::remove_dir_all(&workspace).await
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(cargo = %workspace.display(), %error, "a deleted cargo's files were not removed");
+        }
+        Ok(())
     }
 
     async fn annotate(

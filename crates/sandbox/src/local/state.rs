@@ -32,11 +32,26 @@ pub(crate) struct Record {
     pub(crate) idle_expires_at: Option<DateTime<Utc>>,
 }
 
+/// One cargo (a workspace directory, `cargos/<id>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CargoRecord {
+    /// Made for the sandbox `sandbox` and deleted with it (else external).
+    pub(crate) managed_by: Option<String>,
+    pub(crate) size_limit_mb: u64,
+    #[serde(with = "crate::time::required")]
+    pub(crate) created_at: DateTime<Utc>,
+    #[serde(with = "crate::time::required")]
+    pub(crate) last_accessed_at: DateTime<Utc>,
+}
+
 /// Everything in `state.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Persisted {
     format: u32,
     pub(crate) sandboxes: BTreeMap<String, Record>,
+    /// Cargos by id (a state written before cargos were kept gets its sandboxes' own).
+    #[serde(default)]
+    pub(crate) cargos: BTreeMap<String, CargoRecord>,
     /// Ids deleted, so deleting again answers 204 as Bay does (not 404).
     #[serde(default)]
     pub(crate) deleted: Vec<String>,
@@ -48,6 +63,7 @@ impl Persisted {
         Persisted {
             format: FORMAT,
             sandboxes: BTreeMap::new(),
+            cargos: BTreeMap::new(),
             deleted: Vec::new(),
             idempotency,
         }

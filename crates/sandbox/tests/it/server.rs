@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use wayline_core::transport::{Header, HttpRequest, HttpResponse, Transport};
 use wayline_executor::ReqwestTransport;
-use wayline_sandbox::{CreateSandbox, ErrorCode};
+use wayline_sandbox::{CargoQuery, CreateCargo, CreateSandbox, ErrorCode};
 
 use crate::common::{TOKEN, Via, python_available, target};
 
@@ -451,4 +451,163 @@ async fn history_entries_are_annotated_and_filtered_by_notes_tags_and_type() {
         )
         .await;
     assert_eq!(unsigned.status, 401);
+}
+
+#[tokio::test]
+async fn cargos_are_made_listed_mounted_kept_and_deleted_as_bay_does() {
+    let target = target(Via::Http).await;
+    let provider = Arc::clone(&target.provider);
+    // Through BayClient.
+    let default = provider
+        .create_cargo(&CreateCargo::default())
+        .await
+        .unwrap();
+    assert!(default.id.starts_with("ws-"), "{default:?}");
+    assert_eq!(
+        (
+            default.managed,
+            default.size_limit_mb,
+            default.backend.as_str()
+        ),
+        (false, 1024, "local_directory")
+    );
+    let mut keyed = CreateCargo::default();
+    keyed.size_limit_mb = Some(10);
+    keyed.idempotency_key = Some("cargo-key-1".into());
+    let first = provider.create_cargo(&keyed).await.unwrap();
+    let again = provider.create_cargo(&keyed).await.unwrap();
+    assert_eq!(first, again, "the same key answers the same cargo");
+    assert_eq!(first.size_limit_mb, 10);
+    // A sandbox of its own makes a managed cargo; the default list shows external ones only.
+    let own = provider.create(&Default::default()).await.unwrap();
+    let external = provider.list_cargos(&CargoQuery::default()).await.unwrap();
+    let ids: Vec<&str> = external
+        .items
+        .iter()
+        .map(|cargo| cargo.id.as_str())
+        .collect();
+    let mut both = [default.id.as_str(), first.id.as_str()];
+    both.sort_unstable();
+    assert_eq!(ids, both, "by id");
+    let mut managed = CargoQuery::default();
+    managed.managed = Some(true);
+    let managed = provider.list_cargos(&managed).await.unwrap();
+    assert_eq!(managed.items.len(), 1);
+    assert_eq!(managed.items[0].id, own.cargo_id.clone().unwrap());
+    assert_eq!(
+        managed.items[0].managed_by_sandbox_id.as_deref(),
+        Some(own.id.as_str())
+    );
+    let mut paged = CargoQuery::default();
+    paged.limit = Some(1);
+    let page = provider.list_cargos(&paged).await.unwrap();
+    assert_eq!(page.items[0].id, both[0]);
+    paged.cursor = page.next_cursor;
+    let rest = provider.list_cargos(&paged).await.unwrap();
+    assert_eq!(rest.items[0].id, both[1]);
+    assert_eq!(rest.next_cursor, None);
+    // An external cargo outlives the sandboxes that mount it.
+    let mut mounting = CreateSandbox::default();
+    mounting.cargo_id = Some(first.id.clone());
+    let one = provider.create(&mounting).await.unwrap();
+    assert_eq!(one.cargo_id.as_deref(), Some(first.id.as_str()));
+    provider
+        .write_file(&one.id, "kept.txt", "still here")
+        .await
+        .unwrap();
+    provider.delete(&one.id).await.unwrap();
+    let two = provider.create(&mounting).await.unwrap();
+    assert_eq!(
+        provider.read_file(&two.id, "kept.txt").await.unwrap(),
+        "still here"
+    );
+    let busy = provider.delete_cargo(&first.id).await.unwrap_err();
+    assert_eq!(busy.code, ErrorCode::Conflict);
+    assert_eq!(busy.details["active_sandbox_ids"], json!([two.id]));
+    provider.delete(&two.id).await.unwrap();
+    provider.delete_cargo(&first.id).await.unwrap();
+    let gone = provider.get_cargo(&first.id).await.unwrap_err();
+    assert_eq!(gone.code, ErrorCode::NotFound);
+    // The sandbox's own cargo goes with it.
+    provider.delete(&own.id).await.unwrap();
+    let mut managed = CargoQuery::default();
+    managed.managed = Some(true);
+    assert!(
+        provider
+            .list_cargos(&managed)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    // What cannot be mounted.
+    let mut unknown = CreateSandbox::default();
+    unknown.cargo_id = Some("ws-000000000000".into());
+    assert_eq!(
+        provider.create(&unknown).await.unwrap_err().code,
+        ErrorCode::NotFound
+    );
+
+    // Raw HTTP: statuses and FastAPI's 422s.
+    let raw = Raw {
+        base: target.server.as_ref().unwrap().url(),
+        transport: ReqwestTransport::new().unwrap(),
+    };
+    let made = raw
+        .send(
+            "POST",
+            "/v1/cargos",
+            Some(json!({"size_limit_mb": 5})),
+            Some(TOKEN),
+        )
+        .await;
+    assert_eq!(made.status, 201, "{}", made.text());
+    let made = json_of(&made);
+    for field in [
+        "id",
+        "managed",
+        "managed_by_sandbox_id",
+        "backend",
+        "size_limit_mb",
+        "created_at",
+        "last_accessed_at",
+    ] {
+        assert!(made.get(field).is_some(), "{field} in {made}");
+    }
+    for (size, kind) in [(0, "greater_than_equal"), (65537, "less_than_equal")] {
+        let refused = raw
+            .send(
+                "POST",
+                "/v1/cargos",
+                Some(json!({"size_limit_mb": size})),
+                Some(TOKEN),
+            )
+            .await;
+        assert_eq!(refused.status, 422);
+        let detail = &json_of(&refused)["detail"][0];
+        assert_eq!(
+            (detail["type"].as_str(), &detail["loc"]),
+            (Some(kind), &json!(["body", "size_limit_mb"]))
+        );
+    }
+    let bad_limit = raw
+        .send("GET", "/v1/cargos?limit=0", None, Some(TOKEN))
+        .await;
+    assert_eq!(bad_limit.status, 422);
+    let id = made["id"].as_str().unwrap();
+    let got = raw
+        .send("GET", &format!("/v1/cargos/{id}"), None, Some(TOKEN))
+        .await;
+    assert_eq!(got.status, 200);
+    let deleted = raw
+        .send("DELETE", &format!("/v1/cargos/{id}"), None, Some(TOKEN))
+        .await;
+    assert_eq!((deleted.status, deleted.body.len()), (204, 0));
+    let missing = raw
+        .send("GET", &format!("/v1/cargos/{id}"), None, Some(TOKEN))
+        .await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(json_of(&missing)["error"]["code"], "not_found");
+    let anonymous = raw.send("GET", "/v1/cargos", None, None).await;
+    assert_eq!(anonymous.status, 401);
 }
