@@ -46,6 +46,10 @@ pub(crate) struct ServeArgs {
     /// Isolation: bubblewrap when installed (auto), none, or bubblewrap (required).
     #[arg(long, value_enum, default_value_t = IsolationArg::Auto)]
     isolation: IsolationArg,
+    /// Collect no garbage on its own: idle sessions, expired sandboxes and orphaned cargos
+    /// stay until `POST /v1/admin/gc/run` (as Bay with its GC disabled).
+    #[arg(long)]
+    no_auto_gc: bool,
 }
 
 impl std::fmt::Debug for ServeArgs {
@@ -57,6 +61,7 @@ impl std::fmt::Debug for ServeArgs {
             .field("profiles", &self.profiles)
             .field("data_dir", &self.data_dir)
             .field("isolation", &self.isolation)
+            .field("no_auto_gc", &self.no_auto_gc)
             .finish()
     }
 }
@@ -103,7 +108,8 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
         let provider = LocalProvider::open(
             LocalConfig::new(&data_dir)
                 .profiles(profiles)
-                .isolation(isolation),
+                .isolation(isolation)
+                .auto_gc(!args.no_auto_gc),
         )
         .map_err(fail)?;
         let address: SocketAddr = format!("{}:{}", args.host, args.port)

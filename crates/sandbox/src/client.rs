@@ -24,9 +24,9 @@ use wayline_core::transport::{Header, HttpRequest, HttpResponse, Transport, Tran
 use crate::error::{ErrorCode, SandboxError};
 use crate::model::{FileEntry, PythonResult, SandboxInfo, ShellResult};
 use crate::provider::{
-    Annotation, Cargo, CargoPage, CargoQuery, CreateCargo, CreateSandbox, HistoryEntry,
-    HistoryPage, HistoryQuery, ListQuery, ProfileInfo, PythonExec, SandboxPage, SandboxProvider,
-    SandboxResult, ShellExec, Uploaded,
+    Annotation, Cargo, CargoPage, CargoQuery, CreateCargo, CreateSandbox, GcRun, GcStatus,
+    HistoryEntry, HistoryPage, HistoryQuery, ListQuery, ProfileInfo, PythonExec, SandboxPage,
+    SandboxProvider, SandboxResult, ShellExec, Uploaded,
 };
 
 /// Where a Bay is and how to talk to it.
@@ -713,6 +713,20 @@ impl SandboxProvider for BayClient {
         )
         .await?;
         Ok(())
+    }
+
+    async fn run_gc(&self, tasks: Option<&[String]>) -> SandboxResult<GcRun> {
+        let body = match tasks {
+            Some(tasks) => json!({ "tasks": tasks }),
+            None => json!({}),
+        };
+        self.json("POST", "/v1/admin/gc/run", Some(body), None, None)
+            .await
+    }
+
+    async fn gc_status(&self) -> SandboxResult<GcStatus> {
+        self.json("GET", "/v1/admin/gc/status", None, None, None)
+            .await
     }
 
     async fn annotate(

@@ -50,8 +50,8 @@ pub use error::{Error, ErrorCode, SandboxError};
 pub use local::{LocalConfig, LocalProvider};
 pub use model::{FileEntry, PythonResult, SandboxInfo, ShellResult, Status};
 pub use provider::{
-    Annotation, Cargo, CargoPage, CargoQuery, CreateCargo, CreateSandbox, HistoryEntry,
-    HistoryPage, HistoryQuery, ListQuery, ProfileInfo, PythonExec, Sandbox, SandboxPage,
-    SandboxProvider, SandboxResult, ShellExec, Uploaded,
+    Annotation, Cargo, CargoPage, CargoQuery, CreateCargo, CreateSandbox, GC_TASKS, GcRun,
+    GcStatus, GcTaskResult, HistoryEntry, HistoryPage, HistoryQuery, ListQuery, ProfileInfo,
+    PythonExec, Sandbox, SandboxPage, SandboxProvider, SandboxResult, ShellExec, Uploaded,
 };
 pub use runner::{CodeRouter, SandboxCodeRunner};

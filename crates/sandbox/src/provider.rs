@@ -292,6 +292,58 @@ pub struct CargoPage {
     pub next_cursor: Option<String>,
 }
 
+/// The garbage-collection tasks Bay knows (`POST /v1/admin/gc/run`).
+pub const GC_TASKS: [&str; 4] = [
+    "idle_session",
+    "expired_sandbox",
+    "orphan_cargo",
+    "orphan_container",
+];
+
+/// What one garbage-collection task did (Bay's `GCTaskResult`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct GcTaskResult {
+    /// The task (one of [`GC_TASKS`]).
+    pub task_name: String,
+    /// What it removed or stopped.
+    pub cleaned_count: u64,
+    /// What it looked at and left (an external cargo, a sandbox not yet expired).
+    pub skipped_count: u64,
+    /// What went wrong.
+    pub errors: Vec<String>,
+}
+
+/// A garbage-collection run (Bay's `GCRunResponse`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct GcRun {
+    /// Each task's result, in the order run.
+    pub results: Vec<GcTaskResult>,
+    /// Everything removed or stopped.
+    pub total_cleaned: u64,
+    /// Every error.
+    pub total_errors: u64,
+    /// How long it took.
+    pub duration_ms: u64,
+}
+
+/// How garbage collection is set up (Bay's `GCStatusResponse`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct GcStatus {
+    /// Whether it runs on its own (the local provider: on every call).
+    pub enabled: bool,
+    /// Whether a run is under way.
+    pub is_running: bool,
+    /// The server instance.
+    pub instance_id: String,
+    /// Seconds between automatic runs (0: on every call).
+    pub interval_seconds: u64,
+    /// Each task and whether it is enabled (`{"idle_session": {"enabled": true}}`).
+    pub tasks: std::collections::BTreeMap<String, std::collections::BTreeMap<String, bool>>,
+}
+
 /// What an upload stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -503,6 +555,13 @@ pub trait SandboxProvider: Send + Sync + fmt::Debug {
     /// Deletes a cargo and its files; `conflict` (with `details.active_sandbox_ids`) while a
     /// sandbox mounts it.
     async fn delete_cargo(&self, id: &str) -> SandboxResult<()>;
+
+    /// Runs garbage collection now (Bay's `POST /v1/admin/gc/run`): the `tasks` named (of
+    /// [`GC_TASKS`]; `None` runs them all). An unknown task is a `validation_error`.
+    async fn run_gc(&self, tasks: Option<&[String]>) -> SandboxResult<GcRun>;
+
+    /// How garbage collection is set up (Bay's `GET /v1/admin/gc/status`).
+    async fn gc_status(&self) -> SandboxResult<GcStatus>;
 
     /// Sets the description, tags or notes of one execution (Bay's `PATCH …/history/{id}`),
     /// returning it as it now is; `not_found` for an unknown execution.

@@ -29,8 +29,8 @@ use tokio::task::JoinHandle;
 use crate::error::{ErrorCode, SandboxError};
 use crate::model::Status;
 use crate::provider::{
-    Annotation, CargoQuery, CreateCargo, CreateSandbox, HistoryQuery, ListQuery, MAX_CARGO_SIZE_MB,
-    MAX_EXEC_TIMEOUT_SECS, PythonExec, SandboxProvider, ShellExec,
+    Annotation, CargoQuery, CreateCargo, CreateSandbox, GC_TASKS, HistoryQuery, ListQuery,
+    MAX_CARGO_SIZE_MB, MAX_EXEC_TIMEOUT_SECS, PythonExec, SandboxProvider, ShellExec,
 };
 
 /// The version `/health` reports: Bay's, whose API this server speaks.
@@ -268,6 +268,8 @@ pub fn router(provider: Arc<dyn SandboxProvider>, options: ServeOptions) -> Rout
         .route("/v1/profiles", get(profiles))
         .route("/v1/sandboxes", post(create).get(list))
         .route("/v1/cargos", post(create_cargo).get(list_cargos))
+        .route("/v1/admin/gc/run", post(run_gc))
+        .route("/v1/admin/gc/status", get(gc_status))
         .route("/v1/cargos/{id}", get(get_cargo).delete(delete_cargo))
         .route("/v1/sandboxes/{id}", get(get_one).delete(delete_one))
         .route("/v1/sandboxes/{id}/extend_ttl", post(extend_ttl))
@@ -434,6 +436,47 @@ async fn delete_cargo(
     handle(&api, &headers, true, async {
         api.provider.delete_cargo(&id).await?;
         Ok(StatusCode::NO_CONTENT.into_response())
+    })
+    .await
+}
+
+/// Bay's `GCRunRequest`: the tasks to run, all when left out or `null`.
+#[derive(serde::Deserialize, Default)]
+struct GcRequest {
+    #[serde(default)]
+    tasks: Option<Vec<String>>,
+}
+
+async fn run_gc(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
+    handle(&api, &headers, true, async {
+        let request: GcRequest = if bytes.is_empty() || bytes.as_ref() == b"null" {
+            GcRequest::default()
+        } else {
+            body(&bytes)?
+        };
+        if let Some(tasks) = &request.tasks
+            && let Some((at, unknown)) = tasks
+                .iter()
+                .enumerate()
+                .find(|(_, task)| !GC_TASKS.contains(&task.as_str()))
+        {
+            return Err(Failure::Unprocessable(vec![json!({
+                "type": "value_error", "loc": ["body", "tasks", at],
+                "msg": format!("Value error, unknown task: {unknown}; known: {}", GC_TASKS.join(", ")),
+                "input": unknown,
+            })]));
+        }
+        ok(
+            StatusCode::OK,
+            api.provider.run_gc(request.tasks.as_deref()).await?,
+        )
+    })
+    .await
+}
+
+async fn gc_status(State(api): State<Shared>, headers: HeaderMap) -> Response {
+    handle(&api, &headers, true, async {
+        ok(StatusCode::OK, api.provider.gc_status().await?)
     })
     .await
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use wayline_core::transport::{Header, HttpRequest, HttpResponse, Transport};
 use wayline_executor::ReqwestTransport;
-use wayline_sandbox::{CargoQuery, CreateCargo, CreateSandbox, ErrorCode};
+use wayline_sandbox::{CargoQuery, CreateCargo, CreateSandbox, ErrorCode, SandboxProvider};
 
 use crate::common::{TOKEN, Via, python_available, target};
 
@@ -610,4 +610,116 @@ async fn cargos_are_made_listed_mounted_kept_and_deleted_as_bay_does() {
     assert_eq!(json_of(&missing)["error"]["code"], "not_found");
     let anonymous = raw.send("GET", "/v1/cargos", None, None).await;
     assert_eq!(anonymous.status, 401);
+}
+
+#[tokio::test]
+async fn garbage_is_collected_when_asked_and_only_then_with_auto_gc_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = wayline_sandbox::clock::ManualClock::new(crate::common::start_time());
+    let local = wayline_sandbox::LocalProvider::open(
+        wayline_sandbox::LocalConfig::new(dir.path())
+            .isolation(wayline_sandbox::local::IsolationMode::None)
+            .clock(Arc::new(clock.clone()))
+            .auto_gc(false),
+    )
+    .unwrap();
+    let server = wayline_sandbox::server::BayServer::loopback(
+        Arc::new(local),
+        wayline_sandbox::server::ServeOptions::default().token(TOKEN),
+    )
+    .await
+    .unwrap();
+    let client = crate::common::client_for(&server.url());
+    let status = client.gc_status().await.unwrap();
+    assert!(!status.enabled);
+    assert_eq!(status.tasks.len(), 4);
+    // A sandbox that goes idle, one that expires, an external cargo, a stray directory.
+    let idle = client.create(&Default::default()).await.unwrap();
+    client
+        .shell_exec(
+            &idle.id,
+            &wayline_sandbox::ShellExec::new("echo kept > f.txt"),
+        )
+        .await
+        .unwrap();
+    let mut short = CreateSandbox::default();
+    short.ttl = Some(60);
+    let expiring = client.create(&short).await.unwrap();
+    let external = client.create_cargo(&CreateCargo::default()).await.unwrap();
+    std::fs::create_dir_all(dir.path().join("cargos/ws-stray00000000")).unwrap();
+    clock.advance(chrono::Duration::seconds(3_600));
+    // Nothing is collected on its own: the idle deadline stays visible.
+    let seen = client.get(&idle.id).await.unwrap();
+    assert!(seen.idle_expires_at.is_some(), "{seen:?}");
+    assert_eq!(seen.status, wayline_sandbox::Status::Ready);
+    // Collected when asked, task by task.
+    let run = client
+        .run_gc(Some(&["idle_session".to_owned()]))
+        .await
+        .unwrap();
+    assert_eq!(run.results.len(), 1);
+    assert_eq!(
+        (run.results[0].task_name.as_str(), run.total_cleaned),
+        ("idle_session", 1)
+    );
+    let stopped = client.get(&idle.id).await.unwrap();
+    assert_eq!(
+        (stopped.status, stopped.idle_expires_at),
+        (wayline_sandbox::Status::Idle, None)
+    );
+    assert_eq!(client.read_file(&idle.id, "f.txt").await.unwrap(), "kept\n");
+    let run = client.run_gc(None).await.unwrap();
+    let cleaned: Vec<(&str, u64)> = run
+        .results
+        .iter()
+        .map(|result| (result.task_name.as_str(), result.cleaned_count))
+        .collect();
+    assert_eq!(
+        cleaned,
+        [
+            ("idle_session", 0),
+            ("expired_sandbox", 1),
+            ("orphan_cargo", 1),
+            ("orphan_container", 0)
+        ],
+        "the expired sandbox (its own cargo with it), then the stray directory: {run:?}"
+    );
+    assert_eq!((run.total_cleaned, run.total_errors), (2, 0));
+    assert_eq!(
+        client.get(&expiring.id).await.unwrap_err().code,
+        ErrorCode::NotFound
+    );
+    assert!(
+        client.get_cargo(&external.id).await.is_ok(),
+        "never an external cargo"
+    );
+    assert!(!dir.path().join("cargos/ws-stray00000000").exists());
+    assert!(client.get(&idle.id).await.is_ok());
+    // Raw HTTP: an unknown task is FastAPI's 422; no body runs everything.
+    let raw = Raw {
+        base: server.url(),
+        transport: ReqwestTransport::new().unwrap(),
+    };
+    let refused = raw
+        .send(
+            "POST",
+            "/v1/admin/gc/run",
+            Some(json!({"tasks": ["everything"]})),
+            Some(TOKEN),
+        )
+        .await;
+    assert_eq!(refused.status, 422);
+    assert_eq!(
+        json_of(&refused)["detail"][0]["loc"],
+        json!(["body", "tasks", 0])
+    );
+    let all = raw
+        .send("POST", "/v1/admin/gc/run", None, Some(TOKEN))
+        .await;
+    assert_eq!(all.status, 200, "{}", all.text());
+    for field in ["results", "total_cleaned", "total_errors", "duration_ms"] {
+        assert!(json_of(&all).get(field).is_some(), "{field}");
+    }
+    let unsigned = raw.send("GET", "/v1/admin/gc/status", None, None).await;
+    assert_eq!(unsigned.status, 401);
 }
