@@ -8,6 +8,7 @@
 //!     idle_timeout: 1800        # seconds without a call before the runtime stops
 //!     env: {BAY_TEST_ENV_VAR: test-value-12345}
 //!     max_file_mb: 50           # the largest file written or uploaded (optional)
+//!     resources: {memory: 512m, cpus: 1}   # memory enforced per process; cpus shown
 //!     description: Python with a shell and files
 //! ```
 
@@ -42,9 +43,46 @@ pub struct Profile {
     /// wins). Unset: the provider's limit alone. Bay has no such setting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_file_mb: Option<u64>,
+    /// Its resources, as Bay's profiles give them: `memory` is enforced (the data limit of
+    /// every process its sandboxes start: an allocation past it fails, the sandbox stays),
+    /// `cpus` is recorded and shown only (no cgroups here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
     /// What it is for.
     #[serde(default)]
     pub description: String,
+}
+
+/// A profile's resources (Bay's `resources: {cpus, memory}`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Resources {
+    /// CPUs (`1`, `0.5`): shown, not enforced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<f64>,
+    /// Memory, as Docker writes it: `512m`, `1g`, `131072k`, or bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+}
+
+/// `text` (`512m`, `1g`, `131072k`, `1024`; `mb`, `MiB` and the like too) as bytes.
+pub fn memory_bytes(text: &str) -> Option<u64> {
+    let lowered = text.trim().to_ascii_lowercase();
+    let digits_end = lowered
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lowered.len());
+    let (number, unit) = lowered.split_at(digits_end);
+    let number: u64 = number.parse().ok()?;
+    let factor: u64 = match unit.trim().trim_end_matches('b').trim_end_matches('i') {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        "t" => 1 << 40,
+        _ => return None,
+    };
+    number.checked_mul(factor).filter(|bytes| *bytes > 0)
 }
 
 fn default_idle() -> u64 {
@@ -75,6 +113,7 @@ impl Profiles {
             idle_timeout: default_idle(),
             env: IndexMap::new(),
             max_file_mb: None,
+            resources: None,
             description: description.to_owned(),
         };
         Profiles {
@@ -124,6 +163,17 @@ impl Profiles {
             if profile.idle_timeout == 0 {
                 return invalid(format!("{at}: idle_timeout must be at least 1 second"));
             }
+            if let Some(memory) = profile
+                .resources
+                .as_ref()
+                .and_then(|resources| resources.memory.as_deref())
+                .filter(|memory| memory_bytes(memory).is_none())
+            {
+                return invalid(format!(
+                    "{at}: resources.memory `{memory}` is not a size; write it as Docker does \
+                     (`512m`, `1g`)"
+                ));
+            }
             if profile
                 .max_file_mb
                 .is_some_and(|mb| mb == 0 || mb > MAX_FILE_MB)
@@ -161,6 +211,11 @@ impl Profiles {
 const MAX_FILE_MB: u64 = 1024 * 1024;
 
 impl Profile {
+    /// The memory limit of its sandboxes' processes, in bytes, if it sets one.
+    pub fn memory_limit(&self) -> Option<u64> {
+        memory_bytes(self.resources.as_ref()?.memory.as_deref()?)
+    }
+
     /// The largest file sandboxes of this profile may move through the file API, given the
     /// provider's own limit of `provider_bytes`.
     pub fn file_limit(&self, provider_bytes: u64) -> u64 {
@@ -241,6 +296,21 @@ mod tests {
             "the provider's limit, if smaller"
         );
         assert_eq!(python_only.file_limit(100 << 20), 100 << 20);
+        for (text, bytes) in [
+            ("512m", Some(512 << 20)),
+            ("1g", Some(1 << 30)),
+            ("128MiB", Some(128 << 20)),
+            ("1024", Some(1024)),
+            ("0", None),
+            ("lots", None),
+            ("5x", None),
+        ] {
+            assert_eq!(memory_bytes(text), bytes, "{text}");
+        }
+        assert!(
+            bad("profiles:\n  - {id: a, capabilities: [], resources: {memory: lots}}\n")
+                .contains("resources.memory `lots` is not a size")
+        );
         assert!(bad("profiles:\n  - {id: a, capabilities: [], idle: 3}\n").contains("p.yaml:2"));
         assert_eq!(Profiles::bay_defaults().all().len(), 2);
     }

@@ -82,7 +82,17 @@ impl Isolation {
         let works = std::fs::create_dir_all(&workspace).is_ok()
             && std::fs::create_dir_all(&scratch).is_ok()
             && isolation
-                .command_in("true", &[], &workspace, ".", &[], Some(&scratch))
+                .command_in(
+                    "true",
+                    &[],
+                    &workspace,
+                    ".",
+                    &[],
+                    &Limits {
+                        scratch: Some(&scratch),
+                        memory_bytes: None,
+                    },
+                )
                 .as_std_mut()
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -122,13 +132,14 @@ impl Isolation {
         relative: &str,
         env: &[(String, String)],
     ) -> Command {
-        self.command_in(program, args, workspace, relative, env, None)
+        self.command_in(program, args, workspace, relative, env, &Limits::default())
     }
 
-    /// As [`Isolation::command`], with the session's `scratch` directory: its `/tmp` under
-    /// bubblewrap, and where Python puts user installs in either mode (`PYTHONUSERBASE`), so
-    /// a plain `pip install` lasts as long as the session (`pip install --target
-    /// /workspace/...` lasts as long as the workspace).
+    /// As [`Isolation::command`], within the session's `limits`: its scratch directory (its
+    /// `/tmp` under bubblewrap, and where Python puts user installs in either mode,
+    /// `PYTHONUSERBASE`, so a plain `pip install` lasts as long as the session and `pip
+    /// install --target /workspace/...` as long as the workspace), and its memory limit (the
+    /// data limit, `ulimit -d`, of the program and all it starts).
     pub(crate) fn command_in(
         &self,
         program: &str,
@@ -136,8 +147,25 @@ impl Isolation {
         workspace: &Path,
         relative: &str,
         env: &[(String, String)],
-        scratch: Option<&Path>,
+        limits: &Limits<'_>,
     ) -> Command {
+        let scratch = limits.scratch;
+        // Limited, the program runs under a shell that sets the limit and then becomes it.
+        let limited: Vec<String>;
+        let (program, args): (&str, Vec<&str>) = match limits.memory_bytes {
+            Some(bytes) => {
+                limited = vec![
+                    "-c".to_owned(),
+                    format!("ulimit -d {} && exec \"$0\" \"$@\"", (bytes / 1024).max(1)),
+                    program.to_owned(),
+                ];
+                let mut all: Vec<&str> = limited.iter().map(String::as_str).collect();
+                all.extend(args);
+                ("bash", all)
+            }
+            None => (program, args.to_vec()),
+        };
+        let args = args.as_slice();
         let seen = self.root_seen(workspace);
         let cwd = if relative == "." {
             seen.clone()
@@ -227,6 +255,15 @@ pub(crate) async fn kill_group(pid: Option<u32>) {
         .stderr(Stdio::null())
         .status()
         .await;
+}
+
+/// What a session's processes are held to.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Limits<'a> {
+    /// The session's scratch directory.
+    pub(crate) scratch: Option<&'a Path>,
+    /// The data limit of each process, in bytes.
+    pub(crate) memory_bytes: Option<u64>,
 }
 
 /// One entry of the host's root directory, as a sandbox sees it.

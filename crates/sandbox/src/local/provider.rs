@@ -26,13 +26,13 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{ErrorCode, SandboxError};
 use crate::idempotency::{IdempotencyStore, Lookup, fingerprint};
 use crate::local::files;
-use crate::local::isolation::{Isolation, IsolationMode};
+use crate::local::isolation::{Isolation, IsolationMode, Limits};
 use crate::local::python::PythonSession;
 use crate::local::shell;
 use crate::local::state::{self, CargoRecord, Persisted, Record};
 use crate::model::{FileEntry, PythonResult, SandboxInfo, ShellResult, Status};
 use crate::path::{self as paths, PathField};
-use crate::profile::Profiles;
+use crate::profile::{Profile, Profiles};
 use crate::provider::{
     Annotation, Cargo, CargoPage, CargoQuery, CreateCargo, CreateSandbox, DEFAULT_CARGO_SIZE_MB,
     GC_TASKS, GcRun, GcStatus, GcTaskResult, HistoryEntry, HistoryPage, HistoryQuery, ListQuery,
@@ -198,9 +198,30 @@ struct Ready {
     env: Vec<(String, String)>,
     /// The largest file the sandbox's file calls may move (provider and profile).
     max_file_bytes: u64,
+    /// The data limit of each process the session starts (the profile's memory).
+    memory_bytes: Option<u64>,
     /// The session's runtime, taken with the session (so a stop in between cannot leave a
     /// process outside any session).
     runtime: SharedRuntime,
+}
+
+/// Bay's env file: the profile's variables in `/workspace/.bay_env.sh`, one `export` each
+/// (names a shell cannot hold are left out). A file that cannot be written is no failure of the
+/// call: the variables are in every process's environment anyway.
+fn write_env_file(workspace: &Path, env: &[(String, String)]) {
+    let mut text =
+        String::from("# The sandbox profile's environment (written by wayline, as Bay does).\n");
+    for (name, value) in env {
+        let shell_name = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if shell_name {
+            text.push_str(&format!("export {name}={}\n", quote(value)));
+        }
+    }
+    if let Err(error) = std::fs::write(workspace.join(".bay_env.sh"), text) {
+        tracing::warn!(%error, "the profile's env file was not written");
+    }
 }
 
 fn gc_result(task: &str) -> GcTaskResult {
@@ -448,7 +469,7 @@ impl LocalProvider {
                 "name": "local",
                 "runtime_type": "local",
                 "status": "running",
-                "version": null,
+                "version": env!("CARGO_PKG_VERSION"),
                 "capabilities": record.capabilities,
                 "healthy": true,
             })]
@@ -647,7 +668,7 @@ impl LocalProvider {
             .detail("expires_at", crate::time::format(expires_at)));
         }
         let profile = self.inner.config.profiles.get(&record.profile).ok();
-        let env = profile
+        let env: Vec<(String, String)> = profile
             .map(|profile| {
                 profile
                     .env
@@ -659,10 +680,15 @@ impl LocalProvider {
         let provider_limit = self.inner.config.max_file_bytes;
         let max_file_bytes =
             profile.map_or(provider_limit, |profile| profile.file_limit(provider_limit));
+        let memory_bytes = profile.and_then(Profile::memory_limit);
         let workspace = self.workspace(&record.cargo_id);
         let deadline = self.idle_deadline(&record.profile, now);
         if let Some(record) = state.persisted.sandboxes.get_mut(id) {
             record.idle_expires_at = deadline;
+        }
+        if !state.sessions.contains_key(id) {
+            // As Bay's Ship: the profile's environment, also as a file code can source.
+            write_env_file(&workspace, &env);
         }
         let session = state.sessions.entry(id.to_owned()).or_insert_with(|| {
             let id = format!("sess-{}", random_hex());
@@ -677,6 +703,7 @@ impl LocalProvider {
             session_id: session.id.clone(),
             env,
             max_file_bytes,
+            memory_bytes,
             runtime: Arc::clone(&session.runtime),
         })
     }
@@ -961,13 +988,17 @@ impl SandboxProvider for LocalProvider {
             if let Some(old) = python_slot.take() {
                 old.stop().await;
             }
+            let scratch = ready.runtime.scratch()?;
             let command = self.inner.isolation.command_in(
                 self.interpreter().await,
                 &PythonSession::driver_args(),
                 &ready.workspace,
                 ".",
                 &ready.env,
-                Some(&ready.runtime.scratch()?),
+                &Limits {
+                    scratch: Some(&scratch),
+                    memory_bytes: ready.memory_bytes,
+                },
             );
             match PythonSession::start(command).await {
                 Ok(python) => *python_slot = Some(python),
@@ -1055,13 +1086,17 @@ impl SandboxProvider for LocalProvider {
         } else {
             format!("cd {} && {}", quote(&cwd), request.command)
         };
+        let scratch = ready.runtime.scratch()?;
         let command = self.inner.isolation.command_in(
             "bash",
             &["-lc", &script],
             &ready.workspace,
             ".",
             &ready.env,
-            Some(&ready.runtime.scratch()?),
+            &Limits {
+                scratch: Some(&scratch),
+                memory_bytes: ready.memory_bytes,
+            },
         );
         let groups = &ready.runtime.shell_groups;
         let ran = shell::run(command, timeout, |group| {
@@ -1384,7 +1419,13 @@ impl SandboxProvider for LocalProvider {
                             profile
                                 .max_file_mb
                                 .map(|mb| ("max_file_mb".to_owned(), Value::from(mb))),
-                        ),
+                        )
+                        .chain(profile.resources.as_ref().map(|resources| {
+                            (
+                                "resources".to_owned(),
+                                serde_json::to_value(resources).unwrap_or(Value::Null),
+                            )
+                        })),
                 ),
             })
             .collect())

@@ -28,6 +28,9 @@ profiles:
   - id: small-files-test
     capabilities: [filesystem]
     max_file_mb: 1
+  - id: oom-test
+    capabilities: [filesystem, shell, python]
+    resources: {memory: 128m, cpus: 0.5}
 ";
 
 /// Where a scenario runs.

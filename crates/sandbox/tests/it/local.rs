@@ -555,3 +555,74 @@ async fn bubblewrap_runs_code_as_nobody_in_workspace_with_a_tmp_and_installs_of_
         "the workspace outlives the session"
     );
 }
+
+/// A profile's memory limit, its env file and the runtime's version, in both isolation modes
+/// (bubblewrap where it runs here).
+async fn limits_env_file_and_version(via: crate::common::Via) {
+    if !python_available() {
+        return;
+    }
+    let target = crate::common::target(via).await;
+    let provider = target.provider.clone();
+    // An allocation past the profile's memory fails; the sandbox stays readable and usable.
+    let oom = provider
+        .create(&wayline_sandbox::CreateSandbox::new("oom-test"))
+        .await
+        .unwrap()
+        .id;
+    let grabbed = provider
+        .python_exec(&oom, &PythonExec::new("b = bytearray(500 * 1024 * 1024)"))
+        .await
+        .unwrap();
+    assert!(!grabbed.success, "{grabbed:?}");
+    assert!(grabbed.error.unwrap().contains("MemoryError"));
+    provider
+        .write_file(&oom, "still.txt", "readable")
+        .await
+        .unwrap();
+    assert_eq!(
+        provider.read_file(&oom, "still.txt").await.unwrap(),
+        "readable"
+    );
+    let small = provider
+        .python_exec(&oom, &PythonExec::new("len(bytearray(10 * 1024 * 1024))"))
+        .await
+        .unwrap();
+    assert_eq!(small.output, "10485760", "{small:?}");
+    let shell = provider
+        .shell_exec(&oom, &ShellExec::new("ulimit -d"))
+        .await
+        .unwrap();
+    assert_eq!(shell.output.trim(), "131072", "shell commands are held too");
+    // The profile's env, also as Bay's env file; the runtime's version while it runs.
+    let id = provider.create(&Default::default()).await.unwrap().id;
+    let sourced = provider
+        .shell_exec(
+            &id,
+            &ShellExec::new("env -i bash -c '. /workspace/.bay_env.sh 2>/dev/null || . ./.bay_env.sh; echo $BAY_TEST_ENV_VAR'"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sourced.output.trim(), "test-value-12345", "{sourced:?}");
+    let running = provider.get(&id).await.unwrap();
+    let version = running.containers.unwrap()[0]["version"].clone();
+    assert_eq!(version, env!("CARGO_PKG_VERSION"));
+    let profiles = provider.profiles().await.unwrap();
+    let oom_profile = profiles.iter().find(|p| p.id == "oom-test").unwrap();
+    assert_eq!(
+        oom_profile.extra["resources"],
+        serde_json::json!({"cpus": 0.5, "memory": "128m"})
+    );
+}
+
+#[tokio::test]
+async fn limits_env_file_and_version_locally() {
+    limits_env_file_and_version(crate::common::Via::Local).await;
+}
+
+#[tokio::test]
+async fn limits_env_file_and_version_in_bubblewrap() {
+    if crate::common::bubblewrap_available() {
+        limits_env_file_and_version(crate::common::Via::Bubblewrap).await;
+    }
+}
