@@ -643,8 +643,8 @@ impl SandboxProvider for BayClient {
             ("has_notes", query.has_notes),
             ("has_description", query.has_description),
         ] {
-            if let Some(wanted) = wanted {
-                pairs.push(format!("{name}={wanted}"));
+            if wanted {
+                pairs.push(format!("{name}=true"));
             }
         }
         let path = Self::sandbox_path(id, &format!("/history?{}", pairs.join("&")));

@@ -401,10 +401,11 @@ pub struct HistoryQuery {
     pub offset: u32,
     /// Only entries tagged with one of these (comma-separated) tags.
     pub tags: Option<String>,
-    /// Only entries with (`true`) or without (`false`) notes.
-    pub has_notes: Option<bool>,
-    /// Only entries with (`true`) or without (`false`) a description.
-    pub has_description: Option<bool>,
+    /// Only entries with notes (Bay's `has_notes=true`; `false` filters nothing, as in Bay,
+    /// whose SDK always sends it).
+    pub has_notes: bool,
+    /// Only entries with a description (likewise).
+    pub has_description: bool,
 }
 
 impl HistoryQuery {
@@ -415,12 +416,8 @@ impl HistoryQuery {
             .as_deref()
             .is_none_or(|kind| entry.exec_type == kind)
             && (!self.success_only || entry.success)
-            && self
-                .has_notes
-                .is_none_or(|wanted| present(&entry.notes) == wanted)
-            && self
-                .has_description
-                .is_none_or(|wanted| present(&entry.description) == wanted)
+            && (!self.has_notes || present(&entry.notes))
+            && (!self.has_description || present(&entry.description))
             && self.tags.as_deref().is_none_or(|wanted| {
                 let held: Vec<&str> = entry
                     .tags

@@ -730,7 +730,11 @@ async fn download(
 const EXEC_TYPES: [&str; 4] = ["python", "shell", "browser", "browser_batch"];
 
 fn history_query(query: &HashMap<String, String>) -> Result<HistoryQuery, Failure> {
-    let exec_type = query.get("exec_type").cloned();
+    // An empty value is no value (clients send `exec_type=` for "any").
+    let exec_type = query
+        .get("exec_type")
+        .cloned()
+        .filter(|kind| !kind.is_empty());
     if let Some(kind) = exec_type
         .as_deref()
         .filter(|kind| !EXEC_TYPES.contains(kind))
@@ -750,8 +754,8 @@ fn history_query(query: &HashMap<String, String>) -> Result<HistoryQuery, Failur
     };
     history.offset = int_query(query, "offset")?.unwrap_or(0);
     history.tags = query.get("tags").cloned().filter(|tags| !tags.is_empty());
-    history.has_notes = bool_query(query, "has_notes")?;
-    history.has_description = bool_query(query, "has_description")?;
+    history.has_notes = bool_query(query, "has_notes")?.unwrap_or(false);
+    history.has_description = bool_query(query, "has_description")?.unwrap_or(false);
     Ok(history)
 }
 
@@ -760,6 +764,7 @@ fn history_query(query: &HashMap<String, String>) -> Result<HistoryQuery, Failur
 fn bool_query(query: &HashMap<String, String>, name: &str) -> Result<Option<bool>, Failure> {
     query
         .get(name)
+        .filter(|text| !text.is_empty())
         .map(|text| match text.to_ascii_lowercase().as_str() {
             "true" | "1" | "yes" | "on" | "t" | "y" => Ok(true),
             "false" | "0" | "no" | "off" | "f" | "n" => Ok(false),

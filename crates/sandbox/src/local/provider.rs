@@ -1420,12 +1420,13 @@ impl SandboxProvider for LocalProvider {
                                 .max_file_mb
                                 .map(|mb| ("max_file_mb".to_owned(), Value::from(mb))),
                         )
-                        .chain(profile.resources.as_ref().map(|resources| {
-                            (
-                                "resources".to_owned(),
-                                serde_json::to_value(resources).unwrap_or(Value::Null),
-                            )
-                        })),
+                        // Always there (Bay's SDK requires it): `{}` for a profile without
+                        // limits.
+                        .chain(std::iter::once((
+                            "resources".to_owned(),
+                            serde_json::to_value(profile.resources.clone().unwrap_or_default())
+                                .unwrap_or_else(|_| serde_json::json!({})),
+                        ))),
                 ),
             })
             .collect())

@@ -613,6 +613,12 @@ async fn limits_env_file_and_version(via: crate::common::Via) {
         oom_profile.extra["resources"],
         serde_json::json!({"cpus": 0.5, "memory": "128m"})
     );
+    let unlimited = profiles.iter().find(|p| p.id == "python-default").unwrap();
+    assert_eq!(
+        unlimited.extra["resources"],
+        serde_json::json!({}),
+        "always present, as Bay's SDK requires"
+    );
 }
 
 #[tokio::test]

@@ -375,10 +375,14 @@ async fn history_entries_are_annotated_and_filtered_by_notes_tags_and_type() {
         .unwrap_err();
     assert_eq!(unknown.code, ErrorCode::NotFound);
     let mut query = wayline_sandbox::HistoryQuery::default();
-    query.has_notes = Some(true);
+    query.has_notes = true;
     assert_eq!(provider.history(&id, &query).await.unwrap().total, 1);
-    query.has_notes = Some(false);
-    assert_eq!(provider.history(&id, &query).await.unwrap().total, 2);
+    query.has_notes = false;
+    assert_eq!(
+        provider.history(&id, &query).await.unwrap().total,
+        3,
+        "false filters nothing, as Bay's SDK expects"
+    );
     let mut query = wayline_sandbox::HistoryQuery::default();
     query.tags = Some("retry".into());
     let tagged = provider.history(&id, &query).await.unwrap();
