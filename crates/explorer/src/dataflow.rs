@@ -125,26 +125,19 @@ pub fn infer(spec: &ApiSpec) -> DataFlow {
             .insert(operation.id.clone(), required_inputs(operation));
     }
     for consumer in &spec.operations {
-        // Only identifiers are produced by other operations; a name or a size is the caller's
-        // to give (a response that echoes a `displayName` does not provide one), unless the
-        // spec links another operation's answer to it.
-        let identifiers: Vec<&String> = flow.needs[&consumer.id]
-            .iter()
-            .filter(|input| {
-                let path_parameter = consumer.parameters.iter().any(|parameter| {
-                    parameter.name == **input && parameter.location == Location::Path
-                });
-                path_parameter
-                    || names::is_id(field_of(input))
-                    || !linked(spec, consumer, input).is_empty()
-            })
-            .collect();
-        for input in identifiers {
+        for input in &flow.needs[&consumer.id] {
             let field = field_of(input);
             let path_parameter = consumer
                 .parameters
                 .iter()
                 .any(|parameter| parameter.name == *input && parameter.location == Location::Path);
+            let linked_producers = linked(spec, consumer, input);
+            // Only identifiers are produced by other operations; a name or a size is the
+            // caller's to give (a response that echoes a `displayName` does not provide one),
+            // unless the spec links another operation's answer to it.
+            if !path_parameter && !names::is_id(field) && linked_producers.is_empty() {
+                continue;
+            }
             let generic = GENERIC.contains(&names::normalize(field).as_str());
             let collection = parent_collection(&consumer.path);
             let mut found: Vec<(Producer, usize, usize)> = Vec::new();
@@ -201,7 +194,7 @@ pub fn infer(spec: &ApiSpec) -> DataFlow {
                     .then(a.2.cmp(&b.2))
             });
             // What the spec's links say comes first: it is the API's own word.
-            let mut producers = linked(spec, consumer, input);
+            let mut producers = linked_producers;
             for (producer, _, _) in found {
                 if !producers
                     .iter()

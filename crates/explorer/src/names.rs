@@ -5,13 +5,9 @@
 
 use serde_json::Value;
 
-/// `name` as names are compared: lower case, letters and digits only.
-pub(crate) fn normalize(name: &str) -> String {
-    name.chars()
-        .filter(|character| character.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
-}
+/// `name` as names are compared: lower case, letters and digits only (the knowledge's loose
+/// form of a variable name).
+pub(crate) use wayline_knowledge::words::loose as normalize;
 
 /// True when `a` and `b` are one name written in two conventions.
 pub(crate) fn same_name(a: &str, b: &str) -> bool {

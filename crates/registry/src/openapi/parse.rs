@@ -16,6 +16,52 @@ const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
 ];
 
+/// The `links` of the success responses (OpenAPI 3): each parameter a linked operation takes,
+/// with where its value is. Expressions that are no body field, header or request parameter (a
+/// constant, `$url`) are left out.
+fn links(successes: &[(Option<u16>, Value)]) -> Vec<Link> {
+    let mut found = Vec::new();
+    for (_, response) in successes {
+        let Some(Value::Object(links)) = response.get("links") else {
+            continue;
+        };
+        for link in links.values() {
+            let target = link
+                .get("operationId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or_else(|| {
+                    // `#/paths/~1posts~1{postId}/get` names no id: the method and path do.
+                    let reference = link.get("operationRef").and_then(Value::as_str)?;
+                    let pointer = reference.split_once('#').map_or(reference, |(_, p)| p);
+                    let mut parts = pointer.trim_start_matches('/').split('/');
+                    let (Some("paths"), Some(path), Some(method)) =
+                        (parts.next(), parts.next(), parts.next())
+                    else {
+                        return None;
+                    };
+                    let path = path.replace("~1", "/").replace("~0", "~");
+                    Some(format!("{} {path}", method.to_ascii_uppercase()))
+                });
+            let (Some(target), Some(Value::Object(parameters))) = (target, link.get("parameters"))
+            else {
+                continue;
+            };
+            for (parameter, expression) in parameters {
+                let name = parameter.rsplit('.').next().unwrap_or(parameter);
+                if let Some(source) = expression.as_str().and_then(link_source) {
+                    found.push(Link {
+                        operation: target.clone(),
+                        parameter: name.to_owned(),
+                        source,
+                    });
+                }
+            }
+        }
+    }
+    found
+}
+
 /// Where a link's runtime expression takes its value: `$response.body#/id` → the body field
 /// `id` (`/data/id` → `data.id`), `$response.header.Location` → that header,
 /// `$request.path.postId` → that request parameter.
@@ -469,7 +515,8 @@ impl Reader<'_> {
                 ));
             }
         }
-        let (success_status, response) = self.success(operation)?;
+        let successes = self.successes(operation)?;
+        let (success_status, response) = self.success(&successes);
         let outputs = response
             .as_ref()
             .and_then(|schema| schema.get("properties"))
@@ -523,64 +570,25 @@ impl Reader<'_> {
             states,
             security,
             deprecated: operation.get("deprecated").and_then(Value::as_bool) == Some(true),
-            links: self.links(operation)?,
+            links: links(&successes),
         })
     }
 
-    /// The `links` of the operation's success responses (OpenAPI 3): each parameter a linked
-    /// operation takes, with where its value is. Expressions that are no body field, header or
-    /// request parameter (a constant, `$url`) are left out.
-    fn links(&mut self, operation: &Value) -> Result<Vec<Link>, Error> {
+    /// The operation's 2xx responses, by status code, `$ref`s inlined: read once, for its
+    /// success schema and its links.
+    fn successes(&mut self, operation: &Value) -> Result<Vec<(Option<u16>, Value)>, Error> {
         let Some(Value::Object(responses)) = operation.get("responses") else {
             return Ok(Vec::new());
         };
-        let mut found = Vec::new();
-        let successes = responses
+        let mut codes: Vec<(&String, &Value)> = responses
             .iter()
             .filter(|(code, _)| code.starts_with('2'))
-            .map(|(_, response)| response);
-        for response in successes {
-            let response = self.inline(response)?;
-            let Some(Value::Object(links)) = response.get("links") else {
-                continue;
-            };
-            for link in links.values() {
-                let link = self.inline(link)?;
-                let target = link
-                    .get("operationId")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-                    .or_else(|| {
-                        // `#/paths/~1posts~1{postId}/get` names no id: the method and path do.
-                        let reference = link.get("operationRef").and_then(Value::as_str)?;
-                        let pointer = reference.split_once('#').map_or(reference, |(_, p)| p);
-                        let mut parts = pointer.trim_start_matches('/').split('/');
-                        let (Some("paths"), Some(path), Some(method)) =
-                            (parts.next(), parts.next(), parts.next())
-                        else {
-                            return None;
-                        };
-                        let path = path.replace("~1", "/").replace("~0", "~");
-                        Some(format!("{} {path}", method.to_ascii_uppercase()))
-                    });
-                let (Some(target), Some(Value::Object(parameters))) =
-                    (target, link.get("parameters"))
-                else {
-                    continue;
-                };
-                for (parameter, expression) in parameters {
-                    let name = parameter.rsplit('.').next().unwrap_or(parameter);
-                    if let Some(source) = expression.as_str().and_then(link_source) {
-                        found.push(Link {
-                            operation: target.clone(),
-                            parameter: name.to_owned(),
-                            source,
-                        });
-                    }
-                }
-            }
-        }
-        Ok(found)
+            .collect();
+        codes.sort_by(|a, b| a.0.cmp(b.0));
+        codes
+            .into_iter()
+            .map(|(code, response)| Ok((code.parse::<u16>().ok(), self.inline(response)?)))
+            .collect()
     }
 
     /// Swagger 2's `consumes` of the operation or the spec, first entry.
@@ -664,31 +672,20 @@ impl Reader<'_> {
         }
     }
 
-    /// The first 2xx response with a schema: its status and schema.
-    fn success(&mut self, operation: &Value) -> Result<(Option<u16>, Option<Value>), Error> {
-        let Some(Value::Object(responses)) = operation.get("responses") else {
-            return Ok((None, None));
-        };
-        let mut codes: Vec<(&String, &Value)> = responses
+    /// The first 2xx response with a schema: its status and schema (else the first status).
+    fn success(&self, successes: &[(Option<u16>, Value)]) -> (Option<u16>, Option<Value>) {
+        let first_status = successes.iter().find_map(|(status, _)| *status);
+        successes
             .iter()
-            .filter(|(code, _)| code.starts_with('2'))
-            .collect();
-        codes.sort_by(|a, b| a.0.cmp(b.0));
-        let mut first_status = None;
-        for (code, response) in codes {
-            let status = code.parse::<u16>().ok();
-            first_status = first_status.or(status);
-            let response = self.inline(response)?;
-            let schema = match self.version {
-                SpecVersion::Swagger2 => response.get("schema").cloned(),
-                SpecVersion::OpenApi3 => pick_media(response.get("content"))
-                    .and_then(|(_, media)| media.get("schema").cloned()),
-            };
-            if let Some(schema) = schema {
-                return Ok((status, Some(schema)));
-            }
-        }
-        Ok((first_status, None))
+            .find_map(|(status, response)| {
+                let schema = match self.version {
+                    SpecVersion::Swagger2 => response.get("schema").cloned(),
+                    SpecVersion::OpenApi3 => pick_media(response.get("content"))
+                        .and_then(|(_, media)| media.get("schema").cloned()),
+                }?;
+                Some((*status, Some(schema)))
+            })
+            .unwrap_or((first_status, None))
     }
 
     /// The state enum of a response (and of the objects it lists), recorded under `resource`.
