@@ -28,6 +28,11 @@ use crate::provider::{
     HistoryEntry, HistoryPage, HistoryQuery, ListQuery, ProfileInfo, PythonExec, SandboxPage,
     SandboxProvider, SandboxResult, ShellExec, Uploaded,
 };
+use crate::skills::{
+    CandidateQuery, Deleted, Evaluation, NewCandidate, NewPayload, PayloadRef, Promotion,
+    ReleaseHealth, ReleaseQuery, SkillCandidate, SkillEvaluation, SkillLifecycle, SkillPage,
+    SkillPayload, SkillRelease,
+};
 
 /// Where a Bay is and how to talk to it.
 #[derive(Clone)]
@@ -683,12 +688,8 @@ impl SandboxProvider for BayClient {
         if let Some(cursor) = &query.cursor {
             pairs.push(format!("cursor={}", encode(cursor)));
         }
-        let path = if pairs.is_empty() {
-            "/v1/cargos".to_owned()
-        } else {
-            format!("/v1/cargos?{}", pairs.join("&"))
-        };
-        self.json("GET", &path, None, None, None).await
+        self.json("GET", &with_query("/v1/cargos", &pairs), None, None, None)
+            .await
     }
 
     async fn get_cargo(&self, id: &str) -> SandboxResult<Cargo> {
@@ -745,6 +746,137 @@ impl SandboxProvider for BayClient {
             .json("GET", "/v1/profiles?detail=true", None, None, None)
             .await?;
         Ok(items.items)
+    }
+}
+
+/// `path` with the query `pairs` (none: no `?`).
+fn with_query(path: &str, pairs: &[String]) -> String {
+    if pairs.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{}", pairs.join("&"))
+    }
+}
+
+/// A skill list's query: its filters, then `limit` and `offset`.
+fn skill_list_query(mut pairs: Vec<String>, limit: Option<u32>, offset: u32) -> Vec<String> {
+    if let Some(limit) = limit {
+        pairs.push(format!("limit={limit}"));
+    }
+    pairs.push(format!("offset={offset}"));
+    pairs
+}
+
+/// A delete's body: the reason, when there is one.
+fn delete_reason(reason: Option<&str>) -> Option<Value> {
+    reason.map(|reason| json!({ "reason": reason }))
+}
+
+#[async_trait::async_trait]
+impl SkillLifecycle for BayClient {
+    async fn create_payload(&self, payload: &NewPayload) -> SandboxResult<PayloadRef> {
+        let body = serde_json::to_value(payload).unwrap_or_default();
+        self.json("POST", "/v1/skills/payloads", Some(body), None, None)
+            .await
+    }
+
+    async fn payload(&self, payload_ref: &str) -> SandboxResult<SkillPayload> {
+        let path = format!("/v1/skills/payloads/{}", encode(payload_ref));
+        self.json("GET", &path, None, None, None).await
+    }
+
+    async fn create_candidate(&self, candidate: &NewCandidate) -> SandboxResult<SkillCandidate> {
+        let body = serde_json::to_value(candidate).unwrap_or_default();
+        self.json("POST", "/v1/skills/candidates", Some(body), None, None)
+            .await
+    }
+
+    async fn candidates(&self, query: &CandidateQuery) -> SandboxResult<SkillPage<SkillCandidate>> {
+        let mut filters = Vec::new();
+        if let Some(status) = query.status {
+            filters.push(format!("status={}", status.as_str()));
+        }
+        if let Some(key) = &query.skill_key {
+            filters.push(format!("skill_key={}", encode(key)));
+        }
+        let pairs = skill_list_query(filters, query.limit, query.offset);
+        self.json(
+            "GET",
+            &with_query("/v1/skills/candidates", &pairs),
+            None,
+            None,
+            None,
+        )
+        .await
+    }
+
+    async fn candidate(&self, id: &str) -> SandboxResult<SkillCandidate> {
+        let path = format!("/v1/skills/candidates/{}", encode(id));
+        self.json("GET", &path, None, None, None).await
+    }
+
+    async fn evaluate(
+        &self,
+        candidate_id: &str,
+        evaluation: &Evaluation,
+    ) -> SandboxResult<SkillEvaluation> {
+        let path = format!("/v1/skills/candidates/{}/evaluate", encode(candidate_id));
+        let body = serde_json::to_value(evaluation).unwrap_or_default();
+        self.json("POST", &path, Some(body), None, None).await
+    }
+
+    async fn promote(
+        &self,
+        candidate_id: &str,
+        promotion: &Promotion,
+    ) -> SandboxResult<SkillRelease> {
+        let path = format!("/v1/skills/candidates/{}/promote", encode(candidate_id));
+        let body = serde_json::to_value(promotion).unwrap_or_default();
+        self.json("POST", &path, Some(body), None, None).await
+    }
+
+    async fn delete_candidate(&self, id: &str, reason: Option<&str>) -> SandboxResult<Deleted> {
+        let path = format!("/v1/skills/candidates/{}", encode(id));
+        self.json("DELETE", &path, delete_reason(reason), None, None)
+            .await
+    }
+
+    async fn releases(&self, query: &ReleaseQuery) -> SandboxResult<SkillPage<SkillRelease>> {
+        let mut filters = Vec::new();
+        if let Some(key) = &query.skill_key {
+            filters.push(format!("skill_key={}", encode(key)));
+        }
+        if query.active_only {
+            filters.push("active_only=true".to_owned());
+        }
+        if let Some(stage) = query.stage {
+            filters.push(format!("stage={}", stage.as_str()));
+        }
+        let pairs = skill_list_query(filters, query.limit, query.offset);
+        self.json(
+            "GET",
+            &with_query("/v1/skills/releases", &pairs),
+            None,
+            None,
+            None,
+        )
+        .await
+    }
+
+    async fn release_health(&self, id: &str) -> SandboxResult<ReleaseHealth> {
+        let path = format!("/v1/skills/releases/{}/health", encode(id));
+        self.json("GET", &path, None, None, None).await
+    }
+
+    async fn rollback(&self, release_id: &str) -> SandboxResult<SkillRelease> {
+        let path = format!("/v1/skills/releases/{}/rollback", encode(release_id));
+        self.json("POST", &path, None, None, None).await
+    }
+
+    async fn delete_release(&self, id: &str, reason: Option<&str>) -> SandboxResult<Deleted> {
+        let path = format!("/v1/skills/releases/{}", encode(id));
+        self.json("DELETE", &path, delete_reason(reason), None, None)
+            .await
     }
 }
 

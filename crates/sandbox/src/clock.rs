@@ -6,6 +6,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Duration, Utc};
 
+/// Now by `clock`, to the microsecond: what Bay's timestamps hold, so an answer and what was
+/// kept of it (a replay, the state after a restart) are equal.
+pub(crate) fn bay_now(clock: &dyn Clock) -> DateTime<Utc> {
+    chrono::SubsecRound::trunc_subsecs(clock.now(), 6)
+}
+
 /// Tells the time.
 pub trait Clock: Send + Sync + fmt::Debug {
     /// Now.

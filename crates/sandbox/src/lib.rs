@@ -1,7 +1,7 @@
 //! Code sandboxes compatible with Bay (shipyard-neo) 0.3.1's HTTP API.
 //!
-//! One trait, [`SandboxProvider`], covers Bay's sandbox API; [`Sandbox`] is a handle on one
-//! sandbox. Three things speak it:
+//! One trait, [`SandboxProvider`], covers Bay's sandbox API (with [`SkillLifecycle`], its
+//! skill candidates and releases); [`Sandbox`] is a handle on one sandbox. Three things speak it:
 //!
 //! - [`LocalProvider`] — the embedded default: a workspace directory per sandbox, one
 //!   persistent Python process per session, `bash -lc` for shell commands, Bay's rules for
@@ -42,6 +42,7 @@ pub mod provider;
 pub mod runner;
 #[cfg(feature = "server")]
 pub mod server;
+pub mod skills;
 pub mod time;
 pub mod ttl;
 
@@ -55,3 +56,8 @@ pub use provider::{
     PythonExec, Sandbox, SandboxPage, SandboxProvider, SandboxResult, ShellExec, Uploaded,
 };
 pub use runner::{CodeRouter, SandboxCodeRunner};
+pub use skills::{
+    CandidateQuery, CandidateStatus, Deleted, Evaluation, NewCandidate, NewPayload, PayloadRef,
+    Promotion, ReleaseHealth, ReleaseQuery, ReleaseStage, SkillCandidate, SkillEvaluation,
+    SkillLifecycle, SkillPage, SkillPayload, SkillRelease,
+};

@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 
 use crate::error::SandboxError;
 use crate::model::{FileEntry, PythonResult, SandboxInfo, ShellResult, Status};
+use crate::skills::SkillLifecycle;
 
 /// What a provider answers.
 pub type SandboxResult<T> = Result<T, SandboxError>;
@@ -498,7 +499,7 @@ pub struct ProfileInfo {
 /// Bay deployment through [`BayClient`](crate::client::BayClient). See the
 /// [module documentation](self) for the contract.
 #[async_trait::async_trait]
-pub trait SandboxProvider: Send + Sync + fmt::Debug {
+pub trait SandboxProvider: SkillLifecycle + Send + Sync + fmt::Debug {
     /// Creates a sandbox (its runtime starts on first use).
     async fn create(&self, request: &CreateSandbox) -> SandboxResult<SandboxInfo>;
     /// A sandbox's record.

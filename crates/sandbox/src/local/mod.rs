@@ -12,6 +12,7 @@ pub mod isolation;
 mod provider;
 pub mod python;
 pub mod shell;
+mod skills;
 mod state;
 
 pub use isolation::{Isolation, IsolationMode};

@@ -6,7 +6,9 @@
 //! DATA_DIR/.lock                  held while a provider uses the directory
 //! DATA_DIR/state.json             sandboxes and idempotency keys
 //! DATA_DIR/cargos/ws-<hex>/       one workspace per sandbox (the code's cwd and $HOME)
-//! DATA_DIR/history/<id>.jsonl     executions
+//! DATA_DIR/history/<id>.jsonl     executions (kept after the sandbox is deleted)
+//! DATA_DIR/skills.json            skill candidates, evaluations and releases
+//! DATA_DIR/skills/blob-<hex>.json skill payloads
 //! ```
 //!
 //! A sandbox's runtime (its "session") starts on the first exec or file call and ends on
@@ -19,16 +21,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{self, Clock, SystemClock};
 use crate::error::{ErrorCode, SandboxError};
 use crate::idempotency::{IdempotencyStore, Lookup, fingerprint};
 use crate::local::files;
 use crate::local::isolation::{Isolation, IsolationMode, Limits};
 use crate::local::python::PythonSession;
 use crate::local::shell;
+use crate::local::skills::Skills;
 use crate::local::state::{self, CargoRecord, Persisted, Record};
 use crate::model::{FileEntry, PythonResult, SandboxInfo, ShellResult, Status};
 use crate::path::{self as paths, PathField};
@@ -38,6 +41,11 @@ use crate::provider::{
     GC_TASKS, GcRun, GcStatus, GcTaskResult, HistoryEntry, HistoryPage, HistoryQuery, ListQuery,
     MAX_CARGO_SIZE_MB, MAX_EXEC_TIMEOUT_SECS, ProfileInfo, PythonExec, SandboxPage,
     SandboxProvider, SandboxResult, ShellExec, Uploaded,
+};
+use crate::skills::{
+    CandidateQuery, Deleted, Evaluation, NewCandidate, NewPayload, PayloadRef, Promotion,
+    ReleaseHealth, ReleaseQuery, SkillCandidate, SkillEvaluation, SkillLifecycle, SkillPage,
+    SkillPayload, SkillRelease,
 };
 use crate::ttl;
 
@@ -177,6 +185,8 @@ struct Inner {
     /// The interpreter's own path, asked of `python` once: a launcher in between (pyenv's
     /// shims are shell scripts) would otherwise add its start-up to every cold start.
     interpreter: tokio::sync::OnceCell<String>,
+    /// The skill lifecycle's books.
+    skills: Skills,
     /// Held (locked) for the provider's life: one provider per data directory.
     _lock: File,
 }
@@ -395,6 +405,7 @@ impl LocalProvider {
             })
             .collect();
         persisted.cargos.extend(unkept);
+        let skills = Skills::open(dir, Arc::clone(&config.clock))?;
         tracing::info!(isolation = isolation.describe(), data_dir = %dir.display(), "local sandbox provider");
         Ok(LocalProvider {
             inner: Arc::new(Inner {
@@ -405,6 +416,7 @@ impl LocalProvider {
                     sessions: HashMap::new(),
                 }),
                 interpreter: tokio::sync::OnceCell::new(),
+                skills,
                 _lock: lock,
             }),
         })
@@ -420,10 +432,9 @@ impl LocalProvider {
         &self.inner.config.data_dir
     }
 
-    /// Now, to the microsecond: what Bay's timestamps hold, so an answer and its stored
-    /// replay (or the state after a restart) are equal.
+    /// Now, to the microsecond ([`clock::bay_now`]).
     fn now(&self) -> DateTime<Utc> {
-        self.inner.config.clock.now().trunc_subsecs(6)
+        clock::bay_now(self.inner.config.clock.as_ref())
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -934,7 +945,6 @@ impl SandboxProvider for LocalProvider {
                 tracing::warn!(workspace = %workspace.display(), %error, "a deleted sandbox's workspace was not removed");
             }
         }
-        state::remove_history(&self.inner.config.data_dir, id);
         Ok(())
     }
 
@@ -1430,6 +1440,66 @@ impl SandboxProvider for LocalProvider {
                 ),
             })
             .collect())
+    }
+}
+
+/// The skill lifecycle is the books' ([`Skills`]).
+#[async_trait::async_trait]
+impl SkillLifecycle for LocalProvider {
+    async fn create_payload(&self, payload: &NewPayload) -> SandboxResult<PayloadRef> {
+        self.inner.skills.create_payload(payload).await
+    }
+
+    async fn payload(&self, payload_ref: &str) -> SandboxResult<SkillPayload> {
+        self.inner.skills.payload(payload_ref).await
+    }
+
+    async fn create_candidate(&self, candidate: &NewCandidate) -> SandboxResult<SkillCandidate> {
+        self.inner.skills.create_candidate(candidate).await
+    }
+
+    async fn candidates(&self, query: &CandidateQuery) -> SandboxResult<SkillPage<SkillCandidate>> {
+        self.inner.skills.candidates(query).await
+    }
+
+    async fn candidate(&self, id: &str) -> SandboxResult<SkillCandidate> {
+        self.inner.skills.candidate(id).await
+    }
+
+    async fn evaluate(
+        &self,
+        candidate_id: &str,
+        evaluation: &Evaluation,
+    ) -> SandboxResult<SkillEvaluation> {
+        self.inner.skills.evaluate(candidate_id, evaluation).await
+    }
+
+    async fn promote(
+        &self,
+        candidate_id: &str,
+        promotion: &Promotion,
+    ) -> SandboxResult<SkillRelease> {
+        self.inner.skills.promote(candidate_id, promotion).await
+    }
+
+    async fn delete_candidate(&self, id: &str, reason: Option<&str>) -> SandboxResult<Deleted> {
+        self.inner.skills.delete_candidate(id, reason).await
+    }
+
+    async fn releases(&self, query: &ReleaseQuery) -> SandboxResult<SkillPage<SkillRelease>> {
+        self.inner.skills.releases(query).await
+    }
+
+    async fn release_health(&self, id: &str) -> SandboxResult<ReleaseHealth> {
+        self.inner.skills.release_health(id).await
+    }
+
+    async fn rollback(&self, release_id: &str) -> SandboxResult<SkillRelease> {
+        self.inner.skills.rollback(release_id).await
+    }
+
+    async fn delete_release(&self, id: &str, reason: Option<&str>) -> SandboxResult<Deleted> {
+        self.inner.skills.delete_release(id, reason).await
     }
 }
 

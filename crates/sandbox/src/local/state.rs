@@ -1,7 +1,8 @@
 //! What the local provider keeps on disk: its sandboxes and idempotency keys in
 //! `state.json` (written whole, to a temporary file synced and renamed over the old one, so a
 //! crash leaves the old state or the new, never half of one), and each sandbox's executions in
-//! `history/<id>.jsonl` (one line per execution, appended).
+//! `history/<id>.jsonl` (one line per execution, appended, and kept after the sandbox is
+//! deleted, as Bay keeps its execution rows).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -74,37 +75,58 @@ fn internal(message: String) -> SandboxError {
     SandboxError::new(ErrorCode::InternalError, message)
 }
 
-/// The state in `dir`, or `None` when there is none yet.
-pub(crate) fn load(dir: &Path) -> Result<Option<Persisted>, SandboxError> {
-    let path = dir.join("state.json");
+/// A file the provider keeps whole: it says which format wrote it.
+pub(crate) trait Kept: serde::de::DeserializeOwned + Serialize {
+    /// Its name in the data directory.
+    const FILE: &'static str;
+    /// What it is, for errors.
+    const WHAT: &'static str;
+    /// The format it was written in.
+    fn format(&self) -> u32;
+}
+
+impl Kept for Persisted {
+    const FILE: &'static str = "state.json";
+    const WHAT: &'static str = "sandbox state";
+    fn format(&self) -> u32 {
+        self.format
+    }
+}
+
+/// The newest format of the kept files this build reads.
+pub(crate) const KEPT_FORMAT: u32 = FORMAT;
+
+/// The `T` kept in `dir`, or `None` when there is none yet.
+pub(crate) fn load<T: Kept>(dir: &Path) -> Result<Option<T>, SandboxError> {
+    let path = dir.join(T::FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(internal(format!("cannot read {}: {error}", path.display()))),
     };
-    let persisted: Persisted = serde_json::from_str(&text).map_err(|error| {
+    let kept: T = serde_json::from_str(&text).map_err(|error| {
         internal(format!(
-            "{}: line {}: not a wayline sandbox state file ({error}); move it away to start afresh",
+            "{}: line {}: not a wayline {} file ({error}); move it away to start afresh",
             path.display(),
-            error.line()
+            error.line(),
+            T::WHAT,
         ))
     })?;
-    if persisted.format > FORMAT {
+    if kept.format() > FORMAT {
         return Err(internal(format!(
             "{} was written by a newer wayline (format {}, this one reads {FORMAT})",
             path.display(),
-            persisted.format
+            kept.format()
         )));
     }
-    Ok(Some(persisted))
+    Ok(Some(kept))
 }
 
-/// Writes the state to `dir`, durably ([`wayline_durable::write`]).
-pub(crate) fn save(dir: &Path, persisted: &Persisted) -> Result<(), SandboxError> {
-    let path = dir.join("state.json");
-    let text = serde_json::to_vec_pretty(persisted)
-        .map_err(|error| internal(format!("cannot encode the sandbox state: {error}")))?;
-    wayline_durable::write(&path, &text).map_err(|error| internal(error.to_string()))
+/// Writes `kept` to `dir`, durably ([`wayline_durable::write`]).
+pub(crate) fn save<T: Kept>(dir: &Path, kept: &T) -> Result<(), SandboxError> {
+    let text = serde_json::to_vec_pretty(kept)
+        .map_err(|error| internal(format!("cannot encode the {}: {error}", T::WHAT)))?;
+    wayline_durable::write(&dir.join(T::FILE), &text).map_err(|error| internal(error.to_string()))
 }
 
 fn history_path(dir: &Path, id: &str) -> PathBuf {
@@ -188,8 +210,23 @@ pub(crate) fn read_history(dir: &Path, sandbox: &str) -> Result<Vec<HistoryEntry
     Ok(entries)
 }
 
-/// Removes a sandbox's history.
-pub(crate) fn remove_history(dir: &Path, sandbox: &str) {
-    let _ = std::fs::remove_file(history_path(dir, sandbox));
-    let _ = std::fs::remove_file(annotations_path(dir, sandbox));
+/// Every sandbox's executions (deleted sandboxes' too: Bay keeps the evidence skills are
+/// learned from), with their annotations applied.
+pub(crate) fn all_history(dir: &Path) -> Result<Vec<HistoryEntry>, SandboxError> {
+    let folder = dir.join("history");
+    let listing = std::fs::read_dir(&folder)
+        .map_err(|error| internal(format!("cannot read {}: {error}", folder.display())))?;
+    let mut entries = Vec::new();
+    for item in listing.flatten() {
+        let name = item.file_name();
+        let Some(sandbox) = name
+            .to_str()
+            .and_then(|name| name.strip_suffix(".jsonl"))
+            .filter(|stem| !stem.ends_with(".annotations"))
+        else {
+            continue;
+        };
+        entries.extend(read_history(dir, sandbox)?);
+    }
+    Ok(entries)
 }

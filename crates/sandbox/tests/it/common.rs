@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use serde_json::Value;
 use tempfile::TempDir;
+use wayline_core::transport::{Header, HttpRequest, HttpResponse, Transport};
 use wayline_executor::ReqwestTransport;
 use wayline_sandbox::clock::ManualClock;
 use wayline_sandbox::local::IsolationMode;
@@ -134,4 +136,58 @@ pub(crate) fn client_for(url: &str) -> BayClient {
         ),
         Arc::new(transport),
     )
+}
+
+/// Raw HTTP to the loopback server (not through `BayClient`).
+pub(crate) struct Raw {
+    pub(crate) base: String,
+    pub(crate) transport: ReqwestTransport,
+}
+
+impl Raw {
+    /// Sends a request with `X-Request-Id: req-test-1`, and `token` when given.
+    pub(crate) async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        token: Option<&str>,
+    ) -> HttpResponse {
+        let mut request = HttpRequest::new(method, format!("{}{path}", self.base));
+        if let Some(token) = token {
+            request.headers.push(Header::sensitive(
+                "Authorization",
+                format!("Bearer {token}"),
+            ));
+        }
+        if let Some(body) = body {
+            request
+                .headers
+                .push(Header::new("Content-Type", "application/json"));
+            request.body = Some(body.to_string().into_bytes());
+        }
+        request
+            .headers
+            .push(Header::new("X-Request-Id", "req-test-1"));
+        self.transport.send(request).await.unwrap()
+    }
+}
+
+/// A response body as JSON (`null` when it is not).
+pub(crate) fn json_of(response: &HttpResponse) -> Value {
+    serde_json::from_slice(&response.body).unwrap_or(Value::Null)
+}
+
+impl Target {
+    /// Raw HTTP to this target's server (an `Http` target's).
+    pub(crate) fn raw(&self) -> Raw {
+        Raw {
+            base: self
+                .server
+                .as_ref()
+                .expect("a raw client needs a target over HTTP")
+                .url(),
+            transport: ReqwestTransport::new().unwrap(),
+        }
+    }
 }

@@ -41,3 +41,4 @@ mod errors;
 mod local;
 mod scenarios;
 mod server;
+mod skills;

@@ -3,49 +3,12 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
-use wayline_core::transport::{Header, HttpRequest, HttpResponse, Transport};
+use serde_json::json;
+use wayline_core::transport::{Header, HttpRequest, Transport};
 use wayline_executor::ReqwestTransport;
 use wayline_sandbox::{CargoQuery, CreateCargo, CreateSandbox, ErrorCode, SandboxProvider};
 
-use crate::common::{TOKEN, Via, python_available, target};
-
-struct Raw {
-    base: String,
-    transport: ReqwestTransport,
-}
-
-impl Raw {
-    async fn send(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-        token: Option<&str>,
-    ) -> HttpResponse {
-        let mut request = HttpRequest::new(method, format!("{}{path}", self.base));
-        if let Some(token) = token {
-            request.headers.push(Header::sensitive(
-                "Authorization",
-                format!("Bearer {token}"),
-            ));
-        }
-        if let Some(body) = body {
-            request
-                .headers
-                .push(Header::new("Content-Type", "application/json"));
-            request.body = Some(body.to_string().into_bytes());
-        }
-        request
-            .headers
-            .push(Header::new("X-Request-Id", "req-test-1"));
-        self.transport.send(request).await.unwrap()
-    }
-}
-
-fn json_of(response: &HttpResponse) -> Value {
-    serde_json::from_slice(&response.body).unwrap_or(Value::Null)
-}
+use crate::common::{Raw, TOKEN, Via, json_of, python_available, target};
 
 #[tokio::test]
 async fn bays_statuses_auth_request_ids_and_422() {

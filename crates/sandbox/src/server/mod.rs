@@ -33,6 +33,8 @@ use crate::provider::{
     MAX_CARGO_SIZE_MB, MAX_EXEC_TIMEOUT_SECS, PythonExec, SandboxProvider, ShellExec,
 };
 
+mod skills;
+
 /// The version `/health` reports: Bay's, whose API this server speaks.
 pub const BAY_VERSION: &str = "0.3.1";
 
@@ -290,6 +292,7 @@ pub fn router(provider: Arc<dyn SandboxProvider>, options: ServeOptions) -> Rout
             "/v1/sandboxes/{id}/history/{execution}",
             get(execution).patch(annotate),
         )
+        .merge(skills::routes())
         .fallback(not_found_route)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(api)
@@ -343,13 +346,13 @@ async fn create(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> 
 fn page_limit(query: &HashMap<String, String>) -> Result<Option<u32>, Failure> {
     let limit: Option<u32> = int_query(query, "limit")?;
     if let Some(limit) = limit.filter(|limit| !(1..=200).contains(limit)) {
-        return Err(out_of_range("query", "limit", u64::from(limit), 1, 200));
+        return Err(out_of_range("query", "limit", i64::from(limit), 1, 200));
     }
     Ok(limit)
 }
 
 /// FastAPI's 422 for a number out of `low..=high`.
-fn out_of_range(location: &str, name: &str, value: u64, low: u64, high: u64) -> Failure {
+fn out_of_range(location: &str, name: &str, value: i64, low: i64, high: i64) -> Failure {
     let (kind, message, context) = if value < low {
         (
             "greater_than_equal",
@@ -387,9 +390,9 @@ async fn create_cargo(State(api): State<Shared>, headers: HeaderMap, bytes: Byte
             return Err(out_of_range(
                 "body",
                 "size_limit_mb",
-                size,
+                i64::try_from(size).unwrap_or(i64::MAX),
                 1,
-                MAX_CARGO_SIZE_MB,
+                MAX_CARGO_SIZE_MB as i64,
             ));
         }
         request.idempotency_key = idempotency_key(&headers);
