@@ -23,6 +23,7 @@ pub mod code;
 pub mod decide;
 pub mod document;
 mod error;
+pub mod expect;
 pub mod expr;
 pub mod intervene;
 pub mod notify;
@@ -42,13 +43,14 @@ pub use catalog::{MemoryCatalog, ToolCatalog};
 pub use code::{CodeError, CodeErrorKind, CodeOutput, CodeRequest, CodeRunner};
 pub use decide::{Decider, Decision, DecisionError, DecisionRequest, ScriptedDecider};
 pub use error::Error;
+pub use expect::{Check, CheckOps, Expect, JsonType, StatusPattern, StatusSet};
 pub use expr::Expression;
 pub use intervene::{Answer, AutoApprove, Interventor, Question, QuestionKind};
 pub use notify::{FailedStep, NoticeKind, Notifier, NotifyError, NotifyErrorKind, RunNotice};
 pub use observer::{RunEvent, RunObserver};
 pub use policy::{AllowAll, StepPolicy, StepRequest, Verdict};
 pub use reference::Reference;
-pub use run::{RequestSummary, Run, RunStatus, StepResult, StepStatus};
+pub use run::{AssertionResult, RequestSummary, Run, RunStatus, StepResult, StepStatus};
 pub use secret::{MemorySecrets, Secret, SecretProvider, ToolConfig};
 pub use store::{
     Approval, RunPage, RunQuery, RunStore, RunSummary, StoreError, StoreErrorKind, StoredWorkflow,

@@ -121,6 +121,63 @@ pub struct StepResult {
     /// Status of the last response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_status: Option<u16>,
+    /// The step's `expect` checks, each passed or failed, in the order written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub assertions: Vec<AssertionResult>,
+}
+
+/// One checked expectation of a step (see [`crate::expect`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct AssertionResult {
+    /// What was checked: `status`, `header content-type`, `body $.id`, `duration_ms`, or
+    /// `assert` with its condition.
+    pub subject: String,
+    /// How: `in`, `equals`, `contains`, `matches`, `exists`, `type`, `length`, `gt`, `at most`,
+    /// `holds`…
+    pub check: String,
+    /// Whether it held.
+    pub passed: bool,
+    /// What was expected, as JSON text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    /// What came, as JSON text (secrets masked, long values cut).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual: Option<String>,
+}
+
+impl AssertionResult {
+    /// A check of `subject` by `check`.
+    pub fn new(subject: impl Into<String>, check: impl Into<String>, passed: bool) -> Self {
+        AssertionResult {
+            subject: subject.into(),
+            check: check.into(),
+            passed,
+            expected: None,
+            actual: None,
+        }
+    }
+
+    /// With what was expected and what came.
+    pub fn values(mut self, expected: impl Into<String>, actual: impl Into<String>) -> Self {
+        self.expected = Some(expected.into());
+        self.actual = Some(actual.into());
+        self
+    }
+}
+
+impl std::fmt::Display for AssertionResult {
+    /// `body $.id equals: expected 5, got 7`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.subject, self.check)?;
+        match (&self.expected, &self.actual) {
+            (Some(expected), Some(actual)) => write!(f, ": expected {expected}, got {actual}"),
+            (Some(expected), None) => write!(f, ": expected {expected}"),
+            (None, Some(actual)) => write!(f, ": got {actual}"),
+            (None, None) => Ok(()),
+        }
+    }
 }
 
 /// What was sent, for the record: credentials replaced by `***`, long bodies cut.
@@ -179,6 +236,7 @@ impl StepResult {
             duration_ms: None,
             request: None,
             response_status: None,
+            assertions: Vec::new(),
         }
     }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::document::{self, DocumentError, Format};
+use crate::expect::Expect;
 use crate::tool::RetryPolicy;
 
 /// A graph of steps.
@@ -184,6 +185,10 @@ pub struct Step {
     /// (extension).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<String>,
+    /// What the step expects of its response: status, headers, body values, duration, CEL
+    /// assertions (extension; see [`crate::expect`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Expect>,
 }
 
 fn is_default_kind(kind: &StepKind) -> bool {
@@ -209,6 +214,7 @@ impl Step {
             kind: StepKind::Action,
             decision_prompt: None,
             choices: Vec::new(),
+            expect: None,
         }
     }
 
@@ -231,8 +237,9 @@ impl Step {
         self
     }
 
-    /// The CEL expressions of this step with where each sits: `when`, `poll.until`, and the
-    /// `outputs` that are CEL rather than extraction paths (see [`is_extraction_path`]).
+    /// The CEL expressions of this step with where each sits: `when`, `poll.until`, the
+    /// `outputs` that are CEL rather than extraction paths (see [`is_extraction_path`]), and
+    /// `expect.assert`.
     pub fn expressions(&self) -> impl Iterator<Item = (ExpressionField<'_>, &str)> {
         let when = self
             .when
@@ -247,7 +254,12 @@ impl Step {
             .iter()
             .filter(|(_, source)| !is_extraction_path(source))
             .map(|(name, source)| (ExpressionField::Output(name), source.as_str()));
-        when.into_iter().chain(until).chain(outputs)
+        let asserts = self
+            .expect
+            .iter()
+            .flat_map(|expect| expect.assert.iter().enumerate())
+            .map(|(index, source)| (ExpressionField::Assert(index), source.as_str()));
+        when.into_iter().chain(until).chain(outputs).chain(asserts)
     }
 }
 
@@ -260,6 +272,8 @@ pub enum ExpressionField<'a> {
     PollUntil,
     /// One of `outputs`, by name.
     Output(&'a str),
+    /// One of `expect.assert`, by position.
+    Assert(usize),
 }
 
 impl std::fmt::Display for ExpressionField<'_> {
@@ -268,6 +282,7 @@ impl std::fmt::Display for ExpressionField<'_> {
             ExpressionField::When => f.write_str("when"),
             ExpressionField::PollUntil => f.write_str("poll.until"),
             ExpressionField::Output(name) => write!(f, "outputs.{name}"),
+            ExpressionField::Assert(index) => write!(f, "expect.assert[{index}]"),
         }
     }
 }

@@ -16,6 +16,7 @@
 //!
 //! The example under [`Engine`] runs a one-step workflow against a scripted transport.
 
+mod assertion;
 mod cancel;
 mod command;
 mod context;

@@ -12,6 +12,7 @@ use wayline_core::{
 };
 
 use crate::Error;
+use crate::assertion::Assertions;
 use crate::extract::Path;
 use crate::response::{Extraction, path_outputs};
 use crate::validation::Validation;
@@ -75,6 +76,8 @@ pub(crate) struct PreparedStep {
     /// The tool's compiled `response_extract`, shared like the tool.
     pub(crate) extraction: Arc<Extraction>,
     pub(crate) validations: Vec<Validation>,
+    /// The step's `expect`, when it has one.
+    pub(crate) assertions: Option<Assertions>,
     pub(crate) retry: RetryPolicy,
     pub(crate) timeout: Duration,
     pub(crate) kind: StepKind,
@@ -161,6 +164,9 @@ pub(crate) fn prepare(
             (StepKind::Transform, _) if step.outputs.is_empty() => {
                 fail("a transform step computes its `outputs`; it has none".to_owned());
             }
+            (StepKind::Transform | StepKind::Decision, _) if step.expect.is_some() => fail(
+                "`expect` checks the response of a call; a transform or decision step makes none (check its outputs with `validations`, or in a later step's `expect.assert`)".to_owned(),
+            ),
             (StepKind::Action, Some(tool)) if tool.kind == ToolKind::Cli && tool.command.is_none() => {
                 fail(format!("tool `{}` is a `cli` tool without a `command`", tool.id));
             }
@@ -169,6 +175,7 @@ pub(crate) fn prepare(
         let mut when = None;
         let mut until = None;
         let mut cel_outputs = Vec::new();
+        let mut asserts = Vec::new();
         for (field, source) in step.expressions() {
             // Syntax errors were reported by validation already.
             let Ok(expression) = Expression::compile(source) else {
@@ -181,6 +188,7 @@ pub(crate) fn prepare(
                 ExpressionField::When => when = Some(expression),
                 ExpressionField::PollUntil => until = Some(expression),
                 ExpressionField::Output(name) => cel_outputs.push((name.to_owned(), expression)),
+                ExpressionField::Assert(_) => asserts.push(expression),
             }
         }
         for source in step.input_mapping.values() {
@@ -220,7 +228,8 @@ pub(crate) fn prepare(
         let expressions = when
             .iter()
             .chain(&until)
-            .chain(cel_outputs.iter().map(|(_, expression)| expression));
+            .chain(cel_outputs.iter().map(|(_, expression)| expression))
+            .chain(&asserts);
         for id in expressions.flat_map(Expression::step_refs) {
             if let Some(&position) = index.get(id)
                 && !reads.iter().any(|(known, _)| known == id)
@@ -228,6 +237,15 @@ pub(crate) fn prepare(
                 reads.push((id.clone(), position));
             }
         }
+        let assertions = step.expect.as_ref().and_then(|expect| {
+            Assertions::compile(expect, asserts)
+                .map_err(|found| {
+                    for problem in found {
+                        fail(problem);
+                    }
+                })
+                .ok()
+        });
         steps.push(PreparedStep {
             tool,
             when,
@@ -237,6 +255,7 @@ pub(crate) fn prepare(
             reads,
             extraction,
             validations,
+            assertions,
             retry,
             timeout,
             kind: step.kind,

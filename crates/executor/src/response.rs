@@ -82,6 +82,21 @@ pub(crate) fn status_error(response: &HttpResponse) -> Option<String> {
     })
 }
 
+/// The error of a response whose status is not among the `expected` ones (`201 or 2xx`).
+pub(crate) fn unexpected_status(response: &HttpResponse, expected: &str) -> String {
+    let text = response.text();
+    let body = cut(text.trim(), MAX_ERROR_BODY);
+    let shown = if body.is_empty() {
+        String::new()
+    } else {
+        format!(" (body: {body})")
+    };
+    format!(
+        "expectation failed: status in: expected {expected}, got {}{shown}",
+        response.status
+    )
+}
+
 /// The output of a successful response (status < 400), given its parsed body.
 pub(crate) fn output(
     extraction: &Extraction,

@@ -13,10 +13,12 @@ use wayline_core::decide::DecisionRequest;
 use wayline_core::secret::mask_secret_names;
 use wayline_core::tool::ToolKind;
 use wayline_core::{
-    HttpRequest, HttpResponse, RequestSummary, RunEvent, RunStore, Step, StepKind, StepRequest,
-    StepResult, StepStatus, ToolDefinition, TransportError, TransportErrorKind, Verdict,
+    AssertionResult, HttpRequest, HttpResponse, RequestSummary, RunEvent, RunStore, Step, StepKind,
+    StepRequest, StepResult, StepStatus, ToolDefinition, TransportError, TransportErrorKind,
+    Verdict,
 };
 
+use crate::assertion::{self, Assertions};
 use crate::cancel::RunStop;
 use crate::command::{self, Invocation};
 use crate::context::RunShared;
@@ -72,6 +74,10 @@ struct Progress {
     warnings: Vec<String>,
     request: Option<RequestSummary>,
     response_status: Option<u16>,
+    /// The check of the last response's status against `expect.status`.
+    status_check: Option<AssertionResult>,
+    /// The other `expect` checks of the response the step settled on.
+    assertions: Vec<AssertionResult>,
 }
 
 /// [`execute`] with a run store. A step that is not safe to repeat is saved as `running` before
@@ -132,6 +138,18 @@ pub(crate) async fn execute(job: StepJob<'_>) -> StepDone {
         .warnings
         .iter()
         .map(|warning| redactor.text(warning).into_owned())
+        .collect();
+    let mask = |text: String| redactor.text(&text).into_owned();
+    result.assertions = progress
+        .status_check
+        .into_iter()
+        .chain(progress.assertions)
+        .map(|mut checked| {
+            checked.subject = mask(checked.subject);
+            checked.expected = checked.expected.map(mask);
+            checked.actual = checked.actual.map(mask);
+            checked
+        })
         .collect();
     let output = match outcome {
         Ok(output) => {
@@ -347,15 +365,16 @@ async fn call(
     loop {
         progress.attempts += 1;
         let attempt = progress.attempts;
-        let clock = Instant::now();
+        // Tokio's clock, so that a paused clock in tests times an attempt as it times a delay.
+        let clock = tokio::time::Instant::now();
         let result = attempt_once(job, &invoke).await;
         let duration = clock.elapsed();
         // A response with a failing status is a failed attempt too; observers see why.
-        let status_message = result.as_ref().ok().and_then(|reply| {
-            response::status_error(reply).or_else(|| {
-                is_transient_status(reply.status).then(|| format!("HTTP {}", reply.status))
-            })
-        });
+        let assertions = prepared.assertions.as_ref();
+        let status_message = result
+            .as_ref()
+            .ok()
+            .and_then(|reply| status_failure(assertions, reply));
         let error_text = match &result {
             Err(error) => Some(run.redactor.text(&error.to_string()).into_owned()),
             Ok(_) => status_message
@@ -373,6 +392,8 @@ async fn call(
         });
         let failed = match result {
             Ok(reply) => {
+                progress.status_check =
+                    assertions.and_then(|assertions| assertions.status_result(reply.status));
                 if let Invoke::Http(_) = invoke {
                     progress.response_status = Some(reply.status);
                     if let Some(summary) = &mut progress.request {
@@ -400,7 +421,7 @@ async fn call(
                     }
                 } else {
                     failures_in_a_row = 0;
-                    match settle(job, &tool.id, &reply, &mut poll).await? {
+                    match settle(job, &tool.id, &reply, &mut poll, duration, progress).await? {
                         Some(output) => return Ok(output),
                         None => continue,
                     }
@@ -471,13 +492,28 @@ struct PollState {
     last_error: Option<String>,
 }
 
+/// Why a response's status fails its attempt, if it does: outside `expect.status` when the
+/// step says which it expects, else 400 and above (and the transient statuses).
+fn status_failure(assertions: Option<&Assertions>, reply: &HttpResponse) -> Option<String> {
+    match assertions.and_then(Assertions::status) {
+        Some(expected) if expected.matches(reply.status) => None,
+        Some(expected) => Some(response::unexpected_status(reply, &expected.to_string())),
+        None => response::status_error(reply).or_else(|| {
+            is_transient_status(reply.status).then(|| format!("HTTP {}", reply.status))
+        }),
+    }
+}
+
 /// A response with a good status: the step's output, or `None` when `poll.until` does not hold
-/// yet (after waiting the poll interval), or the failure once polls run out.
+/// yet (after waiting the poll interval), or the failure once polls run out. The step's
+/// `expect` is checked on the response it settles on (answered by an attempt of `duration`).
 async fn settle(
     job: &StepJob<'_>,
     tool_id: &str,
     reply: &HttpResponse,
     state: &mut PollState,
+    duration: Duration,
+    progress: &mut Progress,
 ) -> Result<Option<Value>, Failure> {
     let prepared = job.prepared;
     let parsed = response::parse_body(reply);
@@ -528,12 +564,26 @@ async fn settle(
             return Ok(None);
         }
     }
+    let failed = prepared.assertions.as_ref().and_then(|assertions| {
+        progress.assertions = assertions.check(job.scope(Some(view)), duration);
+        assertion::failure_message(&progress.assertions)
+    });
     let output = if prepared.has_outputs() {
-        step_outputs(job, Some((view, parsed.as_ref())))?
+        step_outputs(job, Some((view, parsed.as_ref())))
+    } else if reply.status >= 400 {
+        // An error status the step expects: its body as it came (the tool's extraction is for
+        // its successes).
+        response::output(&response::Extraction::default(), reply, parsed.as_ref())
     } else {
-        response::output(&prepared.extraction, reply, parsed.as_ref())?
+        response::output(&prepared.extraction, reply, parsed.as_ref())
     };
-    Ok(Some(output))
+    if let Some(message) = failed {
+        return Err(Failure {
+            message,
+            output: output.ok(),
+        });
+    }
+    Ok(Some(output?))
 }
 
 /// The state a response body reports about its resource: a top-level `state`, `status` or

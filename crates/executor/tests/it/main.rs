@@ -3,6 +3,7 @@
 mod commands;
 mod decisions;
 mod durable;
+mod expectations;
 mod faults;
 mod jsonpath_cts;
 mod polling;
