@@ -92,15 +92,49 @@ pub(crate) fn engine_builder(
     registry: Arc<ToolRegistry>,
     config: Option<&Path>,
 ) -> Result<EngineBuilder, Outcome> {
-    let configs = load_configs(config, &registry)?;
-    let code = code_runner(&registry, &configs)?;
-    let mut builder = Engine::builder(registry)
-        .secrets(Arc::new(configs))
-        .transport(Arc::new(transport()?));
-    if let Some(runner) = code {
-        builder = builder.code_runner(runner);
+    let parts = EngineParts::assemble(registry, config)?;
+    Ok(parts.builder(Arc::clone(&parts.transport)))
+}
+
+/// What every engine of a command shares, for commands that build several (`wayline test`
+/// builds one per workflow, each with its own recorder of exchanges).
+#[derive(Debug, Clone)]
+pub(crate) struct EngineParts {
+    registry: Arc<ToolRegistry>,
+    /// The tool configs.
+    pub(crate) configs: Arc<ToolConfigs>,
+    /// The HTTP transport.
+    pub(crate) transport: Arc<dyn Transport>,
+    code: Option<Arc<dyn CodeRunner>>,
+}
+
+impl EngineParts {
+    /// The parts for these tools and the tool configs of `config`.
+    pub(crate) fn assemble(
+        registry: Arc<ToolRegistry>,
+        config: Option<&Path>,
+    ) -> Result<EngineParts, Outcome> {
+        let configs = load_configs(config, &registry)?;
+        let code = code_runner(&registry, &configs)?;
+        Ok(EngineParts {
+            registry,
+            configs: Arc::new(configs),
+            transport: Arc::new(transport()?),
+            code,
+        })
     }
-    Ok(builder)
+
+    /// A builder over these parts, sending through `transport`.
+    pub(crate) fn builder(&self, transport: Arc<dyn Transport>) -> EngineBuilder {
+        let registry: Arc<dyn ToolCatalog> = self.registry.clone();
+        let mut builder = Engine::builder(registry)
+            .secrets(self.configs.clone())
+            .transport(transport);
+        if let Some(runner) = &self.code {
+            builder = builder.code_runner(Arc::clone(runner));
+        }
+        builder
+    }
 }
 
 /// A runner over a local provider whose data directory is removed with it.

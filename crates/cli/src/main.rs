@@ -8,10 +8,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 // Shared by the commands, and using none of them: flag groups, what commands build from
-// them, and how results and errors are reported.
+// them, how results and errors are reported, and a test suite's reports.
 mod args;
 mod assemble;
 mod report;
+mod suite;
 
 // One module per command.
 mod explore;
@@ -23,6 +24,7 @@ mod run;
 mod runs;
 mod sandbox;
 mod schedule;
+mod test;
 mod tools;
 mod validate;
 mod workflows;
@@ -72,6 +74,9 @@ enum Command {
     },
     /// Run a workflow: live progress on stderr, a summary (or the run record) on stdout.
     Run(run::RunArgs),
+    /// Test: run every workflow found (in parallel), each checked by its steps' `expect`; a
+    /// line per workflow, a summary, and JUnit / TAP / JSON / GitHub reports and a HAR.
+    Test(test::TestArgs),
     /// Run history: list, show, and resume interrupted runs.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
@@ -118,6 +123,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Tools(command) => tools::tools_command(command),
         Command::Run(args) => run::run_command(args),
+        Command::Test(args) => test::test_command(args),
         Command::Runs(command) => runs::runs_command(command),
         Command::Workflow(command) => workflows::workflow_command(command),
         Command::Schedule(command) => schedule::schedule_command(command),
