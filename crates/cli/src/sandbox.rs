@@ -46,8 +46,9 @@ pub(crate) struct ServeArgs {
     /// Isolation: bubblewrap when installed (auto), none, or bubblewrap (required).
     #[arg(long, value_enum, default_value_t = IsolationArg::Auto)]
     isolation: IsolationArg,
-    /// Collect no garbage on its own: idle sessions, expired sandboxes and orphaned cargos
-    /// stay until `POST /v1/admin/gc/run` (as Bay with its GC disabled).
+    /// Stop no idle session on its own: a passed idle deadline stays visible until `POST
+    /// /v1/admin/gc/run` (as Bay with its GC disabled). Expired sandboxes and orphaned cargos
+    /// are only ever removed by such a run (an expired sandbox answers `expired` until then).
     #[arg(long)]
     no_auto_gc: bool,
 }

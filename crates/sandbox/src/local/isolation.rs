@@ -275,6 +275,32 @@ enum RootEntry {
     Bound { name: PathBuf },
 }
 
+/// The resources a profile without limits shows (Bay's profiles always say `cpus` and
+/// `memory`, and its schema requires both): what the machine has — its CPUs, and its memory as
+/// `/proc/meminfo` gives it (none where there is no such file).
+pub(crate) fn host_resources() -> (f64, Option<String>) {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("MemTotal:"))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+                .map(|kib| format!("{}m", kib / 1024))
+        });
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "a machine's CPU count fits an f64 exactly"
+    )]
+    (cpus as f64, memory)
+}
+
 /// The host's root entries a sandbox sees, read once: everything but what the sandbox has its
 /// own of (`/dev`, `/proc`, `/tmp`, `/workspace`).
 fn host_root() -> &'static [RootEntry] {

@@ -28,7 +28,7 @@ use crate::clock::{self, Clock, SystemClock};
 use crate::error::{ErrorCode, SandboxError};
 use crate::idempotency::{IdempotencyStore, Lookup, fingerprint};
 use crate::local::files;
-use crate::local::isolation::{Isolation, IsolationMode, Limits};
+use crate::local::isolation::{self, Isolation, IsolationMode, Limits};
 use crate::local::python::PythonSession;
 use crate::local::shell;
 use crate::local::skills::Skills;
@@ -1430,12 +1430,11 @@ impl SandboxProvider for LocalProvider {
                                 .max_file_mb
                                 .map(|mb| ("max_file_mb".to_owned(), Value::from(mb))),
                         )
-                        // Always there (Bay's SDK requires it): `{}` for a profile without
-                        // limits.
+                        // Always there, both fields (Bay's schema requires them): what is
+                        // not limited is the machine's.
                         .chain(std::iter::once((
                             "resources".to_owned(),
-                            serde_json::to_value(profile.resources.clone().unwrap_or_default())
-                                .unwrap_or_else(|_| serde_json::json!({})),
+                            shown_resources(profile),
                         ))),
                 ),
             })
@@ -1501,6 +1500,22 @@ impl SkillLifecycle for LocalProvider {
     async fn delete_release(&self, id: &str, reason: Option<&str>) -> SandboxResult<Deleted> {
         self.inner.skills.delete_release(id, reason).await
     }
+}
+
+/// A profile's resources as `/v1/profiles` shows them: its limits, and the machine's CPUs and
+/// memory where it sets none.
+fn shown_resources(profile: &Profile) -> Value {
+    let limits = profile.resources.clone().unwrap_or_default();
+    let (host_cpus, host_memory) = isolation::host_resources();
+    let mut shown = serde_json::Map::new();
+    shown.insert(
+        "cpus".to_owned(),
+        Value::from(limits.cpus.unwrap_or(host_cpus)),
+    );
+    if let Some(memory) = limits.memory.or(host_memory) {
+        shown.insert("memory".to_owned(), Value::from(memory));
+    }
+    Value::Object(shown)
 }
 
 impl LocalProvider {

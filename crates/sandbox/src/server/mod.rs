@@ -712,21 +712,48 @@ async fn download(
     handle(&api, &headers, true, async {
         let path = path_query(&query)?;
         let bytes = api.provider.download(&id, path).await?;
-        let name = path.rsplit('/').next().unwrap_or(path).replace('"', "");
+        let name = path.rsplit('/').next().unwrap_or(path);
         Ok((
             StatusCode::OK,
             [
                 (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
-                (
-                    header::CONTENT_DISPOSITION,
-                    format!("attachment; filename=\"{name}\""),
-                ),
+                (header::CONTENT_DISPOSITION, attachment(name)),
             ],
             bytes,
         )
             .into_response())
     })
     .await
+}
+
+/// A `Content-Disposition` for a download named `name`, in ASCII as a header must be: each
+/// character a quoted `filename` cannot hold (not printable ASCII, `"`, `\\`) as `_`, and when
+/// any was, the name itself in `filename*` (RFC 6266, UTF-8 percent-encoded), as Bay sends it.
+fn attachment(name: &str) -> String {
+    let plain: String = name
+        .chars()
+        .map(|ch| {
+            if ch.is_ascii_graphic() && ch != '"' && ch != '\\' || ch == ' ' {
+                ch
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if plain == name {
+        return format!("attachment; filename=\"{plain}\"");
+    }
+    let encoded: String = name
+        .bytes()
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&byte) {
+                char::from(byte).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect();
+    format!("attachment; filename=\"{plain}\"; filename*=UTF-8''{encoded}")
 }
 
 /// The kinds of execution Bay records (`exec_type` must be one of them).
@@ -927,5 +954,28 @@ impl Drop for BayServer {
         if let Some(task) = &self.task {
             task.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn downloads_are_named_in_ascii_with_the_real_name_beside() {
+        assert_eq!(
+            attachment("report.txt"),
+            "attachment; filename=\"report.txt\""
+        );
+        assert_eq!(
+            attachment("报告 emoji 🧪.txt"),
+            "attachment; filename=\"__ emoji _.txt\"; filename*=UTF-8''%E6%8A%A5%E5%91%8A%20emoji%20%F0%9F%A7%AA.txt"
+        );
+        let odd = attachment("a\"b\r\nc.txt");
+        assert!(
+            odd.starts_with("attachment; filename=\"a_b__c.txt\"; filename*="),
+            "{odd}"
+        );
+        assert!(axum::http::HeaderValue::from_str(&odd).is_ok());
     }
 }
