@@ -48,6 +48,10 @@ pub(crate) struct RunArgs {
     /// changed. With `--workflow-id` the default store is used when this is not given.
     #[arg(long, value_name = "PATH")]
     pub(crate) store: Option<PathBuf>,
+    /// Check every response against its tool's response schema for the status, when the tool
+    /// has one (tools imported from OpenAPI do); a step's `expect.schema` overrides it.
+    #[arg(long)]
+    pub(crate) check_schema: bool,
     /// The run's id (default: a random UUID).
     #[arg(long, value_name = "ID")]
     pub(crate) run_id: Option<String>,
@@ -82,7 +86,8 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
         _ => None,
     };
     let mut builder = engine_builder(registry, args.common.tools.config.as_deref())?
-        .max_parallel(args.max_parallel);
+        .max_parallel(args.max_parallel)
+        .check_response_schemas(args.check_schema);
     if let Some(recorder) = &recorder {
         builder = builder.observer(Arc::new(recorder.clone()));
     }

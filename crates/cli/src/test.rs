@@ -49,6 +49,10 @@ pub(crate) struct TestArgs {
     /// standard output). Repeatable.
     #[arg(long = "report", value_name = "KIND[=PATH]")]
     pub(crate) reports: Vec<String>,
+    /// Check every response against its tool's response schema for the status, when the tool
+    /// has one (tools imported from OpenAPI do); a step's `expect.schema` overrides it.
+    #[arg(long)]
+    pub(crate) check_schema: bool,
     /// Write every request and response as an HTTP Archive (HAR 1.2), secrets masked.
     #[arg(long, value_name = "PATH")]
     pub(crate) har: Option<PathBuf>,
@@ -296,7 +300,10 @@ async fn run_case(
     let mut case = Case::not_run(&shown, &id, Verdict::Errored, String::new());
     case.name = workflow.name.clone();
     case.source = text;
-    let builder = match with_decider(parts.builder(transport), [&workflow], &args.model, false) {
+    let builder = parts
+        .builder(transport)
+        .check_response_schemas(args.check_schema);
+    let builder = match with_decider(builder, [&workflow], &args.model, false) {
         Ok(builder) => builder,
         Err(_) => {
             case.reason = Some(

@@ -48,6 +48,11 @@ pub struct Expect {
     /// The longest the call (the attempt that answered) may take, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_duration_ms: Option<u64>,
+    /// Whether the body is checked against the tool's response schema for the status (its
+    /// `response_schemas`): `true` requires one, `false` turns off `--check-schema` for this
+    /// step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<bool>,
     /// CEL conditions that must hold, over `status`, `headers`, `body`, `steps` and `inputs`
     /// (one string or a list).
     #[serde(

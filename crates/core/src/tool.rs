@@ -91,6 +91,11 @@ pub struct ToolDefinition {
     /// The code a `code` tool runs in a sandbox (extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<CodeConfig>,
+    /// JSON Schemas of its responses by status — a code (`200`), a class (`4XX`) or `default`
+    /// — as an OpenAPI import embeds them; a step (or `wayline test --check-schema`) checks
+    /// the body it gets against the one for its status (extension).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub response_schemas: IndexMap<String, serde_json::Value>,
 }
 
 fn default_method() -> String {
@@ -136,6 +141,7 @@ impl ToolDefinition {
             tags: Vec::new(),
             command: None,
             code: None,
+            response_schemas: IndexMap::new(),
         }
     }
 

@@ -112,6 +112,7 @@ impl Engine {
                 timeout: Duration::from_secs(30),
                 code_steps: false,
                 decisions: false,
+                check_schemas: false,
             },
             max_retry_after: Duration::from_secs(60),
             expression_budget: ExpressionBudget::default(),
@@ -289,6 +290,14 @@ impl EngineBuilder {
     /// (default [`ExpressionBudget::default`]); one that needs more fails its step.
     pub fn expression_budget(mut self, budget: ExpressionBudget) -> Self {
         self.expression_budget = budget;
+        self
+    }
+
+    /// Checks every response against its tool's response schema for the status, when the
+    /// tool has one (an OpenAPI import embeds them); a step's `expect.schema` overrides it
+    /// (`false` off, `true` required). Each violation fails the step, naming its JSON Pointer.
+    pub fn check_response_schemas(mut self, check: bool) -> Self {
+        self.defaults.check_schemas = check;
         self
     }
 

@@ -40,6 +40,7 @@ mod resolve;
 mod response;
 mod retry;
 mod scheduler;
+mod schema;
 mod step;
 #[cfg(feature = "testing")]
 pub mod testing;

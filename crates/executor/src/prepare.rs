@@ -15,6 +15,7 @@ use crate::Error;
 use crate::assertion::Assertions;
 use crate::extract::Path;
 use crate::response::{Extraction, path_outputs};
+use crate::schema::ResponseSchemas;
 use crate::validation::Validation;
 
 /// Engine settings a prepared step takes its defaults from.
@@ -26,6 +27,8 @@ pub(crate) struct Defaults {
     pub(crate) code_steps: bool,
     /// True when the engine has a decider.
     pub(crate) decisions: bool,
+    /// True when every response is checked against its tool's response schema, if it has one.
+    pub(crate) check_schemas: bool,
 }
 
 /// A workflow ready to run any number of times. Made by [`Engine::prepare`](crate::Engine::prepare).
@@ -78,6 +81,10 @@ pub(crate) struct PreparedStep {
     pub(crate) validations: Vec<Validation>,
     /// The step's `expect`, when it has one.
     pub(crate) assertions: Option<Assertions>,
+    /// Whether the body is checked against the tool's response schema, and how.
+    pub(crate) schema_check: SchemaCheck,
+    /// The tool's response schemas (compiled when a step checks them), shared like the tool.
+    pub(crate) schemas: Arc<ResponseSchemas>,
     pub(crate) retry: RetryPolicy,
     pub(crate) timeout: Duration,
     pub(crate) kind: StepKind,
@@ -101,8 +108,19 @@ impl PreparedStep {
     }
 }
 
-/// A tool and its compiled extraction, shared by the steps that call it.
-type SharedTool = (Arc<ToolDefinition>, Arc<Extraction>);
+/// Whether a step's responses are checked against its tool's response schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SchemaCheck {
+    /// Not checked.
+    Off,
+    /// Checked when the tool has a schema for the status (the engine's setting).
+    IfPresent,
+    /// Checked, and a status the tool has no schema for fails (`expect.schema: true`).
+    Required,
+}
+
+/// A tool, its compiled extraction and response schemas, shared by the steps that call it.
+type SharedTool = (Arc<ToolDefinition>, Arc<Extraction>, Arc<ResponseSchemas>);
 
 pub(crate) fn prepare(
     workflow: &Workflow,
@@ -123,6 +141,17 @@ pub(crate) fn prepare(
     let is_step = |id: &str| index.contains_key(id);
     // One copy of each tool and of its compiled extraction, however many steps call it.
     let mut tools: HashMap<&str, Option<SharedTool>> = HashMap::new();
+    let schema_check = |step: &wayline_core::Step| match step.expect.as_ref().and_then(|e| e.schema)
+    {
+        Some(true) => SchemaCheck::Required,
+        Some(false) => SchemaCheck::Off,
+        None if defaults.check_schemas => SchemaCheck::IfPresent,
+        None => SchemaCheck::Off,
+    };
+    let any_schema_check = workflow
+        .steps
+        .iter()
+        .any(|step| schema_check(step) != SchemaCheck::Off);
     for step in &workflow.steps {
         let mut fail = |problem: String| problems.push(format!("step `{}`: {problem}", step.id));
         let shared = tools
@@ -136,12 +165,27 @@ pub(crate) fn prepare(
                     ));
                     Extraction::default()
                 });
-                Some((Arc::new(tool.clone()), Arc::new(extraction)))
+                // Compiled only when a step checks them: a spec's schemas can be large.
+                let schemas = if any_schema_check {
+                    ResponseSchemas::compile(tool).unwrap_or_else(|problems| {
+                        for problem in problems {
+                            fail(problem);
+                        }
+                        ResponseSchemas::default()
+                    })
+                } else {
+                    ResponseSchemas::default()
+                };
+                Some((
+                    Arc::new(tool.clone()),
+                    Arc::new(extraction),
+                    Arc::new(schemas),
+                ))
             })
             .clone();
-        let (tool, extraction) = match shared {
-            Some((tool, extraction)) => (Some(tool), extraction),
-            None => (None, Arc::default()),
+        let (tool, extraction, schemas) = match shared {
+            Some((tool, extraction, schemas)) => (Some(tool), extraction, schemas),
+            None => (None, Arc::default(), Arc::default()),
         };
         match (step.kind, tool.as_deref()) {
             (StepKind::Decision, _) if !defaults.decisions => fail(
@@ -256,6 +300,8 @@ pub(crate) fn prepare(
             extraction,
             validations,
             assertions,
+            schema_check: schema_check(step),
+            schemas,
             retry,
             timeout,
             kind: step.kind,

@@ -24,7 +24,7 @@ use crate::command::{self, Invocation};
 use crate::context::RunShared;
 use crate::eval::{self, ResponseView, Scope};
 use crate::middleware::StepContext;
-use crate::prepare::PreparedStep;
+use crate::prepare::{PreparedStep, SchemaCheck};
 use crate::request::build_request;
 use crate::response;
 use crate::retry::{backoff, is_transient_status, may_resend, parse_retry_after};
@@ -564,10 +564,19 @@ async fn settle(
             return Ok(None);
         }
     }
-    let failed = prepared.assertions.as_ref().and_then(|assertions| {
+    if let Some(assertions) = &prepared.assertions {
         progress.assertions = assertions.check(job.scope(Some(view)), duration);
-        assertion::failure_message(&progress.assertions)
-    });
+    }
+    if prepared.schema_check != SchemaCheck::Off
+        && let Some(checked) = prepared.schemas.check(
+            reply.status,
+            parsed.as_ref(),
+            prepared.schema_check == SchemaCheck::Required,
+        )
+    {
+        progress.assertions.extend(checked);
+    }
+    let failed = assertion::failure_message(&progress.assertions);
     let output = if prepared.has_outputs() {
         step_outputs(job, Some((view, parsed.as_ref())))
     } else if reply.status >= 400 {

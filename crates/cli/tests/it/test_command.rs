@@ -27,6 +27,8 @@ async fn users_api() -> MockServer {
                 200,
                 json!({"id": 1, "name": "Ada", "email": "ada@example.org"}),
             ),
+            // Alan's record breaks the tool's schema: a string id, no name.
+            ("GET", "/users/2") => Reply::json(200, json!({"id": "2", "name": null})),
             ("GET", "/users/slow") => {
                 Reply::json(200, json!({"id": 3})).latency(Duration::from_millis(200))
             }
@@ -154,7 +156,7 @@ async fn a_directory_of_workflows_is_tested_and_reported_in_every_format() {
     line("FAIL  ", "failing.yaml (failing, 11 steps");
     assert!(line("ERROR ", "broken.yaml").contains("unknown field `stepz`"));
     assert!(
-        stdout.contains("4 workflows: 2 passed, 1 failed, 1 errored"),
+        stdout.contains("5 workflows: 2 passed, 2 failed, 1 errored"),
         "{stdout}"
     );
 
@@ -169,7 +171,7 @@ async fn a_directory_of_workflows_is_tested_and_reported_in_every_format() {
             root.attribute("failures"),
             root.attribute("errors")
         ),
-        (Some("17"), Some("11"), Some("1"))
+        (Some("18"), Some("12"), Some("1"))
     );
     let suites: Vec<_> = root
         .children()
@@ -181,7 +183,7 @@ async fn a_directory_of_workflows_is_tested_and_reported_in_every_format() {
         .collect();
     assert_eq!(
         names,
-        ["broken", "failing", "not_found", "users"],
+        ["broken", "failing", "schema", "not_found", "users"],
         "in the order found"
     );
     let failing = suites[1];
@@ -257,14 +259,34 @@ async fn a_directory_of_workflows_is_tested_and_reported_in_every_format() {
         assert!(checked.status.success(), "{}", text(&checked.stderr));
     }
 
+    // The schema violations, each at its JSON Pointer.
+    let schema = suites[2];
+    let violations = schema
+        .descendants()
+        .find(|node| node.has_tag_name("failure"))
+        .and_then(|node| node.text())
+        .unwrap();
+    assert!(
+        violations.contains("FAILED body /id schema"),
+        "{violations}"
+    );
+    assert!(
+        violations.contains("FAILED body /name schema"),
+        "{violations}"
+    );
+    assert!(
+        violations.contains("(at /properties/id/type)"),
+        "{violations}"
+    );
+
     // TAP: a test point per workflow.
     let tap = std::fs::read_to_string(report("report.tap")).unwrap();
-    assert!(tap.starts_with("TAP version 13\n1..4\n"), "{tap}");
+    assert!(tap.starts_with("TAP version 13\n1..5\n"), "{tap}");
     assert_eq!(
         tap.lines()
             .filter(|line| line.starts_with("not ok"))
             .count(),
-        2
+        3
     );
 
     // JSON: the counts and each run record.
@@ -287,7 +309,7 @@ async fn a_directory_of_workflows_is_tested_and_reported_in_every_format() {
         .lines()
         .filter(|line| line.starts_with("::error "))
         .collect();
-    assert_eq!(annotations.len(), 12, "{stdout}");
+    assert_eq!(annotations.len(), 13, "{stdout}");
     assert!(
         annotations
             .iter()
@@ -301,7 +323,7 @@ async fn a_directory_of_workflows_is_tested_and_reported_in_every_format() {
     assert!(matches!(archive.log, har::Spec::V1_2(_)), "HAR 1.2");
     let har: Value = serde_json::from_str(&har_text).unwrap();
     let entries = har["log"]["entries"].as_array().unwrap();
-    assert_eq!(entries.len(), 11 + 2 + 3, "one per request");
+    assert_eq!(entries.len(), 11 + 1 + 2 + 3, "one per request");
     let create = entries
         .iter()
         .find(|entry| entry["request"]["method"] == "POST" && entry["response"]["status"] == 201)
@@ -367,7 +389,7 @@ async fn filters_stdin_fail_fast_and_exit_codes() {
             .lines()
             .filter(|line| line.starts_with("SKIP "))
             .count(),
-        3,
+        4,
         "{stdout}"
     );
 
@@ -390,6 +412,64 @@ async fn filters_stdin_fail_fast_and_exit_codes() {
             Some(2),
             "{bad:?}: {}",
             text(&output.stderr)
+        );
+    }
+}
+
+/// Bay's published OpenAPI spec, imported as tools, checks every answer of `wayline sandbox
+/// serve`'s server (sandboxes, exec, files, history, cargos, GC, the skill lifecycle) against
+/// the schema of its status.
+#[test]
+fn the_sandbox_server_answers_as_bays_published_schemas_say() {
+    let Some(spec) = wayline_testkit::fixture("bay/openapi.json") else {
+        return;
+    };
+    let runtime = crate::server_runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let provider = wayline_sandbox::LocalProvider::open(
+        wayline_sandbox::LocalConfig::new(dir.path().join("data"))
+            .isolation(wayline_sandbox::local::IsolationMode::None),
+    )
+    .unwrap();
+    let server = runtime
+        .block_on(wayline_sandbox::server::BayServer::loopback(
+            std::sync::Arc::new(provider),
+            wayline_sandbox::server::ServeOptions::default(),
+        ))
+        .unwrap();
+    let tools = dir.path().join("tools");
+    let imported = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["import", "openapi"])
+        .arg(&spec)
+        .arg("--out")
+        .arg(&tools)
+        .args(["--base-url", &server.url()])
+        .output()
+        .unwrap();
+    assert!(imported.status.success(), "{}", text(&imported.stderr));
+    let output = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .arg("test")
+        .arg(testdata("bay"))
+        .arg("--tools")
+        .arg(&tools)
+        .args(["--check-schema", "--format", "json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}\n{}", text(&output.stdout), text(&output.stderr)));
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    for workflow in report["workflows"].as_array().unwrap() {
+        let checked = workflow["run"]["step_results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|step| step["assertions"].as_array().cloned().unwrap_or_default())
+            .filter(|assertion| assertion["check"] == "schema")
+            .count();
+        assert!(
+            checked >= 10,
+            "{}: only {checked} answers checked",
+            workflow["id"]
         );
     }
 }

@@ -217,3 +217,59 @@ async fn mistakes_in_expect_are_found_before_anything_runs() {
         "{error}"
     );
 }
+
+const SCHEMA_TOOL: &str = "id: user\nname: User\nbase_url: x\npath: /users/{id}\nresponse_schemas:\n  '200': {type: object, required: [id], properties: {id: {type: integer}}}\n";
+
+#[tokio::test(start_paused = true)]
+async fn responses_are_checked_against_the_tools_schemas_when_asked() {
+    let server = MockServer::start(|_| Reply::json(200, json!({"id": "7"})))
+        .await
+        .unwrap();
+    let flow = |expect: &str| {
+        workflow(&format!(
+            "id: w\nname: W\nsteps:\n  - id: get\n    tool_id: user\n    input_mapping: {{id: u1}}\n{expect}"
+        ))
+    };
+    let plain = flow("");
+    // Off by default: the response passes.
+    let plain_engine = engine([tool(SCHEMA_TOOL, &server.url(""))]).build();
+    let run = plain_engine.run(&plain, RunOptions::new()).await.unwrap();
+    assert_eq!(run.status, RunStatus::Success);
+    // The engine's setting checks every response.
+    let checking = engine([tool(SCHEMA_TOOL, &server.url(""))])
+        .check_response_schemas(true)
+        .build();
+    let run = checking.run(&plain, RunOptions::new()).await.unwrap();
+    let step = &run.step_results[0];
+    assert_eq!(step.status, StepStatus::Failed);
+    assert_eq!(step.assertions[0].subject, "body /id");
+    assert!(
+        step.error
+            .as_deref()
+            .unwrap()
+            .contains("(at /properties/id/type)"),
+        "{step:?}"
+    );
+    // A step turns it off, or asks for it alone.
+    let run = checking
+        .run(&flow("    expect: {schema: false}\n"), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Success);
+    let run = plain_engine
+        .run(&flow("    expect: {schema: true}\n"), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+    // Required, with no schema for the status: a failure that says so.
+    let missing = MockServer::start(|_| Reply::json(202, json!({})))
+        .await
+        .unwrap();
+    let elsewhere = engine([tool(SCHEMA_TOOL, &missing.url(""))]).build();
+    let run = elsewhere
+        .run(&flow("    expect: {schema: true}\n"), RunOptions::new())
+        .await
+        .unwrap();
+    let error = run.step_results[0].error.clone().unwrap();
+    assert!(error.contains("a response schema for 202"), "{error}");
+}

@@ -21,6 +21,7 @@
 
 mod parse;
 mod refs;
+mod schema;
 mod tools;
 
 use std::path::Path;
@@ -137,6 +138,9 @@ pub struct Operation {
     /// The OpenAPI `links` of its success responses: which later operation takes which of
     /// its answers.
     pub links: Vec<Link>,
+    /// The JSON Schema of each response that has one, by status as the spec writes it (`200`,
+    /// `4XX`, `default`): `$ref`s inlined, OpenAPI's dialect made plain JSON Schema 2020-12.
+    pub response_schemas: IndexMap<String, Value>,
 }
 
 /// An OpenAPI link: a value of this operation's answer that another operation takes as a
@@ -196,6 +200,7 @@ impl Operation {
             security: Vec::new(),
             deprecated: false,
             links: Vec::new(),
+            response_schemas: IndexMap::new(),
         }
     }
 

@@ -515,6 +515,7 @@ impl Reader<'_> {
                 ));
             }
         }
+        let response_schemas = self.response_schemas(operation)?;
         let successes = self.successes(operation)?;
         let (success_status, response) = self.success(&successes);
         let outputs = response
@@ -571,7 +572,29 @@ impl Reader<'_> {
             security,
             deprecated: operation.get("deprecated").and_then(Value::as_bool) == Some(true),
             links: links(&successes),
+            response_schemas,
         })
+    }
+
+    /// The JSON Schema of each response that has one, by status as written, in the spec's
+    /// order (`$ref`s inlined; see [`super::schema`]).
+    fn response_schemas(&mut self, operation: &Value) -> Result<IndexMap<String, Value>, Error> {
+        let Some(Value::Object(responses)) = operation.get("responses") else {
+            return Ok(IndexMap::new());
+        };
+        let mut schemas = IndexMap::new();
+        for (status, response) in responses {
+            let response = self.inline(response)?;
+            let schema = match self.version {
+                SpecVersion::Swagger2 => response.get("schema").cloned(),
+                SpecVersion::OpenApi3 => pick_media(response.get("content"))
+                    .and_then(|(_, media)| media.get("schema").cloned()),
+            };
+            if let Some(schema) = schema {
+                schemas.insert(status.clone(), super::schema::json_schema(&schema));
+            }
+        }
+        Ok(schemas)
     }
 
     /// The operation's 2xx responses, by status code, `$ref`s inlined: read once, for its

@@ -79,6 +79,13 @@ impl ApiSpec {
         if !operation.tags.is_empty() {
             document.insert("tags".into(), json!(operation.tags));
         }
+        if !operation.response_schemas.is_empty() {
+            // Embedded, so a response can be checked against the spec without it at hand.
+            document.insert(
+                "response_schemas".into(),
+                json!(operation.response_schemas),
+            );
+        }
         let document = Value::Object(document);
         let tool = serde_json::from_value(document.clone()).unwrap_or_else(|error| {
             // The document is built to the tool format; should it ever not be, the tool is

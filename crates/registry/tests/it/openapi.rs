@@ -195,8 +195,19 @@ fn bays_openapi_31_spec_imports_every_operation() {
     );
     assert!(create.body.is_some());
     assert_eq!(create.success_status, Some(201));
+    // Every answer with a schema, inlined, for checking responses (`expect.schema`).
+    let statuses: Vec<&str> = create.response_schemas.keys().map(String::as_str).collect();
+    assert_eq!(statuses, ["201", "422"]);
+    let created = &create.response_schemas["201"];
+    assert_eq!(created["properties"]["id"]["type"], "string");
+    assert!(
+        !created.to_string().contains("$ref"),
+        "references are inlined: {created}"
+    );
     let (_dir, registry) = round_trip(&spec, Some("http://127.0.0.1:8114"));
     assert_eq!(registry.len(), 43);
+    let tool = registry.tool("create_sandbox_v1_sandboxes_post").unwrap();
+    assert_eq!(tool.response_schemas["201"], *created, "kept in the tool file");
 }
 
 #[test]
