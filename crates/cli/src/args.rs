@@ -15,6 +15,11 @@ pub(crate) struct ToolsArgs {
     /// The tool-configs file: base URL overrides and credentials per tool.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// A file of variables (`NAME=value` lines, dotenv syntax) for the `${VAR}`s of tool and
+    /// tool-configs files. Repeatable: a later file wins, and the environment wins over all.
+    /// Every value is masked like a secret.
+    #[arg(long = "env-file", value_name = "FILE")]
+    pub(crate) env_files: Vec<PathBuf>,
 }
 
 /// What `wayline run` and `wayline tools try` share.

@@ -41,6 +41,64 @@ pub(crate) fn transport() -> Result<ReqwestTransport, Outcome> {
         .map_err(|error| unreadable(format!("cannot start the HTTP client: {error}")))
 }
 
+/// The variables `${VAR}` reads in tool and tool-configs files: the environment's, then the
+/// env files' (`--env-file`, a later file winning).
+#[derive(Debug, Default)]
+pub(crate) struct Environment {
+    files: IndexMap<String, String>,
+}
+
+impl Environment {
+    /// The environment and these env files; a file that cannot be read, or is not an env file,
+    /// stops the command (exit 2), naming it but none of its values.
+    pub(crate) fn load(files: &[PathBuf]) -> Result<Environment, Outcome> {
+        let mut values = IndexMap::new();
+        for path in files {
+            let lines = dotenvy::from_path_iter(path).map_err(|error| {
+                unreadable(format!(
+                    "--env-file {}: cannot read it: {}",
+                    path.display(),
+                    env_error(&error)
+                ))
+            })?;
+            for (line, item) in lines.enumerate() {
+                let (name, value) = item.map_err(|error| {
+                    unreadable(format!(
+                        "--env-file {}: entry {} is not NAME=value ({}); quote a value with spaces or `#`",
+                        path.display(),
+                        line + 1,
+                        env_error(&error)
+                    ))
+                })?;
+                values.insert(name, value);
+            }
+        }
+        Ok(Environment { files: values })
+    }
+
+    /// The value of `${name}`.
+    pub(crate) fn lookup(&self, name: &str) -> Option<String> {
+        std::env::var(name)
+            .ok()
+            .or_else(|| self.files.get(name).cloned())
+    }
+
+    /// The env files' values, to mask wherever secrets are.
+    pub(crate) fn file_values(&self) -> Vec<String> {
+        self.files.values().cloned().collect()
+    }
+}
+
+/// Why an env file could not be read, without the text of the line (it may hold a secret).
+fn env_error(error: &dotenvy::Error) -> String {
+    match error {
+        dotenvy::Error::LineParse(_, at) => format!("a syntax error at character {}", at + 1),
+        dotenvy::Error::Io(error) => error.to_string(),
+        dotenvy::Error::EnvVar(error) => error.to_string(),
+        _ => "not an env file".to_owned(),
+    }
+}
+
 /// Loads tools for a command that checks or lists them; problems are printed, and the outcome
 /// is their kind's (a file with a problem is 1, one that cannot be read 2).
 pub(crate) fn load_tools(paths: &[PathBuf]) -> Result<ToolRegistry, Outcome> {
@@ -48,14 +106,24 @@ pub(crate) fn load_tools(paths: &[PathBuf]) -> Result<ToolRegistry, Outcome> {
 }
 
 /// Loads the tools a command is about to call (`run`, `tools try`, `runs resume`, a validation
-/// run, schedules, planning); problems are printed. Tools that do not load stop it from
-/// starting: always [`Outcome::Unreadable`], as `docs/cli.md` says.
-pub(crate) fn load_tools_to_call(paths: &[PathBuf]) -> Result<ToolRegistry, Outcome> {
-    load(paths).map_err(|_| Outcome::Unreadable)
+/// run, schedules, planning), `${VAR}` read from `env`; problems are printed. Tools that do
+/// not load stop it from starting: always [`Outcome::Unreadable`], as `docs/cli.md` says.
+pub(crate) fn load_tools_to_call(
+    paths: &[PathBuf],
+    env: &Environment,
+) -> Result<ToolRegistry, Outcome> {
+    load_with(paths, env).map_err(|_| Outcome::Unreadable)
 }
 
 fn load(paths: &[PathBuf]) -> Result<ToolRegistry, Vec<wayline_registry::Error>> {
-    let report = ToolRegistry::load(paths);
+    load_with(paths, &Environment::default())
+}
+
+fn load_with(
+    paths: &[PathBuf],
+    env: &Environment,
+) -> Result<ToolRegistry, Vec<wayline_registry::Error>> {
+    let report = ToolRegistry::load_with(paths, &|name: &str| env.lookup(name));
     if report.errors.is_empty() {
         Ok(report.registry)
     } else {
@@ -65,20 +133,22 @@ fn load(paths: &[PathBuf]) -> Result<ToolRegistry, Vec<wayline_registry::Error>>
     }
 }
 
-/// The tool-configs file at `path` (none: no configs) for tools about to be called; entries for
-/// tools `registry` does not have are warned about. A file that does not load stops the call
-/// from starting ([`Outcome::Unreadable`]).
+/// The tool-configs file at `path` (none: no configs) for tools about to be called, `${VAR}`
+/// read from `env`; entries for tools `registry` does not have are warned about. A file that
+/// does not load stops the call from starting ([`Outcome::Unreadable`]).
 pub(crate) fn load_configs(
     path: Option<&Path>,
     registry: &ToolRegistry,
+    env: &Environment,
 ) -> Result<ToolConfigs, Outcome> {
     let Some(path) = path else {
         return Ok(ToolConfigs::new());
     };
-    let configs = ToolConfigs::load(path).map_err(|error| {
-        print_errors(&[error]);
-        Outcome::Unreadable
-    })?;
+    let configs =
+        ToolConfigs::load_with(path, &|name: &str| env.lookup(name)).map_err(|error| {
+            print_errors(&[error]);
+            Outcome::Unreadable
+        })?;
     let known = registry.tool_ids();
     for problem in configs.unknown_tools(&known, &path.display().to_string()) {
         eprintln!("warning: {problem}");
@@ -91,8 +161,9 @@ pub(crate) fn load_configs(
 pub(crate) fn engine_builder(
     registry: Arc<ToolRegistry>,
     config: Option<&Path>,
+    env: &Environment,
 ) -> Result<EngineBuilder, Outcome> {
-    let parts = EngineParts::assemble(registry, config)?;
+    let parts = EngineParts::assemble(registry, config, env)?;
     Ok(parts.builder(Arc::clone(&parts.transport)))
 }
 
@@ -106,6 +177,8 @@ pub(crate) struct EngineParts {
     /// The HTTP transport.
     pub(crate) transport: Arc<dyn Transport>,
     code: Option<Arc<dyn CodeRunner>>,
+    /// Values masked besides the configs' secrets (the env files').
+    pub(crate) masked: Vec<String>,
 }
 
 impl EngineParts {
@@ -113,14 +186,16 @@ impl EngineParts {
     pub(crate) fn assemble(
         registry: Arc<ToolRegistry>,
         config: Option<&Path>,
+        env: &Environment,
     ) -> Result<EngineParts, Outcome> {
-        let configs = load_configs(config, &registry)?;
+        let configs = load_configs(config, &registry, env)?;
         let code = code_runner(&registry, &configs)?;
         Ok(EngineParts {
             registry,
             configs: Arc::new(configs),
             transport: Arc::new(transport()?),
             code,
+            masked: env.file_values(),
         })
     }
 
@@ -129,7 +204,8 @@ impl EngineParts {
         let registry: Arc<dyn ToolCatalog> = self.registry.clone();
         let mut builder = Engine::builder(registry)
             .secrets(self.configs.clone())
-            .transport(transport);
+            .transport(transport)
+            .mask(self.masked.iter().cloned());
         if let Some(runner) = &self.code {
             builder = builder.code_runner(Arc::clone(runner));
         }

@@ -14,7 +14,9 @@ use wayline_planner::llm::{
 use wayline_planner::plan::{Plan, PlanOptions, PlanSource, Planner};
 
 use crate::args::{KnowledgeArg, ModelArgs};
-use crate::assemble::{load_tools_to_call, model_config, open_knowledge, runtime, transport};
+use crate::assemble::{
+    Environment, load_tools_to_call, model_config, open_knowledge, runtime, transport,
+};
 use crate::report::{
     Outcome, ReportFormat, fail, out, outln, print_json, unreadable, write_atomically,
 };
@@ -76,7 +78,7 @@ fn plan(args: &PlanArgs) -> Result<Outcome, Outcome> {
             "the goal is empty; say what the workflow should do",
         ));
     }
-    let registry = Arc::new(load_tools_to_call(&args.tools)?);
+    let registry = Arc::new(load_tools_to_call(&args.tools, &Environment::default())?);
     let runtime = runtime()?;
     if let Some(path) = args
         .out

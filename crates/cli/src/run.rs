@@ -10,8 +10,8 @@ use wayline_store::{Lifecycle, Stores};
 
 use crate::args::{Common, LearnArgs, ModelArgs, NotifyArgs, StoreArg};
 use crate::assemble::{
-    announce, engine_builder, execute, load_tools_to_call, notifications, open_knowledge,
-    open_store, run_inputs, runtime, with_decider,
+    Environment, announce, engine_builder, execute, load_tools_to_call, notifications,
+    open_knowledge, open_store, run_inputs, runtime, with_decider,
 };
 use crate::report::{
     Outcome, ReportFormat, fail, print_errors, print_json, print_plan, report_run, unreadable,
@@ -71,7 +71,8 @@ pub(crate) fn run_command(args: RunArgs) -> Outcome {
 }
 
 fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
-    let registry = load_tools_to_call(&args.common.tools.tools)?;
+    let env = Environment::load(&args.common.tools.env_files)?;
+    let registry = load_tools_to_call(&args.common.tools.tools, &env)?;
     let inputs = run_inputs(args.inputs_file.as_deref(), &args.common.inputs)?;
     let runtime = runtime()?;
     let (workflow, stored) = source(&args, &runtime)?;
@@ -85,7 +86,7 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
         }
         _ => None,
     };
-    let mut builder = engine_builder(registry, args.common.tools.config.as_deref())?
+    let mut builder = engine_builder(registry, args.common.tools.config.as_deref(), &env)?
         .max_parallel(args.max_parallel)
         .check_response_schemas(args.check_schema);
     if let Some(recorder) = &recorder {

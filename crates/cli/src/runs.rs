@@ -10,7 +10,7 @@ use wayline_store::Lifecycle;
 
 use crate::args::{ModelArgs, StoreArg, ToolsArgs};
 use crate::assemble::{
-    cancellable, engine_builder, load_tools_to_call, open_store, runtime, with_decider,
+    Environment, cancellable, engine_builder, load_tools_to_call, open_store, runtime, with_decider,
 };
 use crate::report::{
     Outcome, ReportFormat, engine_error, fail, out, outln, print_json, report_run, unreadable,
@@ -192,7 +192,8 @@ fn show(store: &StoreArg, run_id: &str, format: ReportFormat) -> Result<Outcome,
 
 fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
     let stores = open_store(&args.store)?;
-    let registry = load_tools_to_call(&args.tools.tools)?;
+    let env = Environment::load(&args.tools.env_files)?;
+    let registry = load_tools_to_call(&args.tools.tools, &env)?;
     let runtime = runtime()?;
     let stored = runtime
         .block_on(stores.runs.run(&args.run_id))
@@ -207,7 +208,7 @@ fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
     let saved = runtime
         .block_on(Lifecycle::new(stores.workflows.clone()).get(&stored.workflow_id, Some(version)))
         .map_err(fail)?;
-    let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref())?;
+    let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref(), &env)?;
     let engine = with_decider(builder, [&saved.workflow], &args.model, false)?
         .run_store(stores.runs.clone())
         .observer(Arc::new(Progress::stderr()))

@@ -11,7 +11,7 @@ use wayline_store::schedule::{Firing, load_triggers, run_triggers};
 
 use crate::args::{ModelArgs, NotifyArgs, StoreArg, ToolsArgs};
 use crate::assemble::{
-    announce, engine_builder, load_tools_to_call, notifications, open_store, runtime,
+    Environment, announce, engine_builder, load_tools_to_call, notifications, open_store, runtime,
     with_decider_for_later,
 };
 use crate::report::{Outcome, fail, outln};
@@ -54,7 +54,8 @@ pub(crate) fn schedule_command(command: ScheduleCommand) -> Outcome {
 fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
     let triggers = load_triggers(&args.file).map_err(fail)?;
     let stores = open_store(&args.store)?;
-    let registry = load_tools_to_call(&args.tools.tools)?;
+    let env = Environment::load(&args.tools.env_files)?;
+    let registry = load_tools_to_call(&args.tools.tools, &env)?;
     let notifications = notifications(&args.notify, false)?;
     let lifecycle = Lifecycle::new(stores.workflows.clone());
     let runtime = runtime()?;
@@ -66,7 +67,7 @@ fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
             .map_err(fail)?;
         active.push(record.workflow);
     }
-    let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref())?;
+    let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref(), &env)?;
     let engine = with_decider_for_later(builder, &active, &args.model)?
         .run_store(stores.runs.clone())
         .build();

@@ -17,7 +17,7 @@ use wayline_executor::{CancelToken, RecordingTransport, Redactor, RunOptions};
 
 use crate::args::{ModelArgs, ToolsArgs};
 use crate::assemble::{
-    EngineParts, cancellable, load_tools_to_call, run_inputs, runtime, with_decider,
+    EngineParts, Environment, cancellable, load_tools_to_call, run_inputs, runtime, with_decider,
 };
 use crate::report::{Outcome, ReportFormat, outln, print_json, unreadable, write_atomically};
 use crate::suite::{Case, Suite, Verdict, github, har, junit, tap};
@@ -124,8 +124,9 @@ fn run_tests(args: TestArgs) -> Result<Outcome, Outcome> {
         return Err(unreadable("--jobs 0: give at least 1"));
     }
     let found = discover(&args.paths)?;
-    let registry = Arc::new(load_tools_to_call(&args.tools.tools)?);
-    let parts = EngineParts::assemble(registry, args.tools.config.as_deref())?;
+    let env = Environment::load(&args.tools.env_files)?;
+    let registry = Arc::new(load_tools_to_call(&args.tools.tools, &env)?);
+    let parts = EngineParts::assemble(registry, args.tools.config.as_deref(), &env)?;
     let runtime = runtime()?;
     let started_at = Utc::now();
     let clock = Instant::now();
@@ -290,7 +291,8 @@ async fn run_case(
                 .configs
                 .tool_ids()
                 .filter_map(|tool| parts.configs.get(tool)),
-        );
+        )
+        .with_values(parts.masked.iter().cloned());
         RecordingTransport::new(Arc::clone(&parts.transport), redactor)
     });
     let transport: Arc<dyn Transport> = match &recorder {

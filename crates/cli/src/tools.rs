@@ -14,7 +14,9 @@ use wayline_executor::{Engine, Redactor, ReqwestTransport};
 use wayline_registry::{ToolRegistry, catalog_entries, render_catalog};
 
 use crate::args::{Common, parse_inputs};
-use crate::assemble::{load_configs, load_tools, load_tools_to_call, runtime, transport};
+use crate::assemble::{
+    Environment, load_configs, load_tools, load_tools_to_call, runtime, transport,
+};
 use crate::report::{
     Outcome, ProblemDoc, ReportFormat, fail, out, outcome_of, outln, print_errors, print_json,
     print_plan, unreadable,
@@ -141,7 +143,8 @@ fn try_command(args: TryArgs) -> Outcome {
 }
 
 fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
-    let registry = load_tools_to_call(&args.common.tools.tools)?;
+    let env = Environment::load(&args.common.tools.env_files)?;
+    let registry = load_tools_to_call(&args.common.tools.tools, &env)?;
     if registry.tool(&args.tool_id).is_none() {
         let hint = wayline_core::document::nearest(&args.tool_id, registry.tool_ids())
             .map(|id| format!(" (did you mean `{id}`?)"))
@@ -153,9 +156,9 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
     }
     let mut inputs = IndexMap::new();
     parse_inputs(&args.common.inputs, &mut inputs).map_err(unreadable)?;
-    let configs = load_configs(args.common.tools.config.as_deref(), &registry)?;
+    let configs = load_configs(args.common.tools.config.as_deref(), &registry, &env)?;
     // The raw response is printed whole: mask the tool's secrets in it, as the record does.
-    let redactor = Redactor::for_configs(configs.get(&args.tool_id));
+    let redactor = Redactor::for_configs(configs.get(&args.tool_id)).with_values(env.file_values());
     let secrets: Arc<dyn SecretProvider> = Arc::new(configs);
     let workflow = Engine::tool_call_workflow(&args.tool_id, inputs.keys().map(String::as_str));
     let transport = Arc::new(Remember {
@@ -165,6 +168,7 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
     let engine = Engine::builder(Arc::new(registry))
         .secrets(secrets)
         .transport(transport.clone())
+        .mask(env.file_values())
         .build();
     let runtime = runtime()?;
     let planned = runtime

@@ -12,7 +12,7 @@ use wayline_store::Lifecycle;
 
 use crate::args::{ModelArgs, StoreArg, ToolsArgs, parse_inputs};
 use crate::assemble::{
-    engine_builder, execute, load_tools_to_call, open_store, runtime, with_decider,
+    Environment, engine_builder, execute, load_tools_to_call, open_store, runtime, with_decider,
 };
 use crate::report::{
     Outcome, ReportFormat, fail, out, outln, print_errors, print_json, unreadable,
@@ -254,8 +254,9 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
     }
     let mut inputs = IndexMap::new();
     parse_inputs(&args.inputs, &mut inputs).map_err(unreadable)?;
-    let registry = load_tools_to_call(&args.tools.tools)?;
-    let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref())?;
+    let env = Environment::load(&args.tools.env_files)?;
+    let registry = load_tools_to_call(&args.tools.tools, &env)?;
+    let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref(), &env)?;
     let engine = with_decider(builder, [&record.workflow], &args.model, false)?
         .run_store(stores.runs.clone())
         .observer(Arc::new(Progress::stderr()))

@@ -51,7 +51,7 @@ pub use observer::{RunEvent, RunObserver};
 pub use policy::{AllowAll, StepPolicy, StepRequest, Verdict};
 pub use reference::Reference;
 pub use run::{AssertionResult, RequestSummary, Run, RunStatus, StepResult, StepStatus};
-pub use secret::{MemorySecrets, Secret, SecretProvider, ToolConfig};
+pub use secret::{MemorySecrets, Secret, SecretProvider, TokenCommand, ToolConfig};
 pub use store::{
     Approval, RunPage, RunQuery, RunStore, RunSummary, StoreError, StoreErrorKind, StoredWorkflow,
     WorkflowStore,

@@ -86,6 +86,28 @@ pub struct ToolConfig {
     /// Further named values (e.g. the key an `auth.username_key` names).
     #[serde(default)]
     pub values: BTreeMap<String, Secret>,
+    /// A command that prints the token on standard output (a secret manager's CLI), run
+    /// without a shell when `auth_token` is not set: once per run for each distinct command,
+    /// its output never printed (see the executor's `EngineBuilder`).
+    #[serde(default)]
+    pub auth_token_command: Option<TokenCommand>,
+}
+
+/// A command that prints a token: a command line (split as a POSIX shell would, but run
+/// without one) or its words.
+///
+/// ```yaml
+/// auth_token_command: "vault kv get -field=token secret/api"
+/// auth_token_command: [gcloud, auth, print-access-token]
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum TokenCommand {
+    /// A command line.
+    Line(String),
+    /// Its words: the program, then its arguments.
+    Words(Vec<String>),
 }
 
 impl ToolConfig {

@@ -37,6 +37,8 @@ pub(crate) struct EngineInner {
     pub(crate) defaults: Defaults,
     pub(crate) max_retry_after: Duration,
     pub(crate) expression_budget: ExpressionBudget,
+    /// Values masked besides the tool configs' secrets ([`crate::EngineBuilder::mask`]).
+    pub(crate) masked: Vec<String>,
 }
 
 impl EngineInner {

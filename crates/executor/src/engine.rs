@@ -78,6 +78,7 @@ pub struct EngineBuilder {
     defaults: Defaults,
     max_retry_after: Duration,
     expression_budget: ExpressionBudget,
+    masked: Vec<String>,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -116,6 +117,7 @@ impl Engine {
             },
             max_retry_after: Duration::from_secs(60),
             expression_budget: ExpressionBudget::default(),
+            masked: Vec::new(),
         }
     }
 
@@ -161,7 +163,8 @@ impl Engine {
     ) -> RunShared<'e> {
         let configs = self.fetch_configs(prepared).await;
         let redactor =
-            Redactor::for_configs(configs.values().flat_map(|config| config.iter().flatten()));
+            Redactor::for_configs(configs.values().flat_map(|config| config.iter().flatten()))
+                .with_values(self.inner.masked.iter().cloned());
         RunShared {
             engine: &self.inner,
             run_id,
@@ -190,6 +193,7 @@ impl Engine {
                 .map_err(|error| error.to_string());
             configs.insert(tool.id.clone(), config);
         }
+        crate::token::resolve(&mut configs).await;
         configs
     }
 }
@@ -301,6 +305,13 @@ impl EngineBuilder {
         self
     }
 
+    /// Masks these values, too, wherever the tool configs' secrets are masked (run records,
+    /// events, errors): values from an env file, say, that are not in a tool config.
+    pub fn mask(mut self, values: impl IntoIterator<Item = String>) -> Self {
+        self.masked.extend(values);
+        self
+    }
+
     /// The engine.
     pub fn build(self) -> Engine {
         let transport = self.transport.unwrap_or_else(default_transport);
@@ -320,6 +331,7 @@ impl EngineBuilder {
                 defaults: self.defaults,
                 max_retry_after: self.max_retry_after,
                 expression_budget: self.expression_budget,
+                masked: self.masked,
             }),
         }
     }

@@ -44,6 +44,7 @@ mod schema;
 mod step;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod token;
 mod tool_call;
 mod validation;
 

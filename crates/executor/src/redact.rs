@@ -107,6 +107,17 @@ impl Redactor {
         Self::new(forms)
     }
 
+    /// This redactor, masking `values` too (in the same forms as a config's secrets: as they
+    /// are, JSON-escaped and URL-encoded).
+    #[must_use]
+    pub fn with_values(self, values: impl IntoIterator<Item = String>) -> Self {
+        let mut forms = self.secrets;
+        for value in values {
+            forms.extend(encodings(&value));
+        }
+        Self::new(forms)
+    }
+
     /// A redactor for these values.
     fn new<S: Into<String>>(secrets: impl IntoIterator<Item = S>) -> Self {
         let mut secrets: Vec<String> = secrets

@@ -473,3 +473,109 @@ fn the_sandbox_server_answers_as_bays_published_schemas_say() {
         );
     }
 }
+
+/// `--env-file` fills `${VAR}` in the tool configs (a later file wins), `auth_token_command`
+/// fetches a token; neither value reaches a report or the terminal.
+#[tokio::test(flavor = "multi_thread")]
+async fn env_files_and_token_commands_feed_configs_and_stay_masked() {
+    let server = users_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first.env");
+    std::fs::write(
+        &first,
+        format!(
+            "# the API\nUSERS_URL={}\nAPI_TOKEN=tok-first-file-000\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    let second = dir.path().join("second.env");
+    std::fs::write(&second, "API_TOKEN=\"tok-second-file-111\"\n").unwrap();
+    let configs = dir.path().join("configs.yaml");
+    std::fs::write(
+        &configs,
+        "get_user: {base_url: \"${USERS_URL}\"}\ncreate_user: {base_url: \"${USERS_URL}\", auth_token: \"${API_TOKEN}\"}\nlist_users: {base_url: \"${USERS_URL}\"}\n",
+    )
+    .unwrap();
+    let workflow = dir.path().join("create.yaml");
+    std::fs::write(
+        &workflow,
+        "id: create\nname: Create\nsteps:\n  - id: make\n    tool_id: create_user\n    input_mapping: {name: Grace}\n    expect: {status: 201}\n",
+    )
+    .unwrap();
+    let har = dir.path().join("run.har");
+    let args: Vec<String> = vec![
+        "test".into(),
+        workflow.display().to_string(),
+        "--tools".into(),
+        testdata("api-tests/tools").display().to_string(),
+        "--config".into(),
+        configs.display().to_string(),
+        "--env-file".into(),
+        first.display().to_string(),
+        "--env-file".into(),
+        second.display().to_string(),
+        "--format".into(),
+        "json".into(),
+        "--har".into(),
+        har.display().to_string(),
+    ];
+    let output = wayline(args, None).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let sent: Vec<String> = server
+        .requests()
+        .iter()
+        .filter_map(|request| request.header("authorization").map(str::to_owned))
+        .collect();
+    assert_eq!(sent, ["Bearer tok-second-file-111"], "the later file wins");
+    let archive = std::fs::read_to_string(&har).unwrap();
+    for shown in [text(&output.stdout), text(&output.stderr), archive] {
+        assert!(!shown.contains("tok-second-file-111"), "{shown}");
+        assert!(!shown.contains("tok-first-file-000"), "{shown}");
+    }
+
+    // A token command instead: run once, its token sent, never shown.
+    std::fs::write(
+        &configs,
+        format!(
+            "create_user: {{base_url: \"{}\", auth_token_command: \"sh -c 'printf tok-from-command-222'\"}}\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    let args: Vec<String> = vec![
+        "test".into(),
+        workflow.display().to_string(),
+        "--tools".into(),
+        testdata("api-tests/tools").display().to_string(),
+        "--config".into(),
+        configs.display().to_string(),
+        "--format".into(),
+        "json".into(),
+    ];
+    let output = wayline(args, None).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|request| request.header("authorization") == Some("Bearer tok-from-command-222"))
+    );
+    assert!(!text(&output.stdout).contains("tok-from-command-222"));
+
+    // An env file that is not one: exit 2, naming the file but no value.
+    std::fs::write(&second, "API_TOKEN 'unterminated-secret-333\n").unwrap();
+    let args: Vec<String> = vec![
+        "test".into(),
+        workflow.display().to_string(),
+        "--tools".into(),
+        testdata("api-tests/tools").display().to_string(),
+        "--env-file".into(),
+        second.display().to_string(),
+    ];
+    let output = wayline(args, None).await;
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("second.env"), "{stderr}");
+    assert!(!stderr.contains("unterminated-secret-333"), "{stderr}");
+}
