@@ -20,6 +20,31 @@ pub(crate) struct ToolsArgs {
     /// Every value is masked like a secret.
     #[arg(long = "env-file", value_name = "FILE")]
     pub(crate) env_files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) network: NetworkArgs,
+}
+
+/// How calls reach the APIs: trust, a client certificate, a proxy.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct NetworkArgs {
+    /// Trust the certificate authorities in this PEM file as well as the usual ones (a private
+    /// CA, a test server's own).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) cacert: Option<PathBuf>,
+    /// Check no server certificate at all. Anyone on the network path can then read and change
+    /// every call: for a test server only.
+    #[arg(long)]
+    pub(crate) insecure: bool,
+    /// Present this client certificate (PEM; its private key in the same file, or in --key).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub(crate) key: Option<PathBuf>,
+    /// Send every call through this proxy (`http://[user:pass@]host:port`); without it,
+    /// `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and `NO_PROXY` are honoured.
+    #[arg(long, value_name = "URL")]
+    pub(crate) proxy: Option<String>,
 }
 
 /// What `wayline run` and `wayline tools try` share.

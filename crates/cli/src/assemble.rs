@@ -24,7 +24,9 @@ use wayline_sandbox::{
 };
 use wayline_store::{ConsoleNotifier, Notifications, Stores, WebhookNotifier};
 
-use crate::args::{KnowledgeArg, ModelArgs, NotifyArgs, StoreArg, parse_inputs};
+use crate::args::{
+    KnowledgeArg, ModelArgs, NetworkArgs, NotifyArgs, StoreArg, ToolsArgs, parse_inputs,
+};
 use crate::report::{Outcome, engine_error, fail, outcome_of, print_errors, unreadable};
 
 /// A runtime on this thread, for one command.
@@ -38,6 +40,43 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Outcome> {
 /// The HTTP transport.
 pub(crate) fn transport() -> Result<ReqwestTransport, Outcome> {
     ReqwestTransport::new()
+        .map_err(|error| unreadable(format!("cannot start the HTTP client: {error}")))
+}
+
+/// The HTTP transport for tool calls, with the trust, client certificate and proxy `network`
+/// asks for; `--insecure` is said aloud on standard error.
+pub(crate) fn tool_transport(network: &NetworkArgs) -> Result<ReqwestTransport, Outcome> {
+    let read = |flag: &str, path: &Path| {
+        std::fs::read(path).map_err(|error| {
+            unreadable(format!(
+                "{flag} {}: cannot read it: {error}",
+                path.display()
+            ))
+        })
+    };
+    let mut builder = ReqwestTransport::builder();
+    if let Some(path) = &network.cacert {
+        builder = builder.root_certificates_pem(read("--cacert", path)?);
+    }
+    if network.insecure {
+        eprintln!(
+            "warning: --insecure: server certificates are not checked; anyone on the network path can read and change these calls"
+        );
+        builder = builder.danger_accept_invalid_certs(true);
+    }
+    if let Some(path) = &network.cert {
+        let mut pem = read("--cert", path)?;
+        if let Some(key) = &network.key {
+            pem.push(b'\n');
+            pem.extend(read("--key", key)?);
+        }
+        builder = builder.client_identity_pem(pem);
+    }
+    if let Some(proxy) = &network.proxy {
+        builder = builder.proxy(proxy.clone());
+    }
+    builder
+        .build()
         .map_err(|error| unreadable(format!("cannot start the HTTP client: {error}")))
 }
 
@@ -160,10 +199,10 @@ pub(crate) fn load_configs(
 /// code runner when any tool is a code tool.
 pub(crate) fn engine_builder(
     registry: Arc<ToolRegistry>,
-    config: Option<&Path>,
+    tools: &ToolsArgs,
     env: &Environment,
 ) -> Result<EngineBuilder, Outcome> {
-    let parts = EngineParts::assemble(registry, config, env)?;
+    let parts = EngineParts::assemble(registry, tools, env)?;
     Ok(parts.builder(Arc::clone(&parts.transport)))
 }
 
@@ -185,15 +224,15 @@ impl EngineParts {
     /// The parts for these tools and the tool configs of `config`.
     pub(crate) fn assemble(
         registry: Arc<ToolRegistry>,
-        config: Option<&Path>,
+        tools: &ToolsArgs,
         env: &Environment,
     ) -> Result<EngineParts, Outcome> {
-        let configs = load_configs(config, &registry, env)?;
+        let configs = load_configs(tools.config.as_deref(), &registry, env)?;
         let code = code_runner(&registry, &configs)?;
         Ok(EngineParts {
             registry,
             configs: Arc::new(configs),
-            transport: Arc::new(transport()?),
+            transport: Arc::new(tool_transport(&tools.network)?),
             code,
             masked: env.file_values(),
         })

@@ -86,7 +86,7 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
         }
         _ => None,
     };
-    let mut builder = engine_builder(registry, args.common.tools.config.as_deref(), &env)?
+    let mut builder = engine_builder(registry, &args.common.tools, &env)?
         .max_parallel(args.max_parallel)
         .check_response_schemas(args.check_schema);
     if let Some(recorder) = &recorder {

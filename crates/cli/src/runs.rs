@@ -208,7 +208,7 @@ fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
     let saved = runtime
         .block_on(Lifecycle::new(stores.workflows.clone()).get(&stored.workflow_id, Some(version)))
         .map_err(fail)?;
-    let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref(), &env)?;
+    let builder = engine_builder(Arc::new(registry), &args.tools, &env)?;
     let engine = with_decider(builder, [&saved.workflow], &args.model, false)?
         .run_store(stores.runs.clone())
         .observer(Arc::new(Progress::stderr()))

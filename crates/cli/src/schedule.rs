@@ -67,7 +67,7 @@ fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
             .map_err(fail)?;
         active.push(record.workflow);
     }
-    let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref(), &env)?;
+    let builder = engine_builder(Arc::new(registry), &args.tools, &env)?;
     let engine = with_decider_for_later(builder, &active, &args.model)?
         .run_store(stores.runs.clone())
         .build();

@@ -126,7 +126,7 @@ fn run_tests(args: TestArgs) -> Result<Outcome, Outcome> {
     let found = discover(&args.paths)?;
     let env = Environment::load(&args.tools.env_files)?;
     let registry = Arc::new(load_tools_to_call(&args.tools.tools, &env)?);
-    let parts = EngineParts::assemble(registry, args.tools.config.as_deref(), &env)?;
+    let parts = EngineParts::assemble(registry, &args.tools, &env)?;
     let runtime = runtime()?;
     let started_at = Utc::now();
     let clock = Instant::now();

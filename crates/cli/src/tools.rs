@@ -15,7 +15,7 @@ use wayline_registry::{ToolRegistry, catalog_entries, render_catalog};
 
 use crate::args::{Common, parse_inputs};
 use crate::assemble::{
-    Environment, load_configs, load_tools, load_tools_to_call, runtime, transport,
+    Environment, load_configs, load_tools, load_tools_to_call, runtime, tool_transport,
 };
 use crate::report::{
     Outcome, ProblemDoc, ReportFormat, fail, out, outcome_of, outln, print_errors, print_json,
@@ -162,7 +162,7 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
     let secrets: Arc<dyn SecretProvider> = Arc::new(configs);
     let workflow = Engine::tool_call_workflow(&args.tool_id, inputs.keys().map(String::as_str));
     let transport = Arc::new(Remember {
-        inner: transport()?,
+        inner: tool_transport(&args.common.tools.network)?,
         last: Mutex::new(None),
     });
     let engine = Engine::builder(Arc::new(registry))

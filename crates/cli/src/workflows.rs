@@ -256,7 +256,7 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
     parse_inputs(&args.inputs, &mut inputs).map_err(unreadable)?;
     let env = Environment::load(&args.tools.env_files)?;
     let registry = load_tools_to_call(&args.tools.tools, &env)?;
-    let builder = engine_builder(Arc::new(registry), args.tools.config.as_deref(), &env)?;
+    let builder = engine_builder(Arc::new(registry), &args.tools, &env)?;
     let engine = with_decider(builder, [&record.workflow], &args.model, false)?
         .run_store(stores.runs.clone())
         .observer(Arc::new(Progress::stderr()))

@@ -33,13 +33,43 @@ pub struct ReqwestTransport {
 }
 
 /// Settings of a [`ReqwestTransport`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ReqwestTransportBuilder {
     connect_timeout: Duration,
     pool_idle_timeout: Duration,
     max_idle_per_host: Option<usize>,
     user_agent: String,
     max_response_bytes: usize,
+    roots: Vec<Vec<u8>>,
+    accept_invalid_certs: bool,
+    identity: Option<Vec<u8>>,
+    proxy: Option<String>,
+}
+
+impl std::fmt::Debug for ReqwestTransportBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReqwestTransportBuilder")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("user_agent", &self.user_agent)
+            .field("roots", &self.roots.len())
+            .field("accept_invalid_certs", &self.accept_invalid_certs)
+            // A client key is a secret.
+            .field("identity", &self.identity.as_ref().map(|_| "<redacted>"))
+            .field("proxy", &self.proxy.as_deref().map(mask_userinfo))
+            .finish_non_exhaustive()
+    }
+}
+
+/// `url` with its user and password (a proxy's credentials) masked.
+fn mask_userinfo(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+            let _ = parsed.set_username("***");
+            let _ = parsed.set_password(None);
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
+    }
 }
 
 impl Default for ReqwestTransportBuilder {
@@ -50,6 +80,10 @@ impl Default for ReqwestTransportBuilder {
             max_idle_per_host: None,
             user_agent: concat!("wayline/", env!("CARGO_PKG_VERSION")).to_owned(),
             max_response_bytes: 32 << 20,
+            roots: Vec::new(),
+            accept_invalid_certs: false,
+            identity: None,
+            proxy: None,
         }
     }
 }
@@ -87,16 +121,80 @@ impl ReqwestTransportBuilder {
         self
     }
 
-    /// Builds the transport; fails only if the TLS backend cannot start.
+    /// Trusts the certificate authorities in `pem` (one or more PEM certificates) besides the
+    /// webpki roots: a private CA, a test server's own.
+    pub fn root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.roots.push(pem.into());
+        self
+    }
+
+    /// Accepts any server certificate, expired, self-signed or for another host. **Anyone on
+    /// the network path can then read and change every call**: for a test server only.
+    pub fn danger_accept_invalid_certs(mut self, accept: bool) -> Self {
+        self.accept_invalid_certs = accept;
+        self
+    }
+
+    /// Presents a client certificate: `pem` holds the certificate (and its chain) and its
+    /// private key (PKCS#8, PKCS#1 or SEC1).
+    pub fn client_identity_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.identity = Some(pem.into());
+        self
+    }
+
+    /// Sends every request through this proxy (`http://user:pass@host:port`). Without one, the
+    /// usual environment variables are honoured: `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and
+    /// `NO_PROXY` (any case).
+    pub fn proxy(mut self, url: impl Into<String>) -> Self {
+        self.proxy = Some(url.into());
+        self
+    }
+
+    /// Builds the transport; fails when a certificate, key or proxy given cannot be used, or
+    /// the TLS backend cannot start.
     pub fn build(self) -> Result<ReqwestTransport, TransportError> {
+        let invalid = |what: &str, error: &reqwest::Error| {
+            TransportError::new(
+                TransportErrorKind::Other,
+                format!("{what}: {}", describe(error)),
+            )
+        };
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .referer(false)
             .connect_timeout(self.connect_timeout)
             .pool_idle_timeout(self.pool_idle_timeout)
-            .user_agent(self.user_agent);
+            .user_agent(self.user_agent)
+            .danger_accept_invalid_certs(self.accept_invalid_certs);
         if let Some(count) = self.max_idle_per_host {
             builder = builder.pool_max_idle_per_host(count);
+        }
+        for pem in &self.roots {
+            let certificates = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|error| invalid("the CA certificates are not PEM certificates", &error))?;
+            if certificates.is_empty() {
+                return Err(TransportError::new(
+                    TransportErrorKind::Other,
+                    "the CA certificates file holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+                ));
+            }
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        if let Some(pem) = &self.identity {
+            let identity = reqwest::Identity::from_pem(pem).map_err(|error| {
+                invalid(
+                    "the client certificate and key are not a PEM certificate with its private key",
+                    &error,
+                )
+            })?;
+            builder = builder.identity(identity);
+        }
+        if let Some(url) = &self.proxy {
+            let proxy = reqwest::Proxy::all(url.as_str())
+                .map_err(|error| invalid(&format!("proxy {}", mask_userinfo(url)), &error))?;
+            builder = builder.proxy(proxy);
         }
         let client = builder
             .build()
@@ -117,6 +215,18 @@ impl ReqwestTransport {
     /// Settings to adjust before building.
     pub fn builder() -> ReqwestTransportBuilder {
         ReqwestTransportBuilder::default()
+    }
+
+    /// A transport over a client the host built (its TLS, proxies, DNS, pool). The client
+    /// **must not follow redirects** (`redirect(reqwest::redirect::Policy::none())`): this
+    /// transport follows them itself, dropping credentials on the way to another origin, and a
+    /// client that follows them would carry credentials there unchecked. Responses are held to
+    /// the default 32 MiB.
+    pub fn with_client(client: reqwest::Client) -> Self {
+        ReqwestTransport {
+            client,
+            max_response_bytes: ReqwestTransportBuilder::default().max_response_bytes,
+        }
     }
 }
 

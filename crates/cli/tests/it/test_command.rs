@@ -17,7 +17,11 @@ const TOKEN: &str = "tok-users-9f8e7d";
 /// answer for `/users/slow`.
 async fn users_api() -> MockServer {
     MockServer::start(|request| {
-        let path = request.path().to_owned();
+        // As a proxy, it is sent the absolute form (`http://host/users`): the path is the same.
+        let path = match request.path().split_once("://") {
+            Some((_, rest)) => rest.find('/').map_or("/", |at| &rest[at..]).to_owned(),
+            None => request.path().to_owned(),
+        };
         match (request.method.as_str(), path.as_str()) {
             ("GET", "/users") => Reply::json(
                 200,
@@ -578,4 +582,55 @@ async fn env_files_and_token_commands_feed_configs_and_stay_masked() {
     let stderr = text(&output.stderr);
     assert!(stderr.contains("second.env"), "{stderr}");
     assert!(!stderr.contains("unterminated-secret-333"), "{stderr}");
+}
+
+/// `--proxy` carries every call; `--insecure` is said aloud; a CA file that is not one stops
+/// the command before anything is sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn network_flags_reach_the_transport() {
+    // The proxy answers for the host it is asked about (a name that resolves nowhere).
+    let proxy = users_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let configs = dir.path().join("configs.yaml");
+    std::fs::write(
+        &configs,
+        "get_user: {base_url: \"http://users.example.invalid\"}\n",
+    )
+    .unwrap();
+    let workflow = dir.path().join("get.yaml");
+    std::fs::write(
+        &workflow,
+        "id: get\nname: Get\nsteps:\n  - id: ada\n    tool_id: get_user\n    input_mapping: {id: 1}\n    expect: {body: {name: Ada}}\n",
+    )
+    .unwrap();
+    let base = |extra: &[&str]| {
+        let mut args: Vec<String> = vec![
+            "test".into(),
+            workflow.display().to_string(),
+            "--tools".into(),
+            testdata("api-tests/tools").display().to_string(),
+            "--config".into(),
+            configs.display().to_string(),
+        ];
+        args.extend(extra.iter().map(|part| (*part).to_owned()));
+        args
+    };
+    let output = wayline(base(&["--proxy", &proxy.url(""), "--insecure"]), None).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("warning: --insecure"));
+    assert_eq!(
+        proxy.requests()[0].path(),
+        "http://users.example.invalid/users/1"
+    );
+    let not_pem = dir.path().join("ca.pem");
+    std::fs::write(&not_pem, "hello").unwrap();
+    let output = wayline(base(&["--cacert", &not_pem.display().to_string()]), None).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("no PEM certificate"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = wayline(base(&["--key", "k.pem"]), None).await;
+    assert_eq!(output.status.code(), Some(2), "--key needs --cert");
 }

@@ -11,3 +11,4 @@ mod scheduling;
 mod semantics;
 mod spans;
 mod support;
+mod tls;
