@@ -36,7 +36,7 @@ pub(crate) enum ToolsCommand {
     },
     /// Call one tool: print the request (secrets redacted), send it, print the response and
     /// the extracted outputs.
-    Try(TryArgs),
+    Try(Box<TryArgs>),
     /// List the tools: id, description, inputs (required ones starred) and outputs.
     List {
         /// Tool files or directories.
@@ -61,7 +61,7 @@ pub(crate) fn tools_command(command: ToolsCommand) -> Outcome {
     match command {
         ToolsCommand::Check { paths, format } => tools_check(&paths, format),
         ToolsCommand::List { paths, format } => tools_list(&paths, format),
-        ToolsCommand::Try(args) => try_command(args),
+        ToolsCommand::Try(args) => try_command(*args),
     }
 }
 

@@ -55,7 +55,7 @@ pub(crate) enum WorkflowCommand {
         store: StoreArg,
     },
     /// Run the approved version once as its validation run; if it succeeds, make it active.
-    Activate(ActivateArgs),
+    Activate(Box<ActivateArgs>),
     /// Saved workflows: the latest version of each, and which version is active.
     List {
         #[command(flatten)]
@@ -101,7 +101,7 @@ pub(crate) fn workflow_command(command: WorkflowCommand) -> Outcome {
             version,
             store,
         } => approve(&id, version, &by, &store),
-        WorkflowCommand::Activate(args) => activate(args),
+        WorkflowCommand::Activate(args) => activate(*args),
         WorkflowCommand::List { store, format } => list(&store, format),
     };
     match outcome {

@@ -84,7 +84,10 @@ fn admit_null(mut schema: Map<String, Value>) -> Map<String, Value> {
     match schema.get_mut("type") {
         Some(Value::String(kind)) => {
             let kind = Value::String(std::mem::take(kind));
-            schema.insert("type".to_owned(), Value::Array(vec![kind, Value::from("null")]));
+            schema.insert(
+                "type".to_owned(),
+                Value::Array(vec![kind, Value::from("null")]),
+            );
             schema
         }
         Some(Value::Array(kinds)) => {
@@ -124,7 +127,10 @@ mod tests {
         let converted = json_schema(&schema);
         let properties = &converted["properties"];
         assert_eq!(properties["name"], json!({"type": ["string", "null"]}));
-        assert_eq!(properties["tags"]["items"], json!({"type": ["string", "null"]}));
+        assert_eq!(
+            properties["tags"]["items"],
+            json!({"type": ["string", "null"]})
+        );
         assert_eq!(properties["state"]["enum"], json!(["A", "B", null]));
         assert_eq!(
             properties["any"],
@@ -136,7 +142,9 @@ mod tests {
     #[test]
     fn draft_four_bounds_become_numbers() {
         assert_eq!(
-            json_schema(&json!({"type": "integer", "minimum": 1, "exclusiveMinimum": true, "maximum": 9, "exclusiveMaximum": false})),
+            json_schema(
+                &json!({"type": "integer", "minimum": 1, "exclusiveMinimum": true, "maximum": 9, "exclusiveMaximum": false})
+            ),
             json!({"type": "integer", "exclusiveMinimum": 1, "maximum": 9})
         );
         assert_eq!(json_schema(&json!({"type": "file"})), json!({}));

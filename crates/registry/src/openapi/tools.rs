@@ -81,10 +81,7 @@ impl ApiSpec {
         }
         if !operation.response_schemas.is_empty() {
             // Embedded, so a response can be checked against the spec without it at hand.
-            document.insert(
-                "response_schemas".into(),
-                json!(operation.response_schemas),
-            );
+            document.insert("response_schemas".into(), json!(operation.response_schemas));
         }
         let document = Value::Object(document);
         let tool = serde_json::from_value(document.clone()).unwrap_or_else(|error| {

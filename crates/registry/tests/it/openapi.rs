@@ -207,7 +207,10 @@ fn bays_openapi_31_spec_imports_every_operation() {
     let (_dir, registry) = round_trip(&spec, Some("http://127.0.0.1:8114"));
     assert_eq!(registry.len(), 43);
     let tool = registry.tool("create_sandbox_v1_sandboxes_post").unwrap();
-    assert_eq!(tool.response_schemas["201"], *created, "kept in the tool file");
+    assert_eq!(
+        tool.response_schemas["201"], *created,
+        "kept in the tool file"
+    );
 }
 
 #[test]
