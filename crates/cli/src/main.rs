@@ -24,6 +24,7 @@ mod run;
 mod runs;
 mod sandbox;
 mod schedule;
+mod schema;
 mod test;
 mod tools;
 mod validate;
@@ -106,6 +107,9 @@ enum Command {
     /// Code sandboxes: serve the Bay API over the embedded local sandbox.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
+    /// The JSON Schema of a file format (tool, workflow, configs, SUT, guard, sandbox,
+    /// knowledge), for editors: `# yaml-language-server: $schema=…`.
+    Schema(schema::SchemaArgs),
 }
 
 fn main() -> ExitCode {
@@ -133,6 +137,7 @@ fn main() -> ExitCode {
         Command::Import(command) => import::import_command(command),
         Command::Explore(args) => explore::explore_command(args),
         Command::Plan(args) => plan::plan_command(args),
+        Command::Schema(args) => schema::schema_command(args),
         Command::Validate {
             workflow,
             tools,

@@ -33,6 +33,7 @@ use serde_json::Value;
 
 /// A step's expectations of its response.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Expect {
@@ -60,6 +61,7 @@ pub struct Expect {
         skip_serializing_if = "Vec::is_empty",
         deserialize_with = "one_or_many"
     )]
+    #[cfg_attr(feature = "schema", schemars(with = "OneOrMany"))]
     pub assert: Vec<String>,
 }
 
@@ -71,6 +73,19 @@ impl Expect {
             ..Expect::default()
         }
     }
+}
+
+/// One string or a list of them (the schema of `assert`).
+#[cfg(feature = "schema")]
+#[derive(schemars::JsonSchema)]
+#[schemars(untagged)]
+#[expect(
+    dead_code,
+    reason = "a shape for the schema only; values are read by `one_or_many`"
+)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
 }
 
 fn one_or_many<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
@@ -208,6 +223,24 @@ impl<'de> Visitor<'de> for StatusVisitor {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for StatusSet {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StatusSet".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let one = serde_json::json!({"anyOf": [
+            {"type": "integer", "minimum": 100, "maximum": 599},
+            {"type": "string", "pattern": "^([1-5][0-9][0-9]|[1-5][xX][xX])$"}
+        ]});
+        schemars::json_schema!({
+            "description": "A status code (404), a class (\"4xx\"), or a list of them.",
+            "anyOf": [one, {"type": "array", "items": one, "minItems": 1}]
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for StatusSet {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<StatusSet, D::Error> {
         deserializer.deserialize_any(StatusVisitor)
@@ -290,6 +323,21 @@ impl<'de> Visitor<'de> for CheckVisitor {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Check {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Check".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let operators = generator.subschema_for::<CheckOps>();
+        schemars::json_schema!({
+            "description": "A value to equal (anything but a mapping), or a mapping of checks.",
+            "anyOf": [operators, {"not": {"type": "object"}}]
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Check {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Check, D::Error> {
         deserializer.deserialize_any(CheckVisitor)
@@ -298,6 +346,7 @@ impl<'de> Deserialize<'de> for Check {
 
 /// The operators of a check; every one given must hold.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct CheckOps {
@@ -355,6 +404,7 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, 
 
 /// JSON's types, as a check names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum JsonType {

@@ -31,6 +31,24 @@ use crate::Error;
 #[derive(Clone, PartialEq, Eq, Default)]
 pub struct Secret(String);
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Secret {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Secret".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A credential: masked wherever it would be shown. `${VAR}` reads it from the environment."
+        })
+    }
+}
+
 impl Secret {
     /// Wraps a value.
     pub fn new(value: impl Into<String>) -> Self {
@@ -68,6 +86,7 @@ impl<'de> Deserialize<'de> for Secret {
 
 /// Settings and credentials for one tool (one entry of the tool-configs file).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ToolConfig {
@@ -101,6 +120,7 @@ pub struct ToolConfig {
 /// auth_token_command: [gcloud, auth, print-access-token]
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 #[non_exhaustive]
 pub enum TokenCommand {

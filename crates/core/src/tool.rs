@@ -26,6 +26,7 @@ use crate::template;
 /// assert_eq!(tool.required_inputs(), ["owner", "repo"]);
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ToolDefinition {
@@ -272,6 +273,7 @@ impl ToolDefinition {
 
 /// Authentication types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum AuthType {
     /// No credentials.
@@ -287,6 +289,7 @@ pub enum AuthType {
 
 /// Config-style authentication. Secrets come from the tool-configs file, never from here.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct AuthConfig {
@@ -303,6 +306,7 @@ pub struct AuthConfig {
 
 /// Config-style request shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct RequestConfig {
@@ -329,6 +333,7 @@ fn default_content_type() -> String {
 
 /// Output extraction: output key → path into the parsed response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ResponseExtractConfig {
@@ -356,6 +361,7 @@ fn default_true() -> bool {
 ///   max_output_bytes: 65536
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct CommandConfig {
@@ -392,6 +398,7 @@ fn default_max_output_bytes() -> u64 {
 ///     result = {"total": sum(inputs["values"])}
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct CodeConfig {
@@ -411,6 +418,7 @@ fn default_language() -> String {
 
 /// What runs a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolKind {
     /// An HTTP request.
@@ -424,6 +432,7 @@ pub enum ToolKind {
 
 /// Retry policy for transient failures (a tool's default, or a step's override).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct RetryPolicy {

@@ -31,6 +31,7 @@ use crate::tool::RetryPolicy;
 /// assert!(workflow.edges.is_empty()); // inferred later, by the graph crate
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Workflow {
@@ -81,6 +82,7 @@ impl Workflow {
 
 /// A declared run input.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct InputSpec {
@@ -97,6 +99,7 @@ pub struct InputSpec {
 
 /// Workflow lifecycle status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum WorkflowStatus {
@@ -136,6 +139,7 @@ impl WorkflowStatus {
 
 /// One node of the graph.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Step {
@@ -326,6 +330,7 @@ pub fn identifier(text: &str, fallback: &str) -> String {
 
 /// Whether a failing step fails the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// A failure fails the run.
@@ -337,6 +342,7 @@ pub enum Severity {
 
 /// What a node does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum StepKind {
@@ -371,6 +377,7 @@ impl StepKind {
 
 /// Polling: repeat the call until `until` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Poll {
@@ -405,6 +412,7 @@ fn default_poll_interval_ms() -> u64 {
 
 /// A check on a step's inputs or output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct StepValidation {
@@ -417,6 +425,7 @@ pub struct StepValidation {
     pub target: String,
     /// Parameter of the check (a length, a regex, a type name). Numbers are read as text.
     #[serde(default, deserialize_with = "text_or_scalar")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<TextOrScalar>"))]
     pub value: Option<String>,
     /// Replaces the default failure message when non-empty.
     #[serde(default)]
@@ -432,6 +441,20 @@ fn default_target() -> String {
 
 fn default_critical() -> bool {
     true
+}
+
+/// What `value` may be written as (its schema).
+#[cfg(feature = "schema")]
+#[derive(schemars::JsonSchema)]
+#[schemars(untagged)]
+#[expect(
+    dead_code,
+    reason = "a shape for the schema only; values are read by `text_or_scalar`"
+)]
+enum TextOrScalar {
+    Text(String),
+    Number(f64),
+    Flag(bool),
 }
 
 /// Accepts `min_length: 3` as well as `"3"`: the original rejected numbers, which only hurt.
@@ -450,6 +473,7 @@ fn text_or_scalar<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<S
 
 /// An explicit dependency: `to_step_id` runs after `from_step_id`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Edge {
     /// The step that runs first.

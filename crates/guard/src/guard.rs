@@ -19,6 +19,7 @@ use crate::signal::{PanicKind, PanicSignal};
 
 /// How decisions are enforced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Blocks what the policy blocks.

@@ -12,6 +12,7 @@ use crate::glob::{Glob, Name};
 
 /// What a tool can do, from harmless to dangerous.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolClass {
     /// Reads only.
@@ -58,6 +59,7 @@ impl ToolClass {
 
 /// A policy as written in YAML.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct PolicyFile {
@@ -89,6 +91,7 @@ fn default_name() -> String {
 
 /// One diagnostic state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct StateConfig {
@@ -124,6 +127,7 @@ fn read_only() -> Vec<ToolClass> {
 
 /// Evidence of a type, at least `min_count` items.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct EvidenceRequirement {
@@ -141,6 +145,7 @@ fn one() -> usize {
 
 /// Panic-detection thresholds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
 pub struct PanicConfig {
@@ -181,6 +186,7 @@ impl Default for PanicConfig {
 
 /// Emergency override limits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
 pub struct BreakGlassConfig {

@@ -15,6 +15,7 @@ use crate::session::{Call, Session};
 
 /// A suite as written.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Suite {
@@ -34,6 +35,7 @@ fn default_policy() -> String {
 
 /// One case.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Case {
@@ -71,6 +73,7 @@ pub struct Case {
 
 /// An earlier call of a case.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct PastCall {

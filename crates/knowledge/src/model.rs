@@ -45,6 +45,7 @@ impl Knowledge {
 
 /// `patterns.yaml`. Unknown top-level keys are refused (they would have nowhere to go).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct PatternsFile {
@@ -55,6 +56,7 @@ pub struct PatternsFile {
 
 /// `pitfalls.yaml`. Unknown top-level keys are refused (they would have nowhere to go).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct PitfallsFile {
@@ -65,6 +67,7 @@ pub struct PitfallsFile {
 
 /// A step sequence that reached a goal, and how often it did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct Pattern {
     /// Stable id (`pattern_001`, or a hash of the operation sequence for learned ones).
@@ -103,6 +106,7 @@ pub struct Pattern {
 
 /// When a pattern matches: intent keywords and preconditions on the current state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct PatternTrigger {
     /// Words of an intent that select this pattern (all must appear).
@@ -118,6 +122,7 @@ pub struct PatternTrigger {
 
 /// A condition on the current state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct Precondition {
     /// A resource that must not exist yet.
@@ -133,6 +138,7 @@ pub struct Precondition {
 
 /// One step of a pattern.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct PatternStep {
     /// The operation (tool id).
@@ -162,6 +168,7 @@ pub struct PatternStep {
 
 /// A request with its values abstracted: method, path template, parameter and body key names.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct RequestTemplate {
     /// HTTP method.
@@ -183,6 +190,7 @@ pub struct RequestTemplate {
 
 /// A value saved from a response under a key.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct SaveRule {
     /// The variable.
@@ -196,6 +204,7 @@ pub struct SaveRule {
 
 /// What a response must show.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct Expect {
     /// Expected status.
@@ -211,6 +220,7 @@ pub struct Expect {
 
 /// A way an operation fails, when it does, and how to avoid it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct Pitfall {
     /// Stable id.
@@ -251,6 +261,7 @@ pub struct Pitfall {
 
 /// The conditions under which a pitfall applies.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct PitfallTrigger {
     /// The operation.
@@ -268,6 +279,7 @@ pub struct PitfallTrigger {
 
 /// The error a pitfall produces.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct ErrorPattern {
     /// Response status.
@@ -283,6 +295,7 @@ pub struct ErrorPattern {
 
 /// How to avoid a pitfall.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct Resolution {
     /// In a sentence.
@@ -297,6 +310,7 @@ pub struct Resolution {
 
 /// `stats.yaml`: per-operation statistics and state-transition timings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct Stats {
     /// By operation id.
@@ -312,6 +326,7 @@ pub struct Stats {
 
 /// Attempts of one operation and how they went.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct OperationStats {
     /// Attempts (polls and retries included).
@@ -342,6 +357,7 @@ pub struct OperationStats {
 
 /// One kind of error and how often it occurred.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct CommonError {
     /// The message, ids, numbers and URLs masked.
@@ -369,6 +385,7 @@ impl CommonError {
 
 /// How long a resource takes to go from one state to another while polled.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct TransitionStats {
     /// Mean polls.

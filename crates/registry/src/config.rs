@@ -26,6 +26,7 @@ use crate::load::{EnvLookup, expand, process_env, read_text};
 
 /// The tool-configs file: tool id → [`ToolConfig`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct ToolConfigs {
     tools: BTreeMap<String, ToolConfig>,

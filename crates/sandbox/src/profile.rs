@@ -25,6 +25,7 @@ pub const CAPABILITIES: [&str; 4] = ["filesystem", "shell", "python", "browser"]
 
 /// One profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Profile {
@@ -55,6 +56,7 @@ pub struct Profile {
 
 /// A profile's resources (Bay's `resources: {cpus, memory}`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Resources {
@@ -91,9 +93,16 @@ fn default_idle() -> u64 {
 
 /// A profiles file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 struct ProfilesFile {
     profiles: Vec<Profile>,
+}
+
+/// The JSON Schema of a profiles file.
+#[cfg(feature = "schema")]
+pub fn file_schema() -> schemars::Schema {
+    schemars::schema_for!(ProfilesFile)
 }
 
 /// The profiles a provider offers.

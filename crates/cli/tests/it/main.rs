@@ -15,6 +15,7 @@ mod knowledge;
 mod plan;
 mod run;
 mod sandbox;
+mod schema;
 mod test_command;
 mod workflows;
 

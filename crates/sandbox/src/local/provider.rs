@@ -1442,7 +1442,7 @@ impl SandboxProvider for LocalProvider {
     }
 }
 
-/// The skill lifecycle is the books' ([`Skills`]).
+/// The skill lifecycle is the books' (`local::skills`).
 #[async_trait::async_trait]
 impl SkillLifecycle for LocalProvider {
     async fn create_payload(&self, payload: &NewPayload) -> SandboxResult<PayloadRef> {
