@@ -477,17 +477,31 @@ pub(crate) fn execute(
     .map_err(engine_error)
 }
 
-/// Opens the store `store` names, or the default one.
-pub(crate) fn open_store(store: &StoreArg) -> Result<Stores, Outcome> {
-    let path = match &store.store {
-        Some(path) => path.clone(),
+/// The path of the store `store` names, or of the default one.
+fn store_path(store: &StoreArg) -> Result<PathBuf, Outcome> {
+    match &store.store {
+        Some(path) => Ok(path.clone()),
         None => wayline_store::default_location().ok_or_else(|| {
             unreadable(
                 "no store given and no home directory known; pass --store PATH or set WAYLINE_HOME",
             )
-        })?,
-    };
-    wayline_store::open(&path).map_err(fail)
+        }),
+    }
+}
+
+/// Opens the store `store` names, or the default one, making it if it is not there.
+pub(crate) fn open_store(store: &StoreArg) -> Result<Stores, Outcome> {
+    wayline_store::open(&store_path(store)?).map_err(fail)
+}
+
+/// Opens the store `store` names, or the default one, for a command that only reads: `None`
+/// (and nothing made) when there is no store there yet.
+pub(crate) fn open_existing_store(store: &StoreArg) -> Result<Option<(Stores, PathBuf)>, Outcome> {
+    let path = store_path(store)?;
+    if !path.exists() {
+        return Ok(None);
+    }
+    Ok(Some((wayline_store::open(&path).map_err(fail)?, path)))
 }
 
 /// Opens the knowledge store `knowledge` names, else beside the run store, else in the
@@ -547,6 +561,38 @@ pub(crate) async fn announce(notifications: &Notifications, run: &Run) {
     for failure in notifications.run_finished(run).await {
         eprintln!("warning: notification not delivered: {failure}");
     }
+}
+
+/// Refuses inputs `prepared` neither declares nor reads (a typo'd `--input` would otherwise be
+/// sent nowhere, silently), naming the nearest known one.
+pub(crate) fn refuse_unknown_inputs(
+    prepared: &wayline_executor::PreparedWorkflow,
+    inputs: &IndexMap<String, Value>,
+) -> Result<(), Outcome> {
+    let known = prepared.input_names();
+    let unknown: Vec<String> = inputs
+        .keys()
+        .filter(|name| !known.contains(&name.as_str()))
+        .map(|name| {
+            let hint = wayline_core::document::nearest(name, known.iter().copied())
+                .map(|near| format!(" (did you mean `{near}`?)"))
+                .unwrap_or_default();
+            format!("`{name}`{hint}")
+        })
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let reads = if known.is_empty() {
+        "it reads no input".to_owned()
+    } else {
+        format!("it reads {}", known.join(", "))
+    };
+    Err(unreadable(format!(
+        "workflow `{}` has no input {}; {reads}",
+        prepared.workflow().id,
+        unknown.join(", ")
+    )))
 }
 
 /// The run inputs: the `--inputs` file if given, then each `--input` (which win).

@@ -57,6 +57,10 @@ pub(crate) enum Outcome {
     Failed,
     /// Exit 2: bad usage, or input the command cannot use.
     Unreadable,
+    /// Exit 124 (as `timeout` exits): the run's deadline passed.
+    TimedOut,
+    /// Exit 130 (as a shell reports Ctrl-C): the run was cancelled.
+    Cancelled,
 }
 
 impl From<Outcome> for ExitCode {
@@ -65,6 +69,8 @@ impl From<Outcome> for ExitCode {
             Outcome::Ok => 0,
             Outcome::Failed => 1,
             Outcome::Unreadable => 2,
+            Outcome::TimedOut => 124,
+            Outcome::Cancelled => 130,
         })
     }
 }
@@ -166,7 +172,7 @@ pub(crate) fn outcome_of(errors: &[RegistryError]) -> Outcome {
         .max_by_key(|outcome| match outcome {
             Outcome::Ok => 0,
             Outcome::Failed => 1,
-            Outcome::Unreadable => 2,
+            _ => 2,
         })
         .unwrap_or(Outcome::Ok)
 }
@@ -253,10 +259,11 @@ pub(crate) fn report_run(run: &Run, format: ReportFormat) -> Outcome {
         ReportFormat::Json => print_json(run),
         ReportFormat::Text => out!("{}", summary(run)),
     }
-    if run.status == RunStatus::Success {
-        Outcome::Ok
-    } else {
-        Outcome::Failed
+    match run.status {
+        RunStatus::Success => Outcome::Ok,
+        RunStatus::Cancelled => Outcome::Cancelled,
+        RunStatus::TimedOut => Outcome::TimedOut,
+        _ => Outcome::Failed,
     }
 }
 

@@ -11,7 +11,7 @@ use wayline_store::{Lifecycle, Stores};
 use crate::args::{Common, LearnArgs, ModelArgs, NotifyArgs, StoreArg};
 use crate::assemble::{
     Environment, announce, engine_builder, execute, load_tools_to_call, notifications,
-    open_knowledge, open_store, run_inputs, runtime, with_decider,
+    open_knowledge, open_store, refuse_unknown_inputs, run_inputs, runtime, with_decider,
 };
 use crate::report::{
     Outcome, ReportFormat, fail, print_errors, print_json, print_plan, report_run, unreadable,
@@ -23,11 +23,11 @@ pub(crate) struct RunArgs {
     /// The workflow file (YAML or JSON).
     #[arg(required_unless_present = "workflow_id")]
     pub(crate) workflow: Option<PathBuf>,
-    /// Run a saved workflow instead of a file: its active version, or `--version`.
+    /// Run a saved workflow instead of a file: its active version, or `--workflow-version`.
     #[arg(long, value_name = "ID", conflicts_with = "workflow")]
     pub(crate) workflow_id: Option<String>,
-    /// With `--workflow-id`: the version to run.
-    #[arg(long, value_name = "N", requires = "workflow_id")]
+    /// With `--workflow-id`: the version to run (not `--version`, which is wayline's own).
+    #[arg(long = "workflow-version", value_name = "N", requires = "workflow_id")]
     pub(crate) version: Option<u32>,
     #[command(flatten)]
     pub(crate) common: Common,
@@ -96,9 +96,16 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     if let Some((stores, _)) = &stored {
         builder = builder.run_store(stores.runs.clone());
     }
+    let engine = if args.common.dry_run {
+        builder.build()
+    } else {
+        builder.observer(Arc::new(Progress::stderr())).build()
+    };
+    let prepared = engine.prepare(&workflow).map_err(fail)?;
+    refuse_unknown_inputs(&prepared, &inputs)?;
     if args.common.dry_run {
         let planned = runtime
-            .block_on(builder.build().dry_run(&workflow, inputs))
+            .block_on(engine.dry_run(&workflow, inputs))
             .map_err(fail)?;
         match args.format {
             ReportFormat::Json => print_json(&planned),
@@ -106,7 +113,6 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
         }
         return Ok(Outcome::Ok);
     }
-    let engine = builder.observer(Arc::new(Progress::stderr())).build();
     let mut options = RunOptions::new().inputs(inputs);
     if let Some(id) = args.run_id {
         options = options.run_id(id);

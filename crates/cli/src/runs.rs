@@ -10,7 +10,8 @@ use wayline_store::Lifecycle;
 
 use crate::args::{ModelArgs, StoreArg, ToolsArgs};
 use crate::assemble::{
-    Environment, cancellable, engine_builder, load_tools_to_call, open_store, runtime, with_decider,
+    Environment, cancellable, engine_builder, load_tools_to_call, open_existing_store, open_store,
+    runtime, with_decider,
 };
 use crate::report::{
     Outcome, ReportFormat, engine_error, fail, out, outln, print_json, report_run, unreadable,
@@ -141,10 +142,27 @@ pub(crate) fn runs_command(command: RunsCommand) -> Outcome {
 }
 
 fn list(store: &StoreArg, query: &RunQuery, format: ReportFormat) -> Result<Outcome, Outcome> {
-    let stores = open_store(store)?;
+    let Some((stores, path)) = open_existing_store(store)? else {
+        // Nothing recorded yet: say so, and make no store to say it.
+        match format {
+            ReportFormat::Json => print_json(&serde_json::json!({"runs": [], "next_cursor": null})),
+            ReportFormat::Text => {
+                outln!("no runs: there is no store at {} yet", store_shown(store))
+            }
+        }
+        return Ok(Outcome::Ok);
+    };
     let page = runtime()?
         .block_on(stores.runs.list_runs(query))
         .map_err(fail)?;
+    if page.runs.is_empty() && format == ReportFormat::Text {
+        outln!(
+            "no runs in {}{}",
+            path.display(),
+            if query_filters(query) { " match" } else { "" }
+        );
+        return Ok(Outcome::Ok);
+    }
     match format {
         ReportFormat::Json => print_json(&page),
         ReportFormat::Text => {
@@ -173,8 +191,33 @@ fn list(store: &StoreArg, query: &RunQuery, format: ReportFormat) -> Result<Outc
     Ok(Outcome::Ok)
 }
 
+/// How the store is named in a message: the path given, or the default one.
+fn store_shown(store: &StoreArg) -> String {
+    store
+        .store
+        .clone()
+        .or_else(wayline_store::default_location)
+        .map_or_else(
+            || "the default place".to_owned(),
+            |path| path.display().to_string(),
+        )
+}
+
+/// Whether a query filters (so that finding nothing says so).
+fn query_filters(query: &RunQuery) -> bool {
+    query.workflow_id.is_some()
+        || query.status.is_some()
+        || query.started_after.is_some()
+        || query.started_before.is_some()
+}
+
 fn show(store: &StoreArg, run_id: &str, format: ReportFormat) -> Result<Outcome, Outcome> {
-    let stores = open_store(store)?;
+    let Some((stores, _)) = open_existing_store(store)? else {
+        return Err(unreadable(format!(
+            "no run `{run_id}`: there is no store at {} (pass --store PATH)",
+            store_shown(store)
+        )));
+    };
     let run = runtime()?
         .block_on(stores.runs.run(run_id))
         .map_err(fail)?

@@ -12,7 +12,8 @@ use wayline_store::Lifecycle;
 
 use crate::args::{ModelArgs, StoreArg, ToolsArgs, parse_inputs};
 use crate::assemble::{
-    Environment, engine_builder, execute, load_tools_to_call, open_store, runtime, with_decider,
+    Environment, engine_builder, execute, load_tools_to_call, open_existing_store, open_store,
+    runtime, with_decider,
 };
 use crate::report::{
     Outcome, ReportFormat, fail, out, outln, print_errors, print_json, unreadable,
@@ -33,7 +34,7 @@ pub(crate) enum WorkflowCommand {
         /// The workflow id.
         id: String,
         /// A version (default: the latest).
-        #[arg(long, value_name = "N")]
+        #[arg(long = "workflow-version", value_name = "N")]
         version: Option<u32>,
         #[command(flatten)]
         store: StoreArg,
@@ -49,7 +50,7 @@ pub(crate) enum WorkflowCommand {
         #[arg(long, value_name = "NAME")]
         by: String,
         /// A version (default: the latest).
-        #[arg(long, value_name = "N")]
+        #[arg(long = "workflow-version", value_name = "N")]
         version: Option<u32>,
         #[command(flatten)]
         store: StoreArg,
@@ -72,7 +73,7 @@ pub(crate) struct ActivateArgs {
     /// The workflow id.
     id: String,
     /// A version (default: the latest).
-    #[arg(long, value_name = "N")]
+    #[arg(long = "workflow-version", value_name = "N")]
     version: Option<u32>,
     #[command(flatten)]
     tools: ToolsArgs,
@@ -301,7 +302,14 @@ struct Listed {
 }
 
 fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
-    let stores = open_store(store)?;
+    let Some((stores, path)) = open_existing_store(store)? else {
+        // Nothing saved yet: say so, and make no store to say it.
+        match format {
+            ReportFormat::Json => print_json(&Vec::<serde_json::Value>::new()),
+            ReportFormat::Text => outln!("no workflows: there is no store there yet"),
+        }
+        return Ok(Outcome::Ok);
+    };
     let listed = runtime()?
         .block_on(async {
             let mut listed = Vec::new();
@@ -327,6 +335,9 @@ fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
         .map_err(fail)?;
     match format {
         ReportFormat::Json => print_json(&listed),
+        ReportFormat::Text if listed.is_empty() => {
+            outln!("no workflows in {}", path.display());
+        }
         ReportFormat::Text => {
             for item in &listed {
                 let active = item

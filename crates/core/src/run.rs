@@ -63,12 +63,15 @@ pub enum RunStatus {
     Failed,
     /// Still going.
     Running,
-    /// Stopped by cancellation or a deadline.
+    /// Stopped by cancellation (Ctrl-C, a cancel token).
     Cancelled,
+    /// Stopped because its deadline passed.
+    TimedOut,
 }
 
 impl RunStatus {
-    /// The status as records write it (`success`, `failed`, `running`, `cancelled`).
+    /// The status as records write it (`success`, `failed`, `running`, `cancelled`,
+    /// `timed_out`).
     ///
     /// ```
     /// use wayline_core::RunStatus;
@@ -81,6 +84,7 @@ impl RunStatus {
             RunStatus::Failed => "failed",
             RunStatus::Running => "running",
             RunStatus::Cancelled => "cancelled",
+            RunStatus::TimedOut => "timed_out",
         }
     }
 }
@@ -258,11 +262,13 @@ pub enum StepStatus {
     Running,
     /// It was in flight when the process running it died: it may or may not have taken effect.
     UnknownOutcome,
+    /// It was in flight when the run was cancelled or its deadline passed, and was stopped.
+    Cancelled,
 }
 
 impl StepStatus {
     /// The status as records write it (`success`, `failed`, `skipped`, `pending`, `running`,
-    /// `unknown_outcome`).
+    /// `unknown_outcome`, `cancelled`).
     ///
     /// ```
     /// use wayline_core::StepStatus;
@@ -276,6 +282,7 @@ impl StepStatus {
             StepStatus::Pending => "pending",
             StepStatus::Running => "running",
             StepStatus::UnknownOutcome => "unknown_outcome",
+            StepStatus::Cancelled => "cancelled",
         }
     }
 }
@@ -288,7 +295,7 @@ mod tests {
     fn status_names_are_the_serialized_names() {
         use RunStatus as R;
         use StepStatus as S;
-        for status in [R::Success, R::Failed, R::Running, R::Cancelled] {
+        for status in [R::Success, R::Failed, R::Running, R::Cancelled, R::TimedOut] {
             assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
         }
         for status in [
@@ -298,6 +305,7 @@ mod tests {
             S::Pending,
             S::Running,
             S::UnknownOutcome,
+            S::Cancelled,
         ] {
             assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
         }

@@ -118,6 +118,11 @@ impl RunStop {
         }
     }
 
+    /// True when it was the cancel token (not the deadline) that stopped the run.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
     /// Why the run must stop now, if it must.
     pub(crate) fn reason(&self) -> Option<String> {
         if self.cancel.is_cancelled() {

@@ -127,7 +127,9 @@ pub fn dry_run(
                         .map(|_| format!("wayline-<run>-{}", step.id));
                     match build_request(tool, &inputs, configs[position].as_ref(), key.as_deref()) {
                         Ok(built) => {
-                            planned.request = Some(redactor.summary(&built.request));
+                            let mut summary = redactor.summary(&built.request);
+                            summary.url = readable_placeholders(&summary.url);
+                            planned.request = Some(summary);
                             planned.notes.extend(built.warnings);
                         }
                         Err(error) => planned.notes.push(error.to_string()),
@@ -148,6 +150,32 @@ pub fn dry_run(
         .collect()
 }
 
+/// `url` with its placeholders as they are written (`<step_1.lat>`), not percent-encoded as
+/// the URL carried them (`%3Cstep_1.lat%3E`).
+fn readable_placeholders(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    let mut rest = url;
+    while let Some(start) = rest.find("%3C") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 3..];
+        match after.find("%3E") {
+            // A placeholder holds a step reference: no `%`, no `/`.
+            Some(end) if !after[..end].contains(['%', '/']) && end > 0 => {
+                out.push('<');
+                out.push_str(&after[..end]);
+                out.push('>');
+                rest = &after[end + 3..];
+            }
+            _ => {
+                out.push_str("%3C");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 impl Engine {
     /// What a run of `workflow` with `inputs` would send, without sending anything. Fails like
     /// [`Engine::run`] when the workflow or the inputs are invalid.
@@ -161,5 +189,24 @@ impl Engine {
         let configs = self.fetch_configs(&prepared).await;
         let lookup = |tool_id: &str| configs.get(tool_id).cloned().and_then(Result::ok).flatten();
         Ok(dry_run(&prepared, &inputs, &lookup))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_read_as_written_in_urls() {
+        assert_eq!(
+            readable_placeholders(
+                "http://h/v1/forecast?latitude=%3Cstep_1.lat%3E&x=%3C%3E&y=a%3Cb/c%3E"
+            ),
+            "http://h/v1/forecast?latitude=<step_1.lat>&x=%3C%3E&y=a%3Cb/c%3E"
+        );
+        assert_eq!(
+            readable_placeholders("http://h/%3Ca%3E/%3Cb.c%3E"),
+            "http://h/<a>/<b.c>"
+        );
     }
 }

@@ -137,7 +137,9 @@ impl Engine {
                 // the person chose not to repeat.
                 StepStatus::UnknownOutcome if result.finished_at.is_some() => {}
                 StepStatus::Skipped if result.started_at.is_some() => {}
-                StepStatus::Running | StepStatus::UnknownOutcome
+                // Stopped in flight (a cancellation, a deadline) is as uncertain as running
+                // when the process died.
+                StepStatus::Running | StepStatus::UnknownOutcome | StepStatus::Cancelled
                     if !prepared.steps[position].safe_to_repeat()
                         && options.unknown != UnknownSteps::Retry =>
                 {

@@ -60,6 +60,18 @@ impl PreparedWorkflow {
             .map(|&position| self.workflow.steps[position].id.as_str())
     }
 
+    /// The run inputs the workflow knows: those it declares, then those its mappings and
+    /// expressions read.
+    pub fn input_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.workflow.inputs.keys().map(String::as_str).collect();
+        for name in &self.input_refs {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+        names
+    }
+
     pub(crate) fn is_step(&self, id: &str) -> bool {
         self.index.contains_key(id)
     }

@@ -198,6 +198,7 @@ fn step_line(result: &StepResult) -> String {
         StepStatus::Failed => "FAILED ",
         StepStatus::Skipped => "skipped",
         StepStatus::UnknownOutcome => "UNKNOWN",
+        StepStatus::Cancelled => "stopped",
         _ => "?      ",
     };
     format!("{word} {}{status}{timing}{attempts}{error}", result.step_id)
@@ -208,6 +209,7 @@ fn status_word(status: RunStatus) -> &'static str {
         RunStatus::Success => "succeeded",
         RunStatus::Failed => "FAILED",
         RunStatus::Cancelled => "cancelled",
+        RunStatus::TimedOut => "TIMED OUT",
         _ => "running",
     }
 }
@@ -228,6 +230,12 @@ fn counts(run: &Run) -> String {
         format!(", {unknown} with an unknown outcome")
     } else {
         String::new()
+    };
+    let stopped = count(StepStatus::Cancelled);
+    let unknown = if stopped > 0 {
+        format!(", {stopped} stopped{unknown}")
+    } else {
+        unknown
     };
     format!(
         "{} ok, {} failed, {} skipped{unknown}{duration}",

@@ -222,8 +222,10 @@ impl<'r> Scheduler<'r> {
         if let Some(reason) = &stopped {
             self.stop(reason);
         }
-        let status = if stopped.is_some() {
+        let status = if stopped.is_some() && self.run_stop.cancelled() {
             RunStatus::Cancelled
+        } else if stopped.is_some() {
+            RunStatus::TimedOut
         } else if self.prepared.order.iter().any(|&position| {
             // A step whose outcome is unknown (skipped on resume) did not complete either.
             self.prepared.workflow.steps[position].severity == Severity::Critical
@@ -437,6 +439,7 @@ impl<'r> Scheduler<'r> {
                     StepStatus::Success => return None,
                     StepStatus::Skipped => "was skipped",
                     StepStatus::UnknownOutcome => "has an unknown outcome",
+                    StepStatus::Cancelled => "was cancelled",
                     _ => "failed",
                 };
                 Some(format!("dependency `{}` {verb}", result.step_id))
@@ -450,7 +453,7 @@ impl<'r> Scheduler<'r> {
         for result in &mut self.record.step_results {
             let (status, error) = match result.status {
                 StepStatus::Running => (
-                    StepStatus::Failed,
+                    StepStatus::Cancelled,
                     format!("stopped while running: {reason}"),
                 ),
                 StepStatus::Pending => (StepStatus::Skipped, format!("not started: {reason}")),

@@ -107,7 +107,9 @@ pub fn open(location: &Path) -> Result<Stores, StoreError> {
 pub fn default_location() -> Option<PathBuf> {
     let home = match std::env::var_os("WAYLINE_HOME") {
         Some(home) if !home.is_empty() => PathBuf::from(home),
-        _ => PathBuf::from(std::env::var_os("HOME").filter(|home| !home.is_empty())?)
+        // The platform's home directory (`$HOME`, or the user profile on Windows).
+        _ => std::env::home_dir()
+            .filter(|home| !home.as_os_str().is_empty())?
             .join(".wayline"),
     };
     Some(home.join("wayline.db"))

@@ -226,7 +226,7 @@ async fn ctrl_c_cancels_a_run_and_leaves_a_complete_record() {
         .await
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(output.status.code(), Some(130), "a cancelled run: {stderr}");
     let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(printed["status"], "cancelled", "{printed}");
     let statuses: Vec<&Value> = printed["step_results"]
@@ -278,7 +278,12 @@ async fn runs_show_and_resume_report_unknown_runs_and_finished_runs() {
     )
     .await;
     assert_eq!(listed.status.code(), Some(0));
-    assert!(listed.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout),
+        format!("no runs: there is no store at {store} yet\n"),
+        "said, and no store made to say it"
+    );
+    assert!(!std::path::Path::new(&store).exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -387,7 +392,7 @@ async fn the_default_store_lives_in_wayline_home_and_history_filters_by_time() {
         "run",
         "--workflow-id",
         "chain",
-        "--version",
+        "--workflow-version",
         "1",
         "--tools",
         &tools,

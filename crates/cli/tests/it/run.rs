@@ -157,6 +157,33 @@ async fn run_rejects_bad_input_with_exit_2() {
     .await;
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("write NAME=TEXT or NAME:=JSON"));
+    // A workflow that declares no inputs still refuses one it does not read.
+    let reading = dir.path().join("r.yaml");
+    std::fs::write(
+        &reading,
+        "id: r\nname: R\nsteps:\n  - {id: a, tool_id: ip_locate, input_mapping: {q: $input.country}}\n",
+    )
+    .unwrap();
+    let output = wayline(args(&[
+        "run",
+        reading.to_str().unwrap(),
+        "--tools",
+        &tools_dir(),
+        "--input",
+        "country=PT",
+        "--input",
+        "cuntry=PT",
+        "--dry-run",
+    ]))
+    .await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains(
+            "workflow `r` has no input `cuntry` (did you mean `country`?); it reads country"
+        ),
+        "{}",
+        text(&output.stderr)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -177,7 +204,9 @@ async fn dry_run_prints_requests_with_placeholders_and_sends_nothing() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let stdout = text(&output.stdout);
     assert!(
-        stdout.contains("/v1/forecast?latitude=%3Cstep_1.lat%3E&longitude=%3Cstep_1.lon%3E&current=temperature_2m"),
+        stdout.contains(
+            "/v1/forecast?latitude=<step_1.lat>&longitude=<step_1.lon>&current=temperature_2m"
+        ),
         "{stdout}"
     );
     assert!(

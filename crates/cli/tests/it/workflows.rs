@@ -150,7 +150,7 @@ async fn save_approve_activate_edit_and_run_the_active_version() {
         "run",
         "--workflow-id",
         "chain",
-        "--version",
+        "--workflow-version",
         "2",
         "--tools",
         &tools,

@@ -157,12 +157,12 @@ fn chain_after_a_hang() -> Workflow {
     )
 }
 
-fn assert_stopped(run: &wayline_core::Run, reason: &str) {
-    assert_eq!(run.status, RunStatus::Cancelled);
+fn assert_stopped(run: &wayline_core::Run, status: RunStatus, reason: &str) {
+    assert_eq!(run.status, status);
     let by_id = |id: &str| run.step_results.iter().find(|r| r.step_id == id).unwrap();
     assert_eq!(by_id("quick").status, StepStatus::Success);
     let hang = by_id("hang");
-    assert_eq!(hang.status, StepStatus::Failed);
+    assert_eq!(hang.status, StepStatus::Cancelled, "stopped, not failed");
     assert_eq!(
         hang.error.as_deref(),
         Some(format!("stopped while running: {reason}").as_str())
@@ -192,7 +192,7 @@ async fn cancellation_leaves_a_consistent_record() {
         .run(&chain_after_a_hang(), RunOptions::new().cancel(token))
         .await
         .unwrap();
-    assert_stopped(&run, "the run was cancelled");
+    assert_stopped(&run, RunStatus::Cancelled, "the run was cancelled");
     assert!(started.elapsed() < Duration::from_secs(6));
 }
 
@@ -207,7 +207,11 @@ async fn the_run_deadline_stops_in_flight_work() {
         )
         .await
         .unwrap();
-    assert_stopped(&run, "the run deadline of 2000 ms passed");
+    assert_stopped(
+        &run,
+        RunStatus::TimedOut,
+        "the run deadline of 2000 ms passed",
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -222,18 +226,23 @@ async fn cancellation_and_the_deadline_stop_an_expression_part_way() {
     let engine = engine([tool(SLEEP, &server.url(""))]).build();
     let token = CancelToken::new();
     token.cancel();
-    for (options, reason) in [
+    for (options, status, reason) in [
         (
             RunOptions::new().deadline(Duration::ZERO),
+            RunStatus::TimedOut,
             "the run deadline of 0 ms passed",
         ),
-        (RunOptions::new().cancel(token), "the run was cancelled"),
+        (
+            RunOptions::new().cancel(token),
+            RunStatus::Cancelled,
+            "the run was cancelled",
+        ),
     ] {
         let run = engine
             .run(&flow, options.input("items", json!(items)))
             .await
             .unwrap();
-        assert_eq!(run.status, RunStatus::Cancelled, "{reason}");
+        assert_eq!(run.status, status, "{reason}");
         let step = &run.step_results[0];
         assert_eq!(step.status, StepStatus::Failed);
         assert_eq!(
