@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 use wayline_core::Workflow;
 use wayline_graph::{ValidationReport, ViewFormat, render, validate};
 
-use crate::assemble::load_tools;
-use crate::report::{Outcome, ReportFormat, out, outcome_of, outln, print_errors, print_json};
+use wayline_registry::ToolRegistry;
+
+use crate::report::{
+    Outcome, ProblemDoc, ReportFormat, out, outcome_of, outln, print_errors, print_json,
+};
 
 /// The views `wayline graph` draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -17,16 +20,51 @@ pub(crate) enum GraphFormat {
     Text,
 }
 
-/// Loads the tools and the workflow and validates it.
-fn analyse(workflow: &Path, tools: &[PathBuf]) -> Result<(Workflow, ValidationReport), Outcome> {
-    let registry = load_tools(tools)?;
-    let workflow = wayline_registry::load_workflow_file(workflow).map_err(|error| {
-        let outcome = outcome_of(std::slice::from_ref(&error));
-        print_errors(&[error]);
-        outcome
-    })?;
-    let report = validate(&workflow, &registry);
+/// Loads the tools and the workflow and validates it; the problems of files that do not load
+/// otherwise.
+fn analyse(
+    workflow: &Path,
+    tools: &[PathBuf],
+) -> Result<(Workflow, ValidationReport), Vec<wayline_registry::Error>> {
+    let loaded = ToolRegistry::load(tools);
+    if !loaded.errors.is_empty() {
+        return Err(loaded.errors);
+    }
+    let workflow = wayline_registry::load_workflow_file(workflow).map_err(|error| vec![error])?;
+    let report = validate(&workflow, &loaded.registry);
     Ok((workflow, report))
+}
+
+/// Prints files that did not load (as `validate --format json`'s document when asked, so a
+/// script always gets JSON) and returns the outcome they deserve.
+fn unloaded(errors: &[wayline_registry::Error], format: ReportFormat) -> Outcome {
+    match format {
+        ReportFormat::Json => {
+            let problems: Vec<serde_json::Value> = errors
+                .iter()
+                .map(|error| {
+                    let mut problem =
+                        serde_json::to_value(ProblemDoc::new(error)).unwrap_or_default();
+                    let kind = match error {
+                        wayline_registry::Error::Io { .. } => "unreadable_file",
+                        _ => "invalid_document",
+                    };
+                    problem["kind"] = kind.into();
+                    problem["steps"] = serde_json::json!([]);
+                    problem
+                })
+                .collect();
+            print_json(&serde_json::json!({
+                "valid": false,
+                "errors": problems,
+                "edges": [],
+                "order": [],
+                "levels": [],
+            }));
+        }
+        ReportFormat::Text => print_errors(errors),
+    }
+    outcome_of(errors)
 }
 
 pub(crate) fn validate_command(
@@ -36,7 +74,7 @@ pub(crate) fn validate_command(
 ) -> Outcome {
     let (workflow, report) = match analyse(workflow, tools) {
         Ok(analysed) => analysed,
-        Err(outcome) => return outcome,
+        Err(errors) => return unloaded(&errors, format),
     };
     match format {
         ReportFormat::Json => print_json(&report),
@@ -70,6 +108,9 @@ fn print_report(workflow: &Workflow, report: &ValidationReport) {
             outln!("  {problem}");
         }
     }
+    for warning in &report.warnings {
+        outln!("  warning: {warning}");
+    }
     outln!("order: {}", report.order().join(", "));
     let levels: Vec<String> = report
         .levels()
@@ -82,7 +123,7 @@ fn print_report(workflow: &Workflow, report: &ValidationReport) {
 pub(crate) fn graph_command(workflow: &Path, tools: &[PathBuf], format: GraphFormat) -> Outcome {
     let (workflow, report) = match analyse(workflow, tools) {
         Ok(analysed) => analysed,
-        Err(outcome) => return outcome,
+        Err(errors) => return unloaded(&errors, ReportFormat::Text),
     };
     if !report.is_valid() {
         eprintln!(

@@ -19,9 +19,12 @@
 //! ```
 
 mod graph;
+mod problem;
+mod suspect;
 mod validate;
 mod view;
 
 pub use graph::{StepEdge, StepGraph};
-pub use validate::{MAX_ID_CHARS, Problem, ProblemKind, ValidationReport, validate};
+pub use problem::{MAX_ID_CHARS, Problem, ProblemKind};
+pub use validate::{ValidationReport, validate};
 pub use view::{ViewFormat, render};

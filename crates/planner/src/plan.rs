@@ -166,7 +166,13 @@ impl Planner {
                 Err(problem) => vec![problem.to_string()],
                 Ok(mut workflow) => {
                     let report = validate(&workflow, self.catalog.as_ref());
-                    let lint = dangling_literals(&workflow, self.catalog.as_ref());
+                    // A literal that reads like a misspelt reference would be sent as text
+                    // (decision 54): for a model's plan, a problem to repair.
+                    let lint: Vec<String> = report
+                        .warnings
+                        .iter()
+                        .map(|warning| warning.message.clone())
+                        .collect();
                     if report.is_valid() && lint.is_empty() {
                         workflow.status = WorkflowStatus::Draft;
                         let view = render(&workflow, &report, ViewFormat::Text);
@@ -232,108 +238,5 @@ impl Planner {
             usage: Usage::default(),
             notes: found.notes,
         })
-    }
-}
-
-/// Mapping values a model wrote as `STEP.FIELD` for a step the workflow does not have: by
-/// the reference rule they would be sent as literal text (decision 1), and the graph crate
-/// flags only the ones shaped like the workflow's own step ids. Here a value counts when its
-/// first two dot-separated segments are identifiers and the first is a tool's id (a model
-/// naming the tool instead of the step that calls it) or a near miss of a step id (`locat`,
-/// at least four characters). Other dotted text (`report.csv`, `t3.micro`, `example.de`)
-/// stays a literal (decision 54).
-fn dangling_literals(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<String> {
-    let identifier = |segment: &str| {
-        segment
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && segment
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_')
-    };
-    let step_ids = || workflow.steps.iter().map(|step| step.id.as_str());
-    let mut problems = Vec::new();
-    for step in &workflow.steps {
-        for (input, value) in &step.input_mapping {
-            let Some(text) = value.as_str() else { continue };
-            let mut segments = text.split('.');
-            let (Some(first), Some(second)) = (segments.next(), segments.next()) else {
-                continue;
-            };
-            if !identifier(first) || !identifier(second) || workflow.step(first).is_some() {
-                continue;
-            }
-            let hint = if catalog.tool(first).is_some() {
-                let callers: Vec<String> = workflow
-                    .steps
-                    .iter()
-                    .filter(|caller| caller.tool_id == first)
-                    .map(|caller| format!("`{}`", caller.id))
-                    .collect();
-                if callers.is_empty() {
-                    format!(
-                        "`{first}` is a tool, not a step; add a step that calls it and refer to that step's id"
-                    )
-                } else {
-                    format!(
-                        "`{first}` is a tool, not a step; refer to the step that calls it ({})",
-                        callers.join(" or ")
-                    )
-                }
-            } else if first.len() >= 4
-                && let Some(near) = wayline_core::document::nearest(first, step_ids())
-            {
-                format!("there is no step `{first}`; did you mean `{near}`?")
-            } else {
-                continue;
-            };
-            problems.push(format!(
-                "step `{}` maps `{input}` to `{text}`, which would be sent as that text: {hint}",
-                step.id
-            ));
-        }
-    }
-    problems
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use wayline_core::workflow::Step;
-
-    #[test]
-    fn tool_ids_and_near_misses_of_step_ids_are_problems_other_dotted_text_is_not() {
-        let catalog = wayline_core::MemoryCatalog::from_tools([
-            wayline_core::ToolDefinition::new("geocode", "https://geo.example.com"),
-            wayline_core::ToolDefinition::new("forecast", "https://weather.example.com"),
-        ]);
-        let mut workflow = Workflow::new("w", "W");
-        workflow.steps.push(
-            Step::new("locate", "geocode")
-                .map("host", "api.example.de")
-                .map("file", "report.csv")
-                .map("size", "t3.micro")
-                .map("version", "3.5")
-                .map("name", "$input.city"),
-        );
-        workflow.steps.push(
-            Step::new("forecast", "forecast")
-                .map("latitude", "geocode.lat")
-                .map("longitude", "locat.lon")
-                .map("place", "place.name"),
-        );
-        let problems = dangling_literals(&workflow, &catalog);
-        assert_eq!(problems.len(), 2, "{problems:?}");
-        assert!(
-            problems[0].contains("refer to the step that calls it (`locate`)"),
-            "{}",
-            problems[0]
-        );
-        assert!(
-            problems[1].contains("did you mean `locate`?"),
-            "{}",
-            problems[1]
-        );
     }
 }

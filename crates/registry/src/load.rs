@@ -95,6 +95,22 @@ fn explain_list(error: DocumentError, text: &str, format: Format) -> DocumentErr
 }
 
 fn check_rules(tool: &ToolDefinition, text: &str, origin: &str) -> Result<(), Error> {
+    // A placeholder of the path that no declared path parameter fills would be sent as it is
+    // written (`%7BclusterId%7D`).
+    let unfilled = tool.request.as_ref().and_then(|request| {
+        let declared: Vec<&str> = request.path_params.iter().map(String::as_str).collect();
+        tool.path_placeholders()
+            .into_iter()
+            .find(|name| !declared.contains(name))
+            .map(|name| {
+                let hint = document::nearest(name, declared.iter().copied())
+                    .map(|near| format!(" (`{near}` is declared: names must match exactly)"))
+                    .unwrap_or_default();
+                format!(
+                    "the path's `{{{name}}}` has no value: list `{name}` in `request.path_params`{hint}"
+                )
+            })
+    });
     let problem = if tool.id.trim().is_empty() {
         Some((
             "id",
@@ -121,7 +137,7 @@ fn check_rules(tool: &ToolDefinition, text: &str, origin: &str) -> Result<(), Er
             "`code` belongs to code tools; add `kind: code` or remove `code`",
         ))
     } else {
-        None
+        unfilled.as_deref().map(|message| ("path", message))
     };
     match problem {
         None => Ok(()),
@@ -153,6 +169,23 @@ mod tests {
 
     fn no_env(_: &str) -> Option<String> {
         None
+    }
+
+    #[test]
+    fn a_path_placeholder_no_declared_parameter_fills_is_refused() {
+        let text = "id: cluster\nname: Cluster\nbase_url: https://api.example\npath: /clusters/{clusterId}\nrequest:\n  path_params: [clusterID]\n";
+        let error = parse_tool(text, Format::Yaml, "c.yaml", &no_env).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.contains("c.yaml:4:1: the path's `{clusterId}` has no value")
+                && message.contains("`clusterID` is declared"),
+            "{message}"
+        );
+        let fixed = text.replace("[clusterID]", "[clusterId]");
+        assert!(parse_tool(&fixed, Format::Yaml, "c.yaml", &no_env).is_ok());
+        // The flat form fills every placeholder from the inputs of the same name.
+        let flat = "id: c\nname: C\nbase_url: https://api.example\npath: /clusters/{clusterId}\n";
+        assert!(parse_tool(flat, Format::Yaml, "c.yaml", &no_env).is_ok());
     }
 
     #[test]

@@ -227,6 +227,7 @@ fn validate_prints_the_json_document() {
         serde_json::json!({
             "valid": true,
             "errors": [],
+            "warnings": [],
             "edges": [
                 {"from": "step_1", "to": "step_2", "inferred": false},
                 {"from": "step_1", "to": "step_3", "inferred": true}
@@ -394,4 +395,52 @@ fn a_closed_stdout_ends_every_command_quietly() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         assert_ne!(code(&output), 101, "{args:?}");
     }
+}
+
+#[test]
+fn validate_json_is_json_even_when_the_file_does_not_parse_and_warns_on_suspect_literals() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.yaml");
+    std::fs::write(&broken, "id: w\nname: W\nstepz: []\n").unwrap();
+    let tools = testdata("tools");
+    let output = wayline(&[
+        "validate",
+        path(&broken),
+        "--tools",
+        path(&tools),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code(&output), 1);
+    let report = stdout_json(&output);
+    assert_eq!(report["valid"], false);
+    assert_eq!(report["errors"][0]["kind"], "invalid_document");
+    assert_eq!(report["errors"][0]["line"], 3);
+    assert_eq!(report["errors"][0]["suggestion"], "steps");
+
+    let typo = dir.path().join("typo.yaml");
+    std::fs::write(
+        &typo,
+        "id: typo\nname: T\nsteps:\n  - {id: geo, tool_id: ip_locate}\n  - {id: weather, tool_id: forecast, input_mapping: {latitude: geoo.lat, longitude: geo.lon, current: $imput.currency}}\n",
+    )
+    .unwrap();
+    let output = wayline(&[
+        "validate",
+        path(&typo),
+        "--tools",
+        path(&tools),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code(&output), 0, "warnings do not invalidate");
+    let report = stdout_json(&output);
+    let warnings: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|warning| warning["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains("did you mean `geo`?"));
+    assert!(warnings[1].contains("did you mean `$input`?"));
 }

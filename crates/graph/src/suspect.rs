@@ -1,0 +1,136 @@
+//! Mapping values that are literals by the reference rule but read like a reference written
+//! wrong: `geoo.lat` beside a step `geo`, `geocode.lat` naming a tool where a step belongs,
+//! `$imput.currency` for `$input.currency`. They are sent as that text, so validation warns.
+//! Other dotted text (`report.csv`, `t3.micro`, `example.de`) is left alone.
+
+use wayline_core::document::nearest;
+use wayline_core::{ToolCatalog, Workflow};
+
+use crate::problem::{Problem, ProblemKind};
+
+/// The reference prefixes, without their `$`.
+const PREFIXES: [&str; 3] = ["input", "inputs", "steps"];
+
+fn identifier(segment: &str) -> bool {
+    segment
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && segment
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Why `text` looks like a reference written wrong, if it does.
+fn suspicion(text: &str, workflow: &Workflow, catalog: &dyn ToolCatalog) -> Option<String> {
+    let mut segments = text.split('.');
+    let (first, second) = (segments.next()?, segments.next()?);
+    if let Some(prefix) = first.strip_prefix('$') {
+        if PREFIXES.contains(&prefix) || !identifier(prefix) {
+            return None;
+        }
+        let near = nearest(prefix, PREFIXES)?;
+        return Some(format!(
+            "`${prefix}` is no reference prefix; did you mean `${near}`?"
+        ));
+    }
+    if !identifier(first) || !identifier(second) || workflow.step(first).is_some() {
+        return None;
+    }
+    if catalog.tool(first).is_some() {
+        let callers: Vec<String> = workflow
+            .steps
+            .iter()
+            .filter(|caller| caller.tool_id == first)
+            .map(|caller| format!("`{}`", caller.id))
+            .collect();
+        return Some(if callers.is_empty() {
+            format!(
+                "`{first}` is a tool, not a step; add a step that calls it and refer to that step's id"
+            )
+        } else {
+            format!(
+                "`{first}` is a tool, not a step; refer to the step that calls it ({})",
+                callers.join(" or ")
+            )
+        });
+    }
+    // Short words are too often near something: `ip.v4` is no typo of a step `id`.
+    if first.chars().count() < 4 {
+        return None;
+    }
+    let near = nearest(first, workflow.steps.iter().map(|step| step.id.as_str()))?;
+    Some(format!(
+        "there is no step `{first}`; did you mean `{near}`?"
+    ))
+}
+
+/// The mapping values of `workflow` that read like a reference written wrong.
+pub(crate) fn suspect_literals(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<Problem> {
+    let mut found = Vec::new();
+    for step in &workflow.steps {
+        for (input, value) in &step.input_mapping {
+            let Some(text) = value.as_str() else { continue };
+            if let Some(why) = suspicion(text, workflow, catalog) {
+                found.push(Problem {
+                    kind: ProblemKind::SuspectLiteral,
+                    message: format!(
+                        "step `{}` maps `{input}` to `{text}`, which would be sent as that text: {why}",
+                        step.id
+                    ),
+                    steps: vec![step.id.clone()],
+                });
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use wayline_core::workflow::Step;
+    use wayline_core::{MemoryCatalog, ToolDefinition};
+
+    use super::*;
+
+    #[test]
+    fn tools_near_misses_and_misspelled_prefixes_are_suspect_other_dotted_text_is_not() {
+        let catalog = MemoryCatalog::from_tools([
+            ToolDefinition::new("geocode", "https://geo.example.com"),
+            ToolDefinition::new("forecast", "https://weather.example.com"),
+        ]);
+        let mut workflow = Workflow::new("w", "W");
+        workflow.steps.push(
+            Step::new("locate", "geocode")
+                .map("host", "api.example.de")
+                .map("file", "report.csv")
+                .map("size", "t3.micro")
+                .map("version", "3.5")
+                .map("name", "$input.city")
+                .map("cost", "$4.99"),
+        );
+        workflow.steps.push(
+            Step::new("forecast", "forecast")
+                .map("latitude", "geocode.lat")
+                .map("longitude", "locat.lon")
+                .map("place", "place.name")
+                .map("currency", "$imput.currency")
+                .map("when", "$setps.locate.outputs.at"),
+        );
+        let found = suspect_literals(&workflow, &catalog);
+        let messages: Vec<&str> = found
+            .iter()
+            .map(|problem| problem.message.as_str())
+            .collect();
+        assert_eq!(messages.len(), 4, "{messages:#?}");
+        assert!(messages[0].contains("refer to the step that calls it (`locate`)"));
+        assert!(messages[1].contains("did you mean `locate`?"));
+        assert!(messages[2].contains("did you mean `$input`?"));
+        assert!(messages[3].contains("did you mean `$steps`?"));
+        assert!(
+            found
+                .iter()
+                .all(|problem| problem.kind == ProblemKind::SuspectLiteral)
+        );
+    }
+}
