@@ -7,8 +7,9 @@
 
 use std::fmt;
 use std::io::Write;
-use std::sync::{Mutex, PoisonError};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
 use wayline_core::{Run, RunEvent, RunObserver, RunStatus, StepResult, StepStatus};
@@ -24,6 +25,11 @@ pub enum ProgressStyle {
 
 /// Prints run progress to a writer (usually stderr).
 ///
+/// Live, the running steps' lines are cut to the terminal's width (a line that wrapped would
+/// take two rows, and the redraw, which moves up one row per line, would leave a stale copy
+/// behind) and redrawn every quarter second, so their elapsed times move while a step waits to
+/// retry.
+///
 /// ```
 /// use std::sync::Arc;
 /// use wayline_executor::{Progress, ProgressStyle};
@@ -33,19 +39,65 @@ pub enum ProgressStyle {
 /// ```
 pub struct Progress {
     style: ProgressStyle,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
+    /// Redraws the running steps while there are any (live only); stopped when dropped.
+    ticker: Option<Ticker>,
 }
 
 struct State {
     out: Box<dyn Write + Send>,
     running: IndexMap<String, Running>,
     drawn: usize,
+    /// The terminal's width, asked at each draw (`None`: lines are not cut).
+    width: Box<dyn Fn() -> Option<usize> + Send>,
 }
 
 struct Running {
     since: Instant,
     attempt: u32,
     note: String,
+}
+
+/// How often the running steps are redrawn.
+const TICK: Duration = Duration::from_millis(250);
+
+/// A thread that redraws the running steps every [`TICK`] until dropped.
+struct Ticker {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(state: Arc<Mutex<State>>) -> Option<Ticker> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("wayline-progress".to_owned())
+            .spawn(move || {
+                while !stopping.load(Ordering::SeqCst) {
+                    std::thread::park_timeout(TICK);
+                    let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+                    if !state.running.is_empty() {
+                        let _ = draw(&mut state, ProgressStyle::Live, &[]);
+                    }
+                }
+            })
+            .ok()?;
+        Some(Ticker {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            let _ = thread.join();
+        }
+    }
 }
 
 impl fmt::Debug for Progress {
@@ -57,27 +109,62 @@ impl fmt::Debug for Progress {
 }
 
 impl Progress {
-    /// Progress written to `out` in `style`.
+    /// Progress written to `out` in `style`; live lines are not cut (see
+    /// [`width`](Self::width)) and not redrawn between events.
     pub fn new(out: impl Write + Send + 'static, style: ProgressStyle) -> Self {
         Progress {
             style,
-            state: Mutex::new(State {
+            state: Arc::new(Mutex::new(State {
                 out: Box::new(out),
                 running: IndexMap::new(),
                 drawn: 0,
-            }),
+                width: Box::new(|| None),
+            })),
+            ticker: None,
         }
     }
 
-    /// Progress on stderr: live when stderr is a terminal, plain otherwise.
+    /// Cuts live lines to the width `width` answers (asked at each draw: a terminal can be
+    /// resized).
+    #[must_use]
+    pub fn width(self, width: impl Fn() -> Option<usize> + Send + 'static) -> Self {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .width = Box::new(width);
+        self
+    }
+
+    /// Redraws the running steps every quarter second (live only), so their elapsed times
+    /// move between events.
+    #[must_use]
+    pub fn ticking(mut self) -> Self {
+        if self.style == ProgressStyle::Live && self.ticker.is_none() {
+            self.ticker = Ticker::start(Arc::clone(&self.state));
+        }
+        self
+    }
+
+    /// Progress on stderr: live when stderr is a terminal that takes cursor movements (not
+    /// `TERM=dumb`), cut to its width and ticking; plain otherwise.
     pub fn stderr() -> Self {
         use std::io::IsTerminal;
-        let style = if std::io::stderr().is_terminal() {
-            ProgressStyle::Live
-        } else {
-            ProgressStyle::Plain
-        };
-        Progress::new(std::io::stderr(), style)
+        let dumb = std::env::var("TERM").is_ok_and(|term| term == "dumb");
+        if !std::io::stderr().is_terminal() || dumb {
+            return Progress::new(std::io::stderr(), ProgressStyle::Plain);
+        }
+        Progress::new(std::io::stderr(), ProgressStyle::Live)
+            .width(|| {
+                terminal_size::terminal_size_of(std::io::stderr())
+                    .map(|(width, _)| usize::from(width.0))
+            })
+            .ticking()
+    }
+
+    /// Redraws the running steps now (what the ticker does).
+    pub fn tick(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = draw(&mut state, self.style, &[]);
     }
 }
 
@@ -136,42 +223,59 @@ impl RunObserver for Progress {
             }
             _ => {}
         }
-        let _ = self.draw(&mut state, &lines);
+        let _ = draw(&mut state, self.style, &lines);
     }
 }
 
-impl Progress {
-    fn draw(&self, state: &mut State, lines: &[String]) -> std::io::Result<()> {
-        let State {
-            out,
-            running,
-            drawn,
-        } = state;
-        if self.style == ProgressStyle::Live && *drawn > 0 {
-            // Up to the first running line, then clear to the end of the screen.
-            write!(out, "\x1b[{drawn}F\x1b[J")?;
-        }
-        for line in lines {
-            writeln!(out, "{line}")?;
-        }
-        if self.style == ProgressStyle::Live {
-            for (step, running) in running.iter() {
-                let attempt = if running.attempt > 1 {
-                    format!(" attempt {}", running.attempt)
-                } else {
-                    String::new()
-                };
-                writeln!(
-                    out,
-                    "  ...     {step} {:.1}s{attempt} {}",
-                    running.since.elapsed().as_secs_f64(),
-                    running.note
-                )?;
-            }
-            *drawn = running.len();
-        }
-        out.flush()
+/// `line` in at most `width - 1` columns (the last one is left empty: a terminal that wraps at
+/// the last column would move to the next row), one column per character.
+fn fit(line: &str, width: Option<usize>) -> String {
+    let Some(width) = width.filter(|width| *width > 1) else {
+        return line.to_owned();
+    };
+    let room = width - 1;
+    if line.chars().count() <= room {
+        return line.to_owned();
     }
+    let mut cut: String = line.chars().take(room - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// Prints `lines` (scrolling up), then the running steps in place of those drawn before.
+fn draw(state: &mut State, style: ProgressStyle, lines: &[String]) -> std::io::Result<()> {
+    let State {
+        out,
+        running,
+        drawn,
+        width,
+    } = state;
+    if style == ProgressStyle::Live && *drawn > 0 {
+        // Up to the first running line, then clear to the end of the screen.
+        write!(out, "\x1b[{drawn}F\x1b[J")?;
+    }
+    for line in lines {
+        writeln!(out, "{line}")?;
+    }
+    if style == ProgressStyle::Live {
+        let width = width();
+        for (step, running) in running.iter() {
+            let attempt = if running.attempt > 1 {
+                format!(" attempt {}", running.attempt)
+            } else {
+                String::new()
+            };
+            let line = format!(
+                "  ...     {step} {:.1}s{attempt} {}",
+                running.since.elapsed().as_secs_f64(),
+                running.note
+            );
+            // One row each, newlines in a reason included, or the redraw leaves a stale row.
+            writeln!(out, "{}", fit(&line.replace(['\n', '\r'], " "), width))?;
+        }
+        *drawn = running.len();
+    }
+    out.flush()
 }
 
 fn step_line(result: &StepResult) -> String {
@@ -312,6 +416,42 @@ mod tests {
             drive(ProgressStyle::Plain),
             "run r1 of `w`: 2 steps\n  start   a\n  start   b\n  ok      a HTTP 200 12 ms\n"
         );
+    }
+
+    #[test]
+    fn live_lines_fit_the_width_and_a_tick_moves_the_clock() {
+        let out = Shared::default();
+        let progress = Progress::new(out.clone(), ProgressStyle::Live).width(|| Some(40));
+        progress.on_event(&RunEvent::StepStarted {
+            run_id: "r1",
+            step_id: "slow",
+        });
+        progress.on_event(&RunEvent::RetryScheduled {
+            run_id: "r1",
+            step_id: "slow",
+            attempt: 1,
+            delay: Duration::from_secs(30),
+            reason: &format!("HTTP 503: {}\nsecond line", "x".repeat(200)),
+        });
+        progress.tick();
+        let shown = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let redraws: Vec<&str> = shown.split("\x1b[1F\x1b[J").collect();
+        assert_eq!(
+            redraws.len(),
+            3,
+            "the retry and the tick each redraw: {shown:?}"
+        );
+        for line in redraws
+            .iter()
+            .flat_map(|redraw| redraw.lines())
+            .filter(|line| line.contains("slow"))
+        {
+            assert!(line.chars().count() <= 39, "{line:?}");
+        }
+        assert!(redraws[2].ends_with("…\n"), "{:?}", redraws[2]);
+        assert_eq!(fit("short", Some(40)), "short");
+        assert_eq!(fit("abcdef", Some(5)), "abc…");
+        assert_eq!(fit("abcdef", None), "abcdef");
     }
 
     #[test]

@@ -336,3 +336,110 @@ async fn parallel_runs_share_a_brand_new_database() {
         assert_eq!(page["runs"].as_array().unwrap().len(), 20, "round {round}");
     }
 }
+
+/// The live display in a 60-column terminal, as a VT100 emulator (pyte) shows it at the end:
+/// a retry whose reason is far longer than a line leaves no stale copy of the running line.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_live_display_stays_intact_in_a_narrow_terminal() {
+    let ready = std::process::Command::new("python3")
+        .args(["-c", "import pyte"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !ready {
+        eprintln!("skipped: the terminal test needs python3 with pyte (.ci/run installs it)");
+        return;
+    }
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = std::sync::Arc::clone(&calls);
+    let server = MockServer::start(move |request| match request.path() {
+        "/json" => {
+            // The first call of each run fails with a long error, and asks for a retry in a
+            // second.
+            if seen
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                .is_multiple_of(2)
+            {
+                Reply::text(503, format!("upstream unavailable: {}", "x".repeat(180)))
+                    .header("Retry-After", "1")
+            } else {
+                Reply::json(200, json!({"lat": 1.0, "lon": 2.0, "countryCode": "PT"}))
+            }
+        }
+        "/graphql" => Reply::json(
+            200,
+            json!({"data": {"country": {"name": "Portugal", "capital": "Lisbon", "currency": "EUR"}}}),
+        ),
+        _ => Reply::json(
+            200,
+            json!({"current": {"temperature_2m": 18.5, "wind_speed_10m": 7}}),
+        ),
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let configs = config_for(&server, &dir);
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/pty_screen.py");
+    let mut command = vec![
+        "python3".to_owned(),
+        script.display().to_string(),
+        "60".into(),
+        "30".into(),
+        env!("CARGO_BIN_EXE_wayline").into(),
+    ];
+    command.extend(args(&[
+        "run",
+        &geo_workflow(),
+        "--tools",
+        &tools_dir(),
+        "--config",
+        configs.to_str().unwrap(),
+    ]));
+    let in_terminal = |term: &'static str| {
+        let command = command.clone();
+        tokio::task::spawn_blocking(move || {
+            let output = std::process::Command::new(&command[0])
+                .args(&command[1..])
+                .env("WAYLINE_TEST_SECRET", "s3cret-value-42")
+                .env("PTY_TERM", term)
+                .output()
+                .unwrap();
+            serde_json::from_slice::<Value>(&output.stdout)
+                .unwrap_or_else(|_| panic!("{}", text(&output.stderr)))
+        })
+    };
+    // A dumb terminal gets plain lines: no cursor movement at all.
+    let dumb = in_terminal("dumb").await.unwrap();
+    assert!(!dumb["raw"].as_str().unwrap().contains('\x1b'), "{dumb:#}");
+    let screen = in_terminal("xterm").await.unwrap();
+    assert_eq!(screen["exit"], 0, "{screen:#}");
+    let lines: Vec<&str> = screen["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        lines.iter().all(|line| !line.starts_with("  ...")),
+        "a running line was left behind:\n{}",
+        lines.join("\n")
+    );
+    let raw = screen["raw"].as_str().unwrap();
+    assert!(
+        raw.contains("retry in"),
+        "the retry was shown while it waited: {raw:?}"
+    );
+    // The progress (on stderr) ends with its `run succeeded` line; the summary (stdout) follows.
+    let end = lines
+        .iter()
+        .position(|line| line.starts_with("run succeeded"))
+        .unwrap_or_else(|| panic!("{}", lines.join("\n")));
+    for step in ["step_1", "step_2", "step_3"] {
+        let finished = lines[..end]
+            .iter()
+            .filter(|line| line.starts_with(&format!("  ok      {step}")))
+            .count();
+        assert_eq!(finished, 1, "{step}:\n{}", lines.join("\n"));
+    }
+    assert!(lines.iter().all(|line| line.chars().count() <= 60));
+}
