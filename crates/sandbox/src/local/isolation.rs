@@ -233,9 +233,11 @@ impl Isolation {
         }
         command
             .envs(env.iter().map(|(key, value)| (key, value)))
-            // Its own process group, so a timeout or a stop can end the children it started.
-            .process_group(0)
             .kill_on_drop(true);
+        // Its own process group, so a timeout or a stop can end the children it started.
+        // (Windows has no process groups to signal: there, only the process itself is ended.)
+        #[cfg(unix)]
+        command.process_group(0);
         command
     }
 }
@@ -334,9 +336,16 @@ fn root_name(entry: &RootEntry) -> &Path {
 }
 
 /// True when this process runs as root (the owner of its own `/proc` entry).
+#[cfg(unix)]
 fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|metadata| metadata.uid() == 0)
+}
+
+/// Never, where there is no root (bubblewrap, its only user, is Linux's).
+#[cfg(not(unix))]
+fn running_as_root() -> bool {
+    false
 }
 
 /// The host variables a sandbox's processes see; everything else comes from the profile.

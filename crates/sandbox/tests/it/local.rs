@@ -399,6 +399,7 @@ async fn code_sees_a_clean_environment() {
     assert!(names.contains(&"HOME".to_owned()) && names.contains(&"BAY_TEST_ENV_VAR".to_owned()));
 }
 
+#[cfg(unix)] // symlinks and user ids as Unix has them
 #[tokio::test]
 async fn planted_symlinks_cannot_redirect_file_calls() {
     let dir = tempfile::tempdir().unwrap();
@@ -467,6 +468,7 @@ async fn replays_equal_the_first_answer_with_the_system_clock() {
     assert_eq!(huge.code, ErrorCode::ValidationError);
 }
 
+#[cfg(unix)] // symlinks and user ids as Unix has them
 #[tokio::test]
 async fn bubblewrap_runs_code_as_nobody_in_workspace_with_a_tmp_and_installs_of_the_session() {
     if !python_available() || !crate::scenarios::pip_available() {
