@@ -11,7 +11,8 @@ use wayline_guard::audit::{self, AuditLog, Verification};
 use wayline_guard::{Decision, Guard, Mode, Policy, Session, ToolCall, suite};
 
 use crate::report::{
-    Outcome, ReportFormat, fail, out, outln, print_json, unreadable, write_atomically,
+    DocumentFormat, Outcome, ReportFormat, fail, out, outln, print_json, unreadable,
+    write_atomically,
 };
 
 /// `wayline guard ...`
@@ -25,6 +26,9 @@ pub(crate) enum GuardCommand {
         /// A policy file to check and print.
         #[arg(long, value_name = "FILE")]
         policy: Option<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = DocumentFormat::Yaml)]
+        format: DocumentFormat,
     },
     /// Decide a tool call in a session; the session file is updated (created when missing).
     Check {
@@ -87,6 +91,9 @@ pub(crate) struct EvidenceArgs {
     /// Append to this audit log.
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
 }
 
 /// `wayline guard advance` arguments.
@@ -104,6 +111,9 @@ pub(crate) struct AdvanceArgs {
     /// Append to this audit log.
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
 }
 
 /// `wayline guard audit ...`
@@ -118,6 +128,9 @@ pub(crate) enum AuditCommand {
         /// whole.
         #[arg(long, value_name = "HASH")]
         head: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
     },
 }
 
@@ -154,8 +167,12 @@ fn load_policy(path: Option<&Path>) -> Result<Policy, Outcome> {
 
 fn run(command: GuardCommand) -> Result<Outcome, Outcome> {
     match command {
-        GuardCommand::Policy { policy, .. } => {
-            out!("{}", load_policy(policy.as_deref())?.to_yaml());
+        GuardCommand::Policy { policy, format, .. } => {
+            let policy = load_policy(policy.as_deref())?;
+            match format {
+                DocumentFormat::Yaml => out!("{}", policy.to_yaml()),
+                DocumentFormat::Json => print_json(policy.file()),
+            }
             Ok(Outcome::Ok)
         }
         GuardCommand::Check {
@@ -206,12 +223,20 @@ fn run(command: GuardCommand) -> Result<Outcome, Outcome> {
                 Outcome::Failed
             })
         }
-        GuardCommand::Audit(AuditCommand::Verify { file, head }) => {
+        GuardCommand::Audit(AuditCommand::Verify { file, head, format }) => {
             let verified = match &head {
                 Some(anchor) => audit::verify_from_anchor(&file, anchor),
                 None => audit::verify(&file),
             };
-            match verified.map_err(fail)? {
+            let verification = verified.map_err(fail)?;
+            if format == ReportFormat::Json {
+                print_json(&verification);
+                return Ok(match verification {
+                    Verification::Intact { .. } => Outcome::Ok,
+                    _ => Outcome::Failed,
+                });
+            }
+            match verification {
                 Verification::Intact { entries, head } => {
                     outln!("intact: {entries} entries, each linked to the one before");
                     // A chain cannot show entries cut from its end: the head, kept elsewhere,
@@ -298,9 +323,17 @@ fn evidence(args: &EvidenceArgs) -> Result<Outcome, Outcome> {
     let now = Utc::now();
     guard.add_evidence(&mut session, &args.kind, &args.description, None, now);
     save_session(&args.session, &session)?;
-    if session.state == before {
+    let missing = guard.missing(&session, now);
+    if args.format == ReportFormat::Json {
+        print_json(&Moved {
+            recorded: Some(&args.kind),
+            from: &before,
+            state: &session.state,
+            moved: session.state != before,
+            missing,
+        });
+    } else if session.state == before {
         outln!("recorded {}; state: {}", args.kind, session.state);
-        let missing = guard.missing(&session, now);
         if !missing.is_empty() {
             outln!("still needed: {}", missing.join("; "));
         }
@@ -337,17 +370,46 @@ fn advance(args: &AdvanceArgs) -> Result<Outcome, Outcome> {
         args.audit.as_deref(),
         Mode::Blocking,
     )?;
-    match guard.advance(&mut session, &args.to, Utc::now()) {
+    let before = session.state.clone();
+    let (moved, missing) = match guard.advance(&mut session, &args.to, Utc::now()) {
         Ok(()) => {
             save_session(&args.session, &session)?;
-            outln!("state: {}", session.state);
-            Ok(audited(audit.as_deref()))
+            (true, Vec::new())
         }
-        Err(missing) => {
-            outln!("not yet: {}", missing.join("; "));
-            Ok(Outcome::Failed)
-        }
+        Err(missing) => (false, missing),
+    };
+    match args.format {
+        ReportFormat::Json => print_json(&Moved {
+            recorded: None,
+            from: &before,
+            state: &session.state,
+            moved,
+            missing: missing.clone(),
+        }),
+        ReportFormat::Text if moved => outln!("state: {}", session.state),
+        ReportFormat::Text => outln!("not yet: {}", missing.join("; ")),
     }
+    Ok(if moved {
+        audited(audit.as_deref())
+    } else {
+        Outcome::Failed
+    })
+}
+
+/// What `guard evidence` and `guard advance` print with `--format json`.
+#[derive(serde::Serialize)]
+struct Moved<'a> {
+    /// The evidence type recorded (evidence only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recorded: Option<&'a str>,
+    /// The state before.
+    from: &'a str,
+    /// The state now.
+    state: &'a str,
+    /// Whether the session changed state.
+    moved: bool,
+    /// What the state still needs before it can be left (advance: why it was not).
+    missing: Vec<String>,
 }
 
 /// A guard and the session it works on, from [`open_session`].

@@ -8,7 +8,9 @@ use wayline_knowledge::{Knowledge, Queries, ResourceStates};
 
 use crate::args::KnowledgeArg;
 use crate::assemble::{open_knowledge, runtime};
-use crate::report::{Outcome, ReportFormat, fail, out, outln, print_json, unreadable};
+use crate::report::{
+    DocumentFormat, Outcome, ReportFormat, fail, out, outln, print_json, unreadable,
+};
 
 /// `wayline knowledge ...`
 #[derive(Debug, clap::Subcommand)]
@@ -74,8 +76,8 @@ pub(crate) enum KnowledgeCommand {
         #[command(flatten)]
         store: KnowledgeArg,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = ExportFormat::Yaml)]
-        format: ExportFormat,
+        #[arg(long, value_enum, default_value_t = DocumentFormat::Yaml)]
+        format: DocumentFormat,
     },
     /// Merges an export (YAML or JSON) into a SUT's knowledge; the same entries combine.
     Import {
@@ -86,14 +88,10 @@ pub(crate) enum KnowledgeCommand {
         sut: String,
         #[command(flatten)]
         store: KnowledgeArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
     },
-}
-
-/// The format of `knowledge export`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum ExportFormat {
-    Yaml,
-    Json,
 }
 
 pub(crate) fn knowledge_command(command: KnowledgeCommand) -> Outcome {
@@ -219,37 +217,64 @@ fn run(command: KnowledgeCommand) -> Result<Outcome, Outcome> {
             let knowledge = load(&runtime, &store, &sut)?;
             let shared = wayline_knowledge::export(&knowledge, min_occurrences);
             match format {
-                ExportFormat::Json => print_json(&shared),
-                ExportFormat::Yaml => {
+                DocumentFormat::Json => print_json(&shared),
+                DocumentFormat::Yaml => {
                     out!("{}", serde_norway::to_string(&shared).map_err(unreadable)?)
                 }
             }
             Ok(Outcome::Ok)
         }
-        KnowledgeCommand::Import { file, sut, store } => {
+        KnowledgeCommand::Import {
+            file,
+            sut,
+            store,
+            format,
+        } => {
             let incoming = wayline_knowledge::read_document(&file).map_err(fail)?;
             let store = open_knowledge(&store, None)?;
-            let counts = (
-                incoming.patterns.len(),
-                incoming.pitfalls.len(),
-                incoming.stats.operations.len(),
-            );
+            let imported = Counts::of(&incoming);
             let merged = runtime
                 .block_on(store.update(
                     &wayline_knowledge::sut_key(&sut),
                     Box::new(move |knowledge| knowledge.merge(&incoming)),
                 ))
                 .map_err(fail)?;
-            outln!(
-                "imported {} patterns, {} pitfalls, {} operations into `{sut}`; it now has {} patterns, {} pitfalls, {} operations",
-                counts.0,
-                counts.1,
-                counts.2,
-                merged.patterns.len(),
-                merged.pitfalls.len(),
-                merged.stats.operations.len()
-            );
+            let now = Counts::of(&merged);
+            match format {
+                ReportFormat::Json => print_json(&serde_json::json!({
+                    "sut": sut,
+                    "imported": imported,
+                    "now": now,
+                })),
+                ReportFormat::Text => outln!(
+                    "imported {} patterns, {} pitfalls, {} operations into `{sut}`; it now has {} patterns, {} pitfalls, {} operations",
+                    imported.patterns,
+                    imported.pitfalls,
+                    imported.operations,
+                    now.patterns,
+                    now.pitfalls,
+                    now.operations
+                ),
+            }
             Ok(Outcome::Ok)
+        }
+    }
+}
+
+/// How much a knowledge document holds, as `knowledge import` reports it.
+#[derive(Serialize)]
+struct Counts {
+    patterns: usize,
+    pitfalls: usize,
+    operations: usize,
+}
+
+impl Counts {
+    fn of(knowledge: &wayline_knowledge::Knowledge) -> Counts {
+        Counts {
+            patterns: knowledge.patterns.len(),
+            pitfalls: knowledge.pitfalls.len(),
+            operations: knowledge.stats.operations.len(),
         }
     }
 }

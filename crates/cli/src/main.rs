@@ -11,10 +11,12 @@ use std::process::ExitCode;
 // them, how results and errors are reported, and a test suite's reports.
 mod args;
 mod assemble;
+mod logging;
 mod report;
 mod suite;
 
 // One module per command.
+mod completions;
 mod explore;
 mod guard;
 mod import;
@@ -30,7 +32,7 @@ mod tools;
 mod validate;
 mod workflows;
 
-use clap::{Parser, Subcommand};
+use clap::{ArgAction, CommandFactory, Parser, Subcommand};
 
 use crate::report::ReportFormat;
 use crate::validate::GraphFormat;
@@ -42,6 +44,10 @@ use crate::validate::GraphFormat;
     about = "Graphs of API calls: check, validate, draw, run"
 )]
 struct Cli {
+    /// Trace what the libraries do, on stderr: `-v` info, `-vv` debug, `-vvv` trace
+    /// (`RUST_LOG`, when set, decides instead).
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -110,6 +116,19 @@ enum Command {
     /// The JSON Schema of a file format (tool, workflow, configs, SUT, guard, sandbox,
     /// knowledge), for editors: `# yaml-language-server: $schema=…`.
     Schema(schema::SchemaArgs),
+    /// A completion script for a shell, on stdout (`wayline completions bash >
+    /// ~/.local/share/bash-completion/completions/wayline`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The man page: `wayline.1` on stdout, or a page per command written into a directory.
+    Man {
+        /// Write `wayline.1`, `wayline-run.1`, … into this directory (created when missing).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -124,7 +143,10 @@ fn main() -> ExitCode {
             };
         }
     };
+    logging::init(cli.verbose);
     match cli.command {
+        Command::Completions { shell } => completions::completions_command(shell, Cli::command()),
+        Command::Man { out } => completions::man_command(out.as_deref(), Cli::command()),
         Command::Tools(command) => tools::tools_command(command),
         Command::Run(args) => run::run_command(args),
         Command::Test(args) => test::test_command(args),
@@ -150,4 +172,59 @@ fn main() -> ExitCode {
         } => validate::graph_command(&workflow, &tools, format),
     }
     .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The commands whose output is not a result to read back: a server, and documents that
+    /// are already in their one format.
+    const NO_RESULT: [&str; 4] = [
+        "wayline sandbox serve",
+        "wayline schema",
+        "wayline completions",
+        "wayline man",
+    ];
+
+    fn leaves(command: &clap::Command, path: &str, found: &mut Vec<(String, clap::Command)>) {
+        let path = format!("{path} {}", command.get_name()).trim().to_owned();
+        let mut subcommands = command.get_subcommands().peekable();
+        if subcommands.peek().is_none() {
+            found.push((path, command.clone()));
+            return;
+        }
+        for subcommand in subcommands {
+            leaves(subcommand, &path, found);
+        }
+    }
+
+    #[test]
+    fn every_command_that_prints_a_result_takes_format_json() {
+        let mut found = Vec::new();
+        leaves(&Cli::command(), "", &mut found);
+        assert!(found.len() > 30, "{}", found.len());
+        let missing: Vec<&str> = found
+            .iter()
+            .filter(|(path, _)| !NO_RESULT.contains(&path.as_str()))
+            .filter(|(_, command)| {
+                let format = command
+                    .get_arguments()
+                    .find(|argument| argument.get_long() == Some("format"));
+                !format.is_some_and(|format| {
+                    format
+                        .get_possible_values()
+                        .iter()
+                        .any(|value| value.get_name() == "json")
+                })
+            })
+            .map(|(path, _)| path.as_str())
+            .collect();
+        assert!(missing.is_empty(), "no --format json: {missing:?}");
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

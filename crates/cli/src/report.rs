@@ -82,6 +82,13 @@ pub(crate) enum ReportFormat {
     Json,
 }
 
+/// How a document (a policy, an export) is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DocumentFormat {
+    Yaml,
+    Json,
+}
+
 /// An error a command can end with, and the exit code it deserves, decided by its variant
 /// (`docs/cli.md` is the contract): input the command cannot use is [`Outcome::Unreadable`],
 /// a file checked and found wrong or a run that happened and failed is [`Outcome::Failed`].

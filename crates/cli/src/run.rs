@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use wayline_core::Workflow;
-use wayline_executor::{Progress, RunOptions};
+use wayline_executor::RunOptions;
 use wayline_knowledge::Recorder;
 use wayline_store::{Lifecycle, Stores};
 
@@ -99,7 +99,9 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     let engine = if args.common.dry_run {
         builder.build()
     } else {
-        builder.observer(Arc::new(Progress::stderr())).build()
+        builder
+            .observer(Arc::new(crate::logging::progress()))
+            .build()
     };
     let prepared = engine.prepare(&workflow).map_err(fail)?;
     refuse_unknown_inputs(&prepared, &inputs)?;

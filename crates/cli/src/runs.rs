@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use wayline_core::RunStatus;
 use wayline_core::store::RunQuery;
-use wayline_executor::{Error, Progress, ResumeOptions, UnknownSteps, summary};
+use wayline_executor::{Error, ResumeOptions, UnknownSteps, summary};
 use wayline_store::Lifecycle;
 
 use crate::args::{ModelArgs, StoreArg, ToolsArgs};
@@ -254,7 +254,7 @@ fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
     let builder = engine_builder(Arc::new(registry), &args.tools, &env)?;
     let engine = with_decider(builder, [&saved.workflow], &args.model, false)?
         .run_store(stores.runs.clone())
-        .observer(Arc::new(Progress::stderr()))
+        .observer(Arc::new(crate::logging::progress()))
         .build();
     let prepared = engine.prepare(&saved.workflow).map_err(fail)?;
     let unknown = if args.retry_unknown {

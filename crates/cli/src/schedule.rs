@@ -14,7 +14,7 @@ use crate::assemble::{
     Environment, announce, engine_builder, load_tools_to_call, notifications, open_store, runtime,
     with_decider_for_later,
 };
-use crate::report::{Outcome, fail, outln};
+use crate::report::{Outcome, ReportFormat, fail, outln};
 
 /// `wayline schedule ...`
 #[derive(Debug, clap::Subcommand)]
@@ -42,6 +42,9 @@ pub(crate) struct ScheduleArgs {
     store: StoreArg,
     #[command(flatten)]
     notify: NotifyArgs,
+    /// Output format: a line per finished run (json: its run record on one line, JSON Lines).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
 }
 
 pub(crate) fn schedule_command(command: ScheduleCommand) -> Outcome {
@@ -72,6 +75,7 @@ fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
         .run_store(stores.runs.clone())
         .build();
     let failures = Cell::new(0usize);
+    let format = args.format;
     let (engine, lifecycle, notifications, failures_ref) =
         (&engine, &lifecycle, &notifications, &failures);
     runtime.block_on(run_triggers(
@@ -92,13 +96,18 @@ fn schedule_run(args: &ScheduleArgs) -> Result<Outcome, Outcome> {
                 .workflow_version(record.version);
             match engine.run(&record.workflow, options).await {
                 Ok(run) => {
-                    outln!(
-                        "{} {} v{} {}",
-                        run.id,
-                        run.workflow_id,
-                        record.version,
-                        run.status.as_str()
-                    );
+                    match format {
+                        ReportFormat::Json => {
+                            outln!("{}", serde_json::to_string(&run).unwrap_or_default());
+                        }
+                        ReportFormat::Text => outln!(
+                            "{} {} v{} {}",
+                            run.id,
+                            run.workflow_id,
+                            record.version,
+                            run.status.as_str()
+                        ),
+                    }
                     if run.status != RunStatus::Success {
                         failures_ref.set(failures_ref.get() + 1);
                     }

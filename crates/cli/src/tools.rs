@@ -55,6 +55,10 @@ pub(crate) struct TryArgs {
     pub(crate) tool_id: String,
     #[command(flatten)]
     pub(crate) common: Common,
+    /// Output format (json: the request, the response and the step's result in one
+    /// document).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub(crate) format: ReportFormat,
 }
 
 pub(crate) fn tools_command(command: ToolsCommand) -> Outcome {
@@ -174,43 +178,78 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
     let planned = runtime
         .block_on(engine.dry_run(&workflow, inputs.clone()))
         .map_err(fail)?;
-    outln!("request:");
-    print_plan(&planned);
     if args.common.dry_run {
+        match args.format {
+            ReportFormat::Json => print_json(&serde_json::json!({"request": planned})),
+            ReportFormat::Text => {
+                outln!("request:");
+                print_plan(&planned);
+            }
+        }
         return Ok(Outcome::Ok);
     }
     let result = runtime
         .block_on(engine.call_tool(&args.tool_id, inputs))
         .map_err(fail)?;
-    if let Some(response) = transport
+    // The response as sent back, its headers and body masked like the record's.
+    let response = transport
         .last
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .as_ref()
-    {
-        outln!("\nresponse: HTTP {}", response.status);
-        for (name, value) in &response.headers {
-            outln!("  {name}: {}", redactor.text(value));
+        .map(|response| {
+            let headers: Vec<(String, String)> = response
+                .headers
+                .iter()
+                .map(|(name, value)| (name.clone(), redactor.text(value).into_owned()))
+                .collect();
+            let text = redactor.text(&response.text()).into_owned();
+            (response.status, headers, text)
+        });
+    let outcome = if result.error.is_some() {
+        Outcome::Failed
+    } else {
+        Outcome::Ok
+    };
+    if args.format == ReportFormat::Json {
+        let response = response.map(|(status, headers, text)| {
+            let body = serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
+            // A list, as HAR has them: a name can come more than once (`set-cookie`).
+            let headers: Vec<Value> = headers
+                .into_iter()
+                .map(|(name, value)| serde_json::json!({"name": name, "value": value}))
+                .collect();
+            serde_json::json!({"status": status, "headers": headers, "body": body})
+        });
+        print_json(&serde_json::json!({
+            "request": planned,
+            "response": response,
+            "result": result,
+        }));
+        return Ok(outcome);
+    }
+    outln!("request:");
+    print_plan(&planned);
+    if let Some((status, headers, text)) = response {
+        outln!("\nresponse: HTTP {status}");
+        for (name, value) in &headers {
+            outln!("  {name}: {value}");
         }
-        let text = response.text();
         let body = match serde_json::from_str::<Value>(&text) {
-            Ok(json) => serde_json::to_string_pretty(&json).unwrap_or_else(|_| text.to_string()),
-            Err(_) => text.to_string(),
+            Ok(json) => serde_json::to_string_pretty(&json).unwrap_or(text),
+            Err(_) => text,
         };
-        outln!("{}", redactor.text(&body));
+        outln!("{body}");
     }
     match &result.error {
-        Some(error) => {
-            outln!("\nerror: {error}");
-            Ok(Outcome::Failed)
-        }
+        Some(error) => outln!("\nerror: {error}"),
         None => {
             outln!("\noutput:");
             print_json(&result.output_data);
             for warning in &result.warnings {
                 outln!("warning: {warning}");
             }
-            Ok(Outcome::Ok)
         }
     }
+    Ok(outcome)
 }

@@ -18,6 +18,7 @@ pub(crate) enum GraphFormat {
     Mermaid,
     Dot,
     Text,
+    Json,
 }
 
 /// Loads the tools and the workflow and validates it; the problems of files that do not load
@@ -136,6 +137,7 @@ pub(crate) fn graph_command(workflow: &Path, tools: &[PathBuf], format: GraphFor
         GraphFormat::Mermaid => ViewFormat::Mermaid,
         GraphFormat::Dot => ViewFormat::Dot,
         GraphFormat::Text => ViewFormat::Text,
+        GraphFormat::Json => ViewFormat::Json,
     };
     out!("{}", render(&workflow, &report, view));
     Outcome::Ok

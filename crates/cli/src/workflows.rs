@@ -6,7 +6,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use serde::Serialize;
 use wayline_core::{MemoryCatalog, RunStatus, StoredWorkflow, WorkflowStatus};
-use wayline_executor::{Progress, RunOptions};
+use wayline_executor::RunOptions;
 use wayline_graph::{ViewFormat, render, validate};
 use wayline_store::Lifecycle;
 
@@ -28,6 +28,9 @@ pub(crate) enum WorkflowCommand {
         file: PathBuf,
         #[command(flatten)]
         store: StoreArg,
+        /// Output format (json: the id, version, state, and whether a version was made).
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
     },
     /// The simplified view of a saved workflow: its state, approval and graph.
     Show {
@@ -54,6 +57,9 @@ pub(crate) enum WorkflowCommand {
         version: Option<u32>,
         #[command(flatten)]
         store: StoreArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
     },
     /// Run the approved version once as its validation run; if it succeeds, make it active.
     Activate(Box<ActivateArgs>),
@@ -85,11 +91,18 @@ pub(crate) struct ActivateArgs {
     inputs: Vec<String>,
     #[command(flatten)]
     store: StoreArg,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
 }
 
 pub(crate) fn workflow_command(command: WorkflowCommand) -> Outcome {
     let outcome = match command {
-        WorkflowCommand::Save { file, store } => save(&file, &store),
+        WorkflowCommand::Save {
+            file,
+            store,
+            format,
+        } => save(&file, &store, format),
         WorkflowCommand::Show {
             id,
             version,
@@ -101,7 +114,8 @@ pub(crate) fn workflow_command(command: WorkflowCommand) -> Outcome {
             by,
             version,
             store,
-        } => approve(&id, version, &by, &store),
+            format,
+        } => approve(&id, version, &by, &store, format),
         WorkflowCommand::Activate(args) => activate(*args),
         WorkflowCommand::List { store, format } => list(&store, format),
     };
@@ -123,7 +137,49 @@ fn describe(record: &StoredWorkflow) -> String {
     )
 }
 
-fn save(file: &std::path::Path, store: &StoreArg) -> Result<Outcome, Outcome> {
+/// What `workflow save`, `approve` and `activate` print with `--format json`: the version
+/// acted on and what became of it.
+#[derive(Serialize)]
+struct Acted<'a> {
+    id: &'a str,
+    version: u32,
+    state: &'static str,
+    /// `save`: whether a new version was made (false: the graph was unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created: Option<bool>,
+    /// `approve`: who approved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approved_by: Option<&'a str>,
+    /// `activate`: the validation run (none when the version already was active).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    validation_run_id: Option<&'a str>,
+    /// `activate`: whether the version is active now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    active: Option<bool>,
+}
+
+impl<'a> Acted<'a> {
+    fn of(record: &'a StoredWorkflow) -> Acted<'a> {
+        Acted {
+            id: record.id(),
+            version: record.version,
+            state: record.state().as_str(),
+            created: None,
+            approved_by: record
+                .approval
+                .as_ref()
+                .map(|approval| approval.by.as_str()),
+            validation_run_id: None,
+            active: None,
+        }
+    }
+}
+
+fn save(
+    file: &std::path::Path,
+    store: &StoreArg,
+    format: ReportFormat,
+) -> Result<Outcome, Outcome> {
     let workflow = wayline_registry::load_workflow_file(file).map_err(|error| {
         print_errors(&[error]);
         Outcome::Unreadable
@@ -134,7 +190,13 @@ fn save(file: &std::path::Path, store: &StoreArg) -> Result<Outcome, Outcome> {
         .map_err(fail)?;
     let how = if saved.created { "saved" } else { "unchanged" };
     eprintln!("{how}: {}", describe(&saved.record));
-    outln!("{}", saved.record.id());
+    match format {
+        ReportFormat::Json => print_json(&Acted {
+            created: Some(saved.created),
+            ..Acted::of(&saved.record)
+        }),
+        ReportFormat::Text => outln!("{}", saved.record.id()),
+    }
     Ok(Outcome::Ok)
 }
 
@@ -209,12 +271,21 @@ fn show(
     Ok(Outcome::Ok)
 }
 
-fn approve(id: &str, version: Option<u32>, by: &str, store: &StoreArg) -> Result<Outcome, Outcome> {
+fn approve(
+    id: &str,
+    version: Option<u32>,
+    by: &str,
+    store: &StoreArg,
+    format: ReportFormat,
+) -> Result<Outcome, Outcome> {
     let lifecycle = lifecycle(store)?;
     let record = runtime()?
         .block_on(lifecycle.approve(id, version, by))
         .map_err(fail)?;
-    outln!("approved: {}", describe(&record));
+    match format {
+        ReportFormat::Json => print_json(&Acted::of(&record)),
+        ReportFormat::Text => outln!("approved: {}", describe(&record)),
+    }
     Ok(Outcome::Ok)
 }
 
@@ -232,11 +303,17 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
             runtime
                 .block_on(lifecycle.activate(record.id(), record.version))
                 .map_err(fail)?;
-            outln!(
-                "active: {} version {} (it already was)",
-                record.id(),
-                record.version
-            );
+            match args.format {
+                ReportFormat::Json => print_json(&Acted {
+                    active: Some(true),
+                    ..Acted::of(&record)
+                }),
+                ReportFormat::Text => outln!(
+                    "active: {} version {} (it already was)",
+                    record.id(),
+                    record.version
+                ),
+            }
             return Ok(Outcome::Ok);
         }
         WorkflowStatus::Archived => {
@@ -260,13 +337,20 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
     let builder = engine_builder(Arc::new(registry), &args.tools, &env)?;
     let engine = with_decider(builder, [&record.workflow], &args.model, false)?
         .run_store(stores.runs.clone())
-        .observer(Arc::new(Progress::stderr()))
+        .observer(Arc::new(crate::logging::progress()))
         .build();
     let options = RunOptions::new()
         .inputs(inputs)
         .workflow_version(record.version);
     let run = execute(&runtime, &engine, &record.workflow, options)?;
     if run.status != RunStatus::Success {
+        if args.format == ReportFormat::Json {
+            print_json(&Acted {
+                validation_run_id: Some(&run.id),
+                active: Some(false),
+                ..Acted::of(&record)
+            });
+        }
         eprintln!(
             "the validation run {} of {} did not succeed; the workflow stays {} (`wayline runs show {}`)",
             run.id,
@@ -282,12 +366,20 @@ fn activate(args: ActivateArgs) -> Result<Outcome, Outcome> {
             lifecycle.activate(&args.id, record.version).await
         })
         .map_err(fail)?;
-    outln!(
-        "active: {} version {} (validation run {})",
-        record.id(),
-        record.version,
-        run.id
-    );
+    match args.format {
+        ReportFormat::Json => print_json(&Acted {
+            state: WorkflowStatus::Active.as_str(),
+            validation_run_id: Some(&run.id),
+            active: Some(true),
+            ..Acted::of(&record)
+        }),
+        ReportFormat::Text => outln!(
+            "active: {} version {} (validation run {})",
+            record.id(),
+            record.version,
+            run.id
+        ),
+    }
     Ok(Outcome::Ok)
 }
 

@@ -390,6 +390,21 @@ async fn call(
             error: error_text.as_deref(),
             duration,
         });
+        // What `-vv` shows: the request as the record keeps it (secrets masked).
+        tracing::debug!(
+            step = %job.step.id,
+            tool = %tool.id,
+            attempt,
+            request = progress
+                .request
+                .as_ref()
+                .map(|request| format!("{} {}", request.method, request.url))
+                .as_deref(),
+            status = result.as_ref().ok().map(|reply| reply.status),
+            duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+            error = error_text.as_deref(),
+            "attempt"
+        );
         let failed = match result {
             Ok(reply) => {
                 progress.status_check =

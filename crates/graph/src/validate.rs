@@ -974,7 +974,7 @@ mod tests {
         assert_eq!(
             json,
             serde_json::json!({
-                "valid": true, "errors": [],
+                "valid": true, "errors": [], "warnings": [],
                 "edges": [{"from": "a", "to": "b", "inferred": false}],
                 "order": ["a", "b"], "levels": [["a"], ["b"]]
             })

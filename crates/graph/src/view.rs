@@ -1,4 +1,5 @@
-//! Simple views of a workflow graph for people: Mermaid, Graphviz DOT and plain text.
+//! Simple views of a workflow graph for people: Mermaid, Graphviz DOT and plain text (and the
+//! same facts as JSON, for programs).
 //!
 //! Every view labels a step with its id and its tool, and draws inferred edges differently from
 //! explicit ones (dashed in Mermaid and DOT, marked `~` in text).
@@ -18,6 +19,9 @@ pub enum ViewFormat {
     Dot,
     /// Indented plain text, one block per parallel level.
     Text,
+    /// JSON: `{workflow_id, name, steps: [{id, label}], edges: [{from, to, inferred}],
+    /// levels: [[id, …], …]}`, for programs (a level is empty of steps a cycle holds).
+    Json,
 }
 
 /// Renders `workflow` (as analysed in `report`) in `format`.
@@ -38,7 +42,33 @@ pub fn render(workflow: &Workflow, report: &ValidationReport, format: ViewFormat
         ViewFormat::Mermaid => mermaid(workflow, report),
         ViewFormat::Dot => dot(workflow, report),
         ViewFormat::Text => text(workflow, report),
+        ViewFormat::Json => json(workflow, report),
     }
+}
+
+fn json(workflow: &Workflow, report: &ValidationReport) -> String {
+    let steps: Vec<serde_json::Value> = (0..workflow.steps.len())
+        .map(|index| {
+            serde_json::json!({
+                "id": workflow.steps[index].id,
+                "label": step_label(workflow, index),
+            })
+        })
+        .collect();
+    let edges: Vec<serde_json::Value> = report
+        .edges()
+        .map(|(from, to, inferred)| serde_json::json!({"from": from, "to": to, "inferred": inferred}))
+        .collect();
+    let view = serde_json::json!({
+        "workflow_id": workflow.id,
+        "name": workflow.name,
+        "steps": steps,
+        "edges": edges,
+        "levels": report.levels(),
+    });
+    let mut out = serde_json::to_string_pretty(&view).unwrap_or_default();
+    out.push('\n');
+    out
 }
 
 /// What a step does, for labels: its tool, or its kind when it calls none.

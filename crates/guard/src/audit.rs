@@ -261,8 +261,10 @@ impl AuditSink for std::sync::Arc<MemorySink> {
     }
 }
 
-/// What [`verify`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What [`verify`] found; as JSON, `{"result": "intact", "entries", "head"}` or
+/// `{"result": "broken", "line", "reason"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
 pub enum Verification {
     /// Every entry links to the one before and carries its own hash.
     Intact {

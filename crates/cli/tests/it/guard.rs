@@ -3,7 +3,7 @@
 
 use wayline_testkit::testdata;
 
-use crate::{code, path, wayline};
+use crate::{code, path, stdout_json, wayline};
 
 fn stdout(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
@@ -11,6 +11,11 @@ fn stdout(output: &std::process::Output) -> String {
 
 #[test]
 fn the_default_policy_prints_and_the_committed_suite_passes() {
+    let as_json = stdout_json(&wayline(&["guard", "policy", "--format", "json"]));
+    assert!(
+        as_json["states"].is_array() || as_json["states"].is_object(),
+        "{as_json}"
+    );
     let printed = wayline(&["guard", "policy", "--default"]);
     assert_eq!(code(&printed), 0);
     let text = stdout(&printed);
@@ -90,6 +95,17 @@ fn check_decides_in_a_session_file_and_the_audit_log_verifies() {
             .unwrap()
             .replacen("oc_read_logs", "oc_read_describe", 1);
     std::fs::write(&log, edited).unwrap();
+    let broken = stdout_json(&wayline(&[
+        "guard",
+        "audit",
+        "verify",
+        path(&log),
+        "--format",
+        "json",
+    ]));
+    assert_eq!(broken["result"], "broken");
+    assert_eq!(broken["line"], 1);
+    assert!(broken["reason"].is_string(), "{broken}");
     let broken = wayline(&["guard", "audit", "verify", path(&log)]);
     assert_eq!(code(&broken), 1);
     assert!(
@@ -149,8 +165,33 @@ fn evidence_and_advance_move_a_session_file() {
         path(&session),
         "--to",
         "resolving",
+        "--format",
+        "json",
     ]);
     assert_eq!(code(&back), 1, "gathering does not lead to resolving");
+    let refused = stdout_json(&back);
+    assert_eq!(
+        (refused["moved"].as_bool(), refused["state"].as_str()),
+        (Some(false), Some("gathering"))
+    );
+    assert!(
+        !refused["missing"].as_array().unwrap().is_empty(),
+        "{refused}"
+    );
+    let second = stdout_json(&wayline(&[
+        "guard",
+        "evidence",
+        "--session",
+        path(&session),
+        "--type",
+        "symptoms",
+        "--description",
+        "started after the 14:02 deploy",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(second["recorded"], "symptoms");
+    assert_eq!(second["from"], "gathering");
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&session).unwrap()).unwrap();
     assert_eq!(saved["evidence"][0]["type"], "symptoms");

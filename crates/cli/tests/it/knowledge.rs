@@ -240,7 +240,7 @@ async fn runs_teach_and_knowledge_check_warns_before_the_call_is_repeated() {
     assert_eq!(exported.status.code(), Some(0), "{}", err(&exported));
     let file = dir.path().join("export.yaml");
     std::fs::write(&file, &exported.stdout).unwrap();
-    for _ in 0..2 {
+    for format in ["text", "json"] {
         let imported = wayline(args(&[
             "knowledge",
             "import",
@@ -249,9 +249,17 @@ async fn runs_teach_and_knowledge_check_warns_before_the_call_is_repeated() {
             "shared",
             "--knowledge",
             &store,
+            "--format",
+            format,
         ]))
         .await;
         assert_eq!(imported.status.code(), Some(0), "{}", err(&imported));
+        if format == "json" {
+            let counts: Value = serde_json::from_slice(&imported.stdout).unwrap();
+            assert_eq!(counts["sut"], "shared");
+            assert_eq!(counts["imported"]["patterns"], 1);
+            assert_eq!(counts["now"]["pitfalls"], 1, "the same entries combine");
+        }
     }
     let shared = wayline(args(&[
         "knowledge",

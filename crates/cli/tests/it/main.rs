@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use wayline_testkit::{fixture, testdata};
 
+mod command_line;
 mod durable;
 mod explore;
 mod guard;
@@ -317,6 +318,7 @@ fn graph_draws_every_format() {
         ("mermaid", "flowchart TD"),
         ("dot", "digraph \"briefing\""),
         ("text", "level 0"),
+        ("json", "\"levels\": ["),
     ] {
         let output = wayline(&[
             "graph",

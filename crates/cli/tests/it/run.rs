@@ -267,6 +267,35 @@ async fn tools_try_prints_request_response_and_outputs_without_secrets() {
     .await;
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(server.hits(), 1, "a dry run sends nothing");
+
+    // As JSON, with what the libraries trace (-vv) on stderr: the same facts, masked.
+    let output = wayline(args(&[
+        "-vv",
+        "tools",
+        "try",
+        "token",
+        "--tools",
+        &tools_dir(),
+        "--config",
+        config.to_str().unwrap(),
+        "--format",
+        "json",
+    ]))
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(document["request"][0]["request"]["method"], "POST");
+    assert_eq!(document["response"]["status"], 200);
+    assert_eq!(document["response"]["body"]["access_token"], "at-1");
+    assert_eq!(document["result"]["status"], "success");
+    let traced = text(&output.stderr);
+    assert!(
+        traced.contains("attempt") && traced.contains(&format!("POST {}/token", server.url(""))),
+        "{traced}"
+    );
+    for shown in [text(&output.stdout), traced] {
+        assert!(!shown.contains("s3cret-value-42"), "{shown}");
+    }
     let output = wayline(args(&["tools", "try", "tokn", "--tools", &tools_dir()])).await;
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("did you mean `token`"));

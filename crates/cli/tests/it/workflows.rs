@@ -41,10 +41,15 @@ async fn save_approve_activate_edit_and_run_the_active_version() {
     assert!(err(&early).contains("approve it first"), "{}", err(&early));
 
     let approved = wayline(strings(&[
-        "workflow", "approve", "chain", "--by", "ada", "--store", &store,
+        "workflow", "approve", "chain", "--by", "ada", "--store", &store, "--format", "json",
     ]))
     .await;
     assert_eq!(approved.status.code(), Some(0), "{}", err(&approved));
+    let acted: Value = serde_json::from_slice(&approved.stdout).unwrap();
+    assert_eq!(acted["id"], "chain");
+    assert_eq!(acted["version"], 1);
+    assert_eq!(acted["state"], "approved");
+    assert_eq!(acted["approved_by"], "ada");
     let shown = wayline(strings(&["workflow", "show", "chain", "--store", &store])).await;
     let text = out(&shown);
     assert!(text.starts_with("chain version 1 (approved)\n"), "{text}");
@@ -73,6 +78,15 @@ async fn save_approve_activate_edit_and_run_the_active_version() {
     .await;
     assert_eq!(again.status.code(), Some(0), "{}", err(&again));
     assert_eq!(out(&again), "active: chain version 1 (it already was)\n");
+    let again = wayline(strings(&[
+        "workflow", "activate", "chain", "--tools", &tools, "--store", &store, "--format", "json",
+    ]))
+    .await;
+    let acted: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(
+        (acted["state"].as_str(), acted["active"].as_bool()),
+        (Some("active"), Some(true))
+    );
     assert_eq!(
         calls.lock().unwrap().values().sum::<usize>(),
         before + 4,
@@ -95,11 +109,23 @@ async fn save_approve_activate_edit_and_run_the_active_version() {
         .unwrap()
         .replace("{z: c.n}", "{z: c.from}");
     std::fs::write(&workflow, edited).unwrap();
-    let resaved = wayline(strings(&["workflow", "save", &workflow, "--store", &store])).await;
+    let resaved = wayline(strings(&[
+        "workflow", "save", &workflow, "--store", &store, "--format", "json",
+    ]))
+    .await;
     assert!(
         err(&resaved).contains("saved: chain version 2 (draft)"),
         "{}",
         err(&resaved)
+    );
+    let acted: Value = serde_json::from_slice(&resaved.stdout).unwrap();
+    assert_eq!(
+        (
+            acted["version"].as_u64(),
+            acted["state"].as_str(),
+            acted["created"].as_bool()
+        ),
+        (Some(2), Some("draft"), Some(true))
     );
     let listed = wayline(strings(&["workflow", "list", "--store", &store])).await;
     assert!(

@@ -1,4 +1,4 @@
-//! Snapshots of the three views (Mermaid, DOT, text).
+//! Snapshots of the views (Mermaid, DOT, text, JSON).
 
 use wayline_graph::{ViewFormat, render, validate};
 use wayline_testkit::{fixture, testdata};
@@ -12,6 +12,7 @@ fn snapshot_views(name: &str, workflow_path: &std::path::Path, tools_dir: &std::
         (ViewFormat::Mermaid, "mermaid"),
         (ViewFormat::Dot, "dot"),
         (ViewFormat::Text, "text"),
+        (ViewFormat::Json, "json"),
     ] {
         insta::assert_snapshot!(
             format!("{name}_{suffix}"),
@@ -53,7 +54,12 @@ fn ids_of_any_length_are_drawn() {
         .steps
         .push(wayline_core::Step::new("next", "t").map("x", format!("{long}.out")));
     let report = validate(&workflow, &wayline_core::MemoryCatalog::new());
-    for format in [ViewFormat::Mermaid, ViewFormat::Dot, ViewFormat::Text] {
+    for format in [
+        ViewFormat::Mermaid,
+        ViewFormat::Dot,
+        ViewFormat::Text,
+        ViewFormat::Json,
+    ] {
         let drawn = render(&workflow, &report, format);
         assert!(drawn.contains(&long), "{format:?}");
     }
