@@ -30,6 +30,8 @@
 //! # }
 //! ```
 
+#[cfg(feature = "arazzo")]
+pub use wayline_arazzo as arazzo;
 pub use wayline_core as core;
 #[cfg(feature = "executor")]
 pub use wayline_executor as executor;

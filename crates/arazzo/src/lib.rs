@@ -1,0 +1,27 @@
+//! Arazzo (OpenAPI Initiative) workflow documents for wayline: the object model of 1.0.1 and
+//! 1.1, and loading that checks the specification's structural rules and reports every
+//! problem with the rule it breaks, its file, line and column.
+//!
+//! ```
+//! let text = "arazzo: 1.1.0\ninfo: {title: Pets, version: '1'}\n\
+//!             sourceDescriptions: [{name: petstore, url: ./petstore.yaml, type: openapi}]\n\
+//!             workflows:\n  - workflowId: adopt\n    steps:\n      - stepId: find\n        operationId: findPets\n";
+//! let document = wayline_arazzo::load(text, "adopt.arazzo.yaml").unwrap();
+//! assert_eq!(document.workflows[0].workflow_id, "adopt");
+//! ```
+//!
+//! Validation beyond structure (references that resolve, runtime expressions), execution on
+//! wayline's engine and export are built on this model (issue 22, in steps).
+
+mod check;
+mod error;
+mod load;
+pub mod model;
+mod positions;
+mod problem;
+
+pub use error::Error;
+pub use load::{load, load_file};
+pub use model::ArazzoDocument;
+pub use positions::Positions;
+pub use problem::{Problem, Rule};

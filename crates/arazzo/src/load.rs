@@ -1,0 +1,72 @@
+//! Reading a document: YAML or JSON text → its structural rules → the model, with every
+//! problem located by file, line and column.
+
+use std::path::Path;
+
+use serde_json::Value;
+use wayline_core::document::{self, Format};
+
+use crate::check::check;
+use crate::error::Error;
+use crate::model::ArazzoDocument;
+use crate::positions::Positions;
+use crate::problem::{Problem, Rule};
+
+/// Reads an Arazzo document from `text` (YAML, or JSON, which YAML reads too); `origin` names
+/// it in errors.
+///
+/// ```
+/// let text = "arazzo: 1.0.1\ninfo: {title: T, version: '1'}\n\
+///             sourceDescriptions: [{name: api, url: ./api.yaml}]\n\
+///             workflows: [{workflowId: w, steps: [{stepId: s, operationId: getPet}]}]\n";
+/// let document = wayline_arazzo::load(text, "w.arazzo.yaml").unwrap();
+/// assert_eq!(document.workflows[0].steps[0].step_id, "s");
+///
+/// let error = wayline_arazzo::load(&text.replace("stepId", "stepID"), "w.arazzo.yaml").unwrap_err();
+/// assert!(error.to_string().contains("w.arazzo.yaml:4:38: unknown field `stepID`"), "{error}");
+/// ```
+pub fn load(text: &str, origin: &str) -> Result<ArazzoDocument, Error> {
+    // JSON is YAML: one parser for both keeps the positions and the values in step.
+    let value: Value = document::parse(text, Format::Yaml, origin).map_err(Error::Document)?;
+    let problems = check(&value);
+    if !problems.is_empty() {
+        return Err(invalid(text, origin, problems));
+    }
+    serde_json::from_value(value).map_err(|error| {
+        // The rules accept only what the model reads; a mismatch is reported, not a panic.
+        invalid(
+            text,
+            origin,
+            vec![Problem::new(
+                Rule::WrongType,
+                "",
+                format!("the document does not fit the Arazzo model: {error}"),
+            )],
+        )
+    })
+}
+
+/// Reads the Arazzo document in the file at `path`.
+pub fn load_file(path: &Path) -> Result<ArazzoDocument, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    load(&text, &path.display().to_string())
+}
+
+/// [`Error::Invalid`] with each problem located in `text`.
+fn invalid(text: &str, origin: &str, mut problems: Vec<Problem>) -> Error {
+    let positions = Positions::of(text);
+    for problem in &mut problems {
+        if let Some((line, column)) = positions.find(&problem.pointer) {
+            problem.line = Some(line);
+            problem.column = Some(column);
+        }
+    }
+    problems.sort_by_key(|problem| (problem.line, problem.column));
+    Error::Invalid {
+        origin: origin.to_owned(),
+        problems,
+    }
+}

@@ -1,0 +1,141 @@
+//! Loading written documents: located errors with suggestions, version rules, extensions.
+
+use wayline_arazzo::model::{Reusable, Selectable, StepTarget};
+use wayline_arazzo::{Error, Rule, load};
+
+const MINIMAL: &str = "\
+arazzo: 1.0.1
+info:
+  title: Pets
+  version: '1'
+x-owner: pets-team
+sourceDescriptions:
+  - name: petstore
+    url: ./petstore.yaml
+workflows:
+  - workflowId: adopt
+    steps:
+      - stepId: find
+        operationId: findPets
+        x-note: first
+        parameters:
+          - name: status
+            in: query
+            value: available
+        successCriteria:
+          - condition: $statusCode == 200
+        outputs:
+          petId: $response.body#/0/id
+      - stepId: adopt
+        operationPath: '{$sourceDescriptions.petstore.url}#/paths/~1pets~1{petId}/put'
+        onFailure:
+          - name: again
+            type: retry
+            retryAfter: 1.5
+            retryLimit: 3
+";
+
+fn problems(text: &str) -> Vec<wayline_arazzo::Problem> {
+    match load(text, "doc.arazzo.yaml") {
+        Err(Error::Invalid { problems, .. }) => problems,
+        other => panic!("not refused as invalid: {other:?}"),
+    }
+}
+
+#[test]
+fn a_document_becomes_the_model_with_its_extensions() {
+    let document = load(MINIMAL, "doc.arazzo.yaml").unwrap();
+    assert_eq!(document.extensions["x-owner"], "pets-team");
+    let steps = &document.workflows[0].steps;
+    assert_eq!(steps[0].target(), Some(StepTarget::OperationId("findPets")));
+    assert_eq!(steps[0].extensions["x-note"], "first");
+    assert!(matches!(
+        &steps[0].parameters[0],
+        Reusable::Inline(parameter) if parameter.value == Selectable::Value("available".into())
+    ));
+    assert!(
+        matches!(steps[1].target(), Some(StepTarget::OperationPath(path)) if path.ends_with("/put"))
+    );
+    let Reusable::Inline(retry) = &steps[1].on_failure[0] else {
+        panic!("inline");
+    };
+    assert_eq!((retry.retry_after, retry.retry_limit), (Some(1.5), Some(3)));
+    // What it reads, it writes back (export relies on it).
+    let written = serde_json::to_value(&document).unwrap();
+    let read_back: wayline_arazzo::ArazzoDocument = serde_json::from_value(written).unwrap();
+    assert_eq!(read_back, document);
+}
+
+#[test]
+fn every_problem_is_reported_at_its_line_with_the_nearest_field() {
+    let text = MINIMAL
+        .replace("operationId: findPets", "operationID: findPets")
+        .replace("type: retry", "type: retyr")
+        .replace("in: query", "in: body");
+    let found = problems(&text);
+    let rules: Vec<Rule> = found.iter().map(|problem| problem.rule).collect();
+    assert_eq!(
+        rules,
+        [
+            Rule::StepTarget,
+            Rule::UnknownField,
+            Rule::NotAllowedValue,
+            Rule::NotAllowedValue
+        ],
+        "{found:#?}"
+    );
+    let unknown = &found[1];
+    assert_eq!((unknown.line, unknown.column), (Some(13), Some(9)));
+    assert_eq!(unknown.suggestion.as_deref(), Some("operationId"));
+    assert_eq!(found[3].suggestion.as_deref(), Some("retry"));
+    let error = load(&text, "doc.arazzo.yaml").unwrap_err().to_string();
+    assert!(
+        error.contains("doc.arazzo.yaml:13:9: unknown field `operationID` in a step"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_1_0_document_is_held_to_1_0() {
+    let text = MINIMAL.replace(
+        "        x-note: first\n",
+        "        x-note: first\n        dependsOn: [adopt]\n        timeout: 5000\n",
+    );
+    let found = problems(&text);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(
+        found
+            .iter()
+            .all(|problem| problem.rule == Rule::NewerThanDocument)
+    );
+    assert!(
+        found[0].message.contains("set `arazzo: 1.1.0`"),
+        "{}",
+        found[0].message
+    );
+    // The same document as 1.1 loads.
+    assert!(
+        load(
+            &text.replace("arazzo: 1.0.1", "arazzo: 1.1.0"),
+            "doc.arazzo.yaml"
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn syntax_errors_and_json_documents() {
+    let broken = load("arazzo: 1.1.0\ninfo: [unclosed\n", "bad.yaml").unwrap_err();
+    assert!(matches!(broken, Error::Document(_)), "{broken}");
+    assert!(broken.to_string().starts_with("bad.yaml:2:"), "{broken}");
+    let json = serde_json::to_string_pretty(&serde_json::json!({
+        "arazzo": "1.1.0",
+        "info": {"title": "T", "version": "1"},
+        "sourceDescriptions": [{"name": "api", "url": "./api.json"}],
+        "workflows": [{"workflowId": "w", "steps": [{"stepId": "s"}]}]
+    }))
+    .unwrap();
+    let found = problems(&json);
+    assert_eq!(found[0].rule, Rule::StepTarget);
+    assert_eq!(found[0].line, Some(17), "the step's opening brace: {json}");
+}

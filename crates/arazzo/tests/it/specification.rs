@@ -1,0 +1,139 @@
+//! The documents the Arazzo 1.1 JSON Schema must accept and reject
+//! (`../shared/fixtures/arazzo/tests/schema`), and the specification's examples.
+
+use std::path::{Path, PathBuf};
+
+use wayline_arazzo::{Error, Rule, load_file};
+use wayline_testkit::fixture;
+
+fn documents(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_document_the_schema_accepts_loads() {
+    let Some(dir) = fixture("arazzo/tests/schema/pass") else {
+        return;
+    };
+    let files = documents(&dir);
+    assert_eq!(files.len(), 35);
+    for file in files {
+        if let Err(error) = load_file(&file) {
+            panic!("{error}");
+        }
+    }
+}
+
+/// Each document the schema rejects, with the rule that rejects it here.
+const REJECTED: [(&str, Rule); 27] = [
+    ("async-both-operationId-and-channelPath", Rule::StepTarget),
+    ("async-channelPath-without-action", Rule::AsyncAction),
+    ("async-depends-on-duplicate-values", Rule::DuplicateItem),
+    ("async-depends-on-empty", Rule::EmptyList),
+    (
+        "async-depends-on-invalid-reference",
+        Rule::DependsOnReference,
+    ),
+    ("channel-path-is-invalid-for-openapi", Rule::AsyncAction),
+    ("invalid-arazzo-version", Rule::UnsupportedVersion),
+    (
+        "invalid-async-correlation-id-non-receive-action",
+        Rule::AsyncAction,
+    ),
+    (
+        "invalid-async-parameter-without-in",
+        Rule::ParameterLocation,
+    ),
+    ("invalid-async", Rule::NotAllowedValue),
+    (
+        "invalid-expression-type-object",
+        Rule::ExpressionTypeVersion,
+    ),
+    (
+        "invalid-openapi-parameter-without-in",
+        Rule::ParameterLocation,
+    ),
+    ("invalid-openapi-success-criteria", Rule::EmptyList),
+    ("invalid-querystring-without-value", Rule::RequiredField),
+    ("invalid-selector-object", Rule::RequiredField),
+    ("invalid-self-fragment", Rule::SelfFragment),
+    ("invalid-targetSelectorType", Rule::NotAllowedValue),
+    ("invalid-workflow-step-with-operationId", Rule::StepTarget),
+    ("invalid-workflow-success-criteria", Rule::EmptyList),
+    ("not-an-object", Rule::NotAnObject),
+    (
+        "openapi-both-operationId-and-operationPath",
+        Rule::StepTarget,
+    ),
+    ("openapi-duplicate-parameters", Rule::DuplicateItem),
+    ("openapi-missing-operation-target", Rule::StepTarget),
+    ("workflow-duplicate-parameters", Rule::DuplicateItem),
+    ("workflow-missing-workflowId", Rule::StepTarget),
+    ("workflow-step-with-action", Rule::StepTarget),
+    ("workflow-step-with-channelPath", Rule::StepTarget),
+];
+
+#[test]
+fn every_document_the_schema_rejects_is_refused_by_its_rule_with_a_place() {
+    let Some(dir) = fixture("arazzo/tests/schema/fail") else {
+        return;
+    };
+    let files = documents(&dir);
+    assert_eq!(
+        files.len(),
+        REJECTED.len(),
+        "a fail document is not in the table"
+    );
+    for file in files {
+        let name = file.file_name().unwrap().to_string_lossy();
+        let stem = name.trim_end_matches(".yaml").trim_end_matches(".arazzo");
+        let (_, rule) = REJECTED
+            .iter()
+            .find(|(listed, _)| *listed == stem)
+            .unwrap_or_else(|| panic!("{stem} is not in the table"));
+        let Err(Error::Invalid { problems, .. }) = load_file(&file) else {
+            panic!("{stem} was not refused as invalid");
+        };
+        let named = problems
+            .iter()
+            .find(|problem| problem.rule == *rule)
+            .unwrap_or_else(|| panic!("{stem}: no {rule} among {problems:#?}"));
+        assert!(
+            named.line.is_some() && named.column.is_some(),
+            "{stem}: {named:?}"
+        );
+    }
+}
+
+#[test]
+fn the_specifications_examples_load() {
+    let Some(dir) = fixture("arazzo/examples") else {
+        return;
+    };
+    let mut loaded = 0;
+    for file in documents(&dir.join("1.0.0")) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        if !text.starts_with("arazzo:") {
+            continue; // an OpenAPI description the examples use
+        }
+        let document = load_file(&file).unwrap_or_else(|error| panic!("{error}"));
+        assert!(!document.workflows.is_empty(), "{}", file.display());
+        loaded += 1;
+    }
+    assert_eq!(loaded, 6);
+    // The 1.1 example is an AsyncAPI description: given as a workflow document, it is refused
+    // with what it is.
+    let error = load_file(&dir.join("1.1.0/pet-asyncapi.yaml")).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("this is an AsyncAPI description, not an Arazzo document"),
+        "{error}"
+    );
+}
