@@ -10,11 +10,15 @@
 //! assert_eq!(document.workflows[0].workflow_id, "adopt");
 //! ```
 //!
-//! Validation beyond structure (references that resolve, runtime expressions), execution on
-//! wayline's engine and export are built on this model (issue 22, in steps).
+//! [`expression`] parses runtime expressions and the strings that embed them;
+//! [`condition`] parses and evaluates the simple condition language of success criteria.
+//! Validation beyond structure (references that resolve), execution on wayline's engine and
+//! export are built on these (issue 22, in steps).
 
 mod check;
+pub mod condition;
 mod error;
+pub mod expression;
 mod load;
 pub mod model;
 mod positions;
