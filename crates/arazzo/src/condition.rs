@@ -10,7 +10,8 @@ use crate::expression::{Expression, ExpressionError};
 
 /// Where a condition's runtime expressions get their values.
 pub trait Resolver {
-    /// The value of `expression` (`None`: nothing there, read as `null`).
+    /// The value of `expression`, its JSON Pointer (if any) applied (`None`: nothing there,
+    /// read as `null`).
     fn resolve(&self, expression: &Expression) -> Option<Value>;
 }
 
@@ -19,14 +20,16 @@ pub trait Resolver {
 /// ```
 /// use serde_json::{json, Value};
 /// use wayline_arazzo::condition::{Condition, Resolver};
-/// use wayline_arazzo::expression::Expression;
+/// use wayline_arazzo::expression::{Expression, Source};
 ///
 /// struct Reply;
 /// impl Resolver for Reply {
 ///     fn resolve(&self, expression: &Expression) -> Option<Value> {
+///         let body = json!({"data": [1, 2], "state": "READY"});
 ///         match expression {
 ///             Expression::StatusCode => Some(json!(200)),
-///             Expression::Response(_) => Some(json!({"data": [1, 2], "state": "READY"})),
+///             // `$response.body.state` reads as `$response.body#/state`.
+///             Expression::Response(Source::Body(Some(pointer))) => body.pointer(pointer).cloned(),
 ///             _ => None,
 ///         }
 ///     }
@@ -478,10 +481,16 @@ mod tests {
         fn resolve(&self, expression: &Expression) -> Option<Value> {
             match expression {
                 Expression::StatusCode => Some(json!(201)),
-                Expression::Response(Source::Body(None)) => Some(json!({
-                    "count": 3, "state": "Ready", "items": [{"id": "a"}, {"id": "b"}],
-                    "nothing": null, "limit": "10"
-                })),
+                Expression::Response(Source::Body(pointer)) => {
+                    let body = json!({
+                        "count": 3, "state": "Ready", "items": [{"id": "a"}, {"id": "b"}],
+                        "nothing": null, "limit": "10"
+                    });
+                    match pointer {
+                        None => Some(body),
+                        Some(pointer) => body.pointer(pointer).cloned(),
+                    }
+                }
                 Expression::Response(Source::Header(name)) if name == "Content-Type" => {
                     Some(json!("application/json"))
                 }

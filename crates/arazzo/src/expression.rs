@@ -26,12 +26,12 @@ pub enum Expression {
     Inputs(Field),
     /// `$outputs.NAME[#/pointer]`: an output of the workflow.
     Outputs(Field),
-    /// `$steps.STEP.outputs.NAME[#/pointer]`.
+    /// `$steps.STEP.outputs.NAME[#/pointer]`, or `$steps.STEP.outputs`: all of them.
     Steps {
         /// The step.
         step: String,
-        /// The output and a pointer into it.
-        output: Field,
+        /// The output and a pointer into it (none: all the outputs, as a mapping).
+        output: Option<Field>,
     },
     /// `$workflows.WORKFLOW.inputs|outputs.NAME[#/pointer]`.
     Workflows {
@@ -41,6 +41,16 @@ pub enum Expression {
         part: WorkflowPart,
         /// The input or output, and a pointer into it.
         field: Field,
+    },
+    /// `$workflows.WORKFLOW.steps.STEP.outputs.NAME[#/pointer]`: a step of another workflow
+    /// (the form step `dependsOn` uses for it).
+    WorkflowStep {
+        /// The workflow.
+        workflow: String,
+        /// The step.
+        step: String,
+        /// The output and a pointer into it (none: all the outputs).
+        output: Option<Field>,
     },
     /// `$sourceDescriptions.NAME.REFERENCE`: an operation or workflow id of the source, or one
     /// of the source description's fields (`url`).
@@ -147,7 +157,7 @@ impl Expression {
     /// let parsed = Expression::parse("$steps.login.outputs.token#/value").unwrap();
     /// assert_eq!(parsed, Expression::Steps {
     ///     step: "login".into(),
-    ///     output: Field { name: "token".into(), pointer: Some("/value".into()) },
+    ///     output: Some(Field { name: "token".into(), pointer: Some("/value".into()) }),
     /// });
     /// assert!(Expression::parse("$step.login.outputs.token").is_err());
     /// ```
@@ -188,12 +198,9 @@ impl Expression {
             "steps" => {
                 reader.dot()?;
                 let step = reader.strict("a step id")?;
-                if !reader.eat(".outputs.") {
-                    return Err(reader.error("expected `.outputs.NAME` after the step id"));
-                }
                 Expression::Steps {
                     step,
-                    output: reader.field()?,
+                    output: reader.outputs()?,
                 }
             }
             "workflows" => {
@@ -203,9 +210,22 @@ impl Expression {
                     WorkflowPart::Inputs
                 } else if reader.eat(".outputs.") {
                     WorkflowPart::Outputs
+                } else if reader.eat(".steps.") {
+                    // Not in the ABNF, but the form `dependsOn` prescribes for another
+                    // workflow's steps, and what published documents write to read their
+                    // outputs.
+                    let step = reader.strict("a step id")?;
+                    return Ok((
+                        Expression::WorkflowStep {
+                            workflow,
+                            step,
+                            output: reader.outputs()?,
+                        },
+                        reader.at,
+                    ));
                 } else {
                     return Err(reader.error(
-                        "expected `.inputs.NAME` or `.outputs.NAME` after the workflow id",
+                        "expected `.inputs.NAME`, `.outputs.NAME` or `.steps.STEP.outputs.NAME` after the workflow id",
                     ));
                 };
                 Expression::Workflows {
@@ -324,6 +344,19 @@ impl<'a> Reader<'a> {
         Ok(word.to_owned())
     }
 
+    /// `.outputs.NAME[#pointer]` after a step id, or `.outputs` alone: all of them, as a
+    /// mapping (a selector's context, as published documents write it).
+    fn outputs(&mut self) -> Result<Option<Field>, ExpressionError> {
+        if self.eat(".outputs.") {
+            return self.field().map(Some);
+        }
+        if self.text[self.at..] == *".outputs" {
+            self.at = self.text.len();
+            return Ok(None);
+        }
+        Err(self.error("expected `.outputs.NAME` after the step id"))
+    }
+
     /// `NAME[#pointer]`, NAME an identifier (dots allowed).
     fn field(&mut self) -> Result<Field, ExpressionError> {
         let name = self.word(is_identifier);
@@ -359,6 +392,28 @@ impl<'a> Reader<'a> {
         Ok(Some(pointer.to_owned()))
     }
 
+    /// `#/json/pointer`, or `.name.name` read as the pointer `/name/name`: the condition
+    /// language's property access, which published documents also write in values
+    /// (`$message.payload.userId`).
+    fn pointer_or_properties(&mut self) -> Result<Option<String>, ExpressionError> {
+        if !self.text[self.at..].starts_with('.') {
+            return self.pointer();
+        }
+        let mut pointer = String::new();
+        while self.text[self.at..].starts_with('.') {
+            let start = self.at;
+            self.at += 1;
+            let name = self.word(is_strict);
+            if name.is_empty() {
+                self.at = start;
+                break;
+            }
+            pointer.push('/');
+            pointer.push_str(name);
+        }
+        Ok((!pointer.is_empty()).then_some(pointer))
+    }
+
     /// `header.TOKEN`, `query.NAME`, `path.NAME`, `body[#ptr]` or `payload[#ptr]`.
     fn source(&mut self) -> Result<Source, ExpressionError> {
         let start = self.at;
@@ -383,8 +438,8 @@ impl<'a> Reader<'a> {
                     Source::Path(name.to_owned())
                 })
             }
-            "body" => Ok(Source::Body(self.pointer()?)),
-            "payload" => Ok(Source::Payload(self.pointer()?)),
+            "body" => Ok(Source::Body(self.pointer_or_properties()?)),
+            "payload" => Ok(Source::Payload(self.pointer_or_properties()?)),
             _ => {
                 self.at = start;
                 Err(self.error(
@@ -434,8 +489,9 @@ pub enum Part {
 }
 
 impl Template {
-    /// Reads `text`: a value that starts with `$` is a runtime expression (it must parse);
-    /// `{$…}` inside text is an embedded one; braces around anything else are text.
+    /// Reads `text`: a value that starts with `$` and a letter is a runtime expression (it
+    /// must parse); `{$` and a letter inside text opens an embedded one; anything else is
+    /// text (`$5.00`, `{"json": true}`).
     ///
     /// ```
     /// use wayline_arazzo::expression::{Expression, Part, Template};
@@ -446,7 +502,7 @@ impl Template {
     /// assert_eq!(Template::parse("{\"json\": true}").unwrap(), Template::Literal("{\"json\": true}".into()));
     /// ```
     pub fn parse(text: &str) -> Result<Template, ExpressionError> {
-        if text.starts_with('$') {
+        if starts_expression(text) {
             return Expression::parse(text).map(Template::Expression);
         }
         let parts = embedded(text)?;
@@ -472,6 +528,12 @@ impl Template {
     }
 }
 
+/// Whether `text` begins a runtime expression: `$` and a letter.
+pub(crate) fn starts_expression(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars.next() == Some('$') && chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+}
+
 /// The text and `{$…}` expressions of `text`.
 pub(crate) fn embedded(text: &str) -> Result<Vec<Part>, ExpressionError> {
     let mut parts = Vec::new();
@@ -479,6 +541,11 @@ pub(crate) fn embedded(text: &str) -> Result<Vec<Part>, ExpressionError> {
     let mut at = 0;
     while let Some(found) = text[at..].find("{$") {
         let start = at + found;
+        if !starts_expression(&text[start + 1..]) {
+            literal.push_str(&text[at..start + 2]);
+            at = start + 2;
+            continue;
+        }
         literal.push_str(&text[at..start]);
         let Some(close) = text[start..].find('}') else {
             return Err(ExpressionError {
@@ -548,6 +615,18 @@ mod tests {
                 Expression::Message(Source::Payload(Some("/status".into()))),
             ),
             (
+                "$message.payload.user.id",
+                Expression::Message(Source::Payload(Some("/user/id".into()))),
+            ),
+            (
+                "$workflows.producer.steps.wait.outputs.userId",
+                Expression::WorkflowStep {
+                    workflow: "producer".into(),
+                    step: "wait".into(),
+                    output: Some(field("userId", None)),
+                },
+            ),
+            (
                 "$inputs.x-api-key",
                 Expression::Inputs(field("x-api-key", None)),
             ),
@@ -563,7 +642,7 @@ mod tests {
                 "$steps.someStepId.outputs.pets#/0/id",
                 Expression::Steps {
                     step: "someStepId".into(),
-                    output: field("pets", Some("/0/id")),
+                    output: Some(field("pets", Some("/0/id"))),
                 },
             ),
             (

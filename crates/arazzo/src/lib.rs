@@ -12,8 +12,8 @@
 //!
 //! [`expression`] parses runtime expressions and the strings that embed them;
 //! [`condition`] parses and evaluates the simple condition language of success criteria.
-//! Validation beyond structure (references that resolve), execution on wayline's engine and
-//! export are built on these (issue 22, in steps).
+//! [`validate`] checks what structure cannot: ids, references, expressions, cycles.
+//! Execution on wayline's engine and export are built on these (issue 22, in steps).
 
 mod check;
 pub mod condition;
@@ -23,9 +23,11 @@ mod load;
 pub mod model;
 mod positions;
 mod problem;
+mod validate;
 
 pub use error::Error;
 pub use load::{load, load_file};
 pub use model::ArazzoDocument;
 pub use positions::Positions;
-pub use problem::{Problem, Rule};
+pub use problem::{Problem, Rule, Severity};
+pub use validate::validate;

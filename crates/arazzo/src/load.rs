@@ -59,10 +59,7 @@ pub fn load_file(path: &Path) -> Result<ArazzoDocument, Error> {
 fn invalid(text: &str, origin: &str, mut problems: Vec<Problem>) -> Error {
     let positions = Positions::of(text);
     for problem in &mut problems {
-        if let Some((line, column)) = positions.find(&problem.pointer) {
-            problem.line = Some(line);
-            problem.column = Some(column);
-        }
+        problem.locate(&positions);
     }
     problems.sort_by_key(|problem| (problem.line, problem.column));
     Error::Invalid {

@@ -52,6 +52,20 @@ pub enum Rule {
     NegativeNumber,
     /// A field or value of Arazzo 1.1 in a document that says it is 1.0.
     NewerThanDocument,
+    /// Two workflows, two steps of a workflow, or two source descriptions share an id.
+    DuplicateId,
+    /// A runtime expression (or a condition) that does not parse.
+    InvalidExpression,
+    /// A step, workflow, source description or component named but not there.
+    UnknownTarget,
+    /// An expression that reads what is not declared (an output a step does not have, an
+    /// input the workflow's schema does not list).
+    UnknownReference,
+    /// An `operationId` that several source descriptions could hold, written without
+    /// `$sourceDescriptions.NAME.`.
+    AmbiguousOperation,
+    /// Steps (or workflows) that wait for each other.
+    Cycle,
 }
 
 impl Rule {
@@ -77,6 +91,12 @@ impl Rule {
             Rule::CriterionContext => "criterion_context",
             Rule::NegativeNumber => "negative_number",
             Rule::NewerThanDocument => "newer_than_document",
+            Rule::DuplicateId => "duplicate_id",
+            Rule::InvalidExpression => "invalid_expression",
+            Rule::UnknownTarget => "unknown_target",
+            Rule::UnknownReference => "unknown_reference",
+            Rule::AmbiguousOperation => "ambiguous_operation",
+            Rule::Cycle => "cycle",
         }
     }
 }
@@ -87,12 +107,25 @@ impl fmt::Display for Rule {
     }
 }
 
+/// How much a problem matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Severity {
+    /// The document cannot be run as written.
+    Error,
+    /// It can, but probably not as meant (an input its schema does not list).
+    Warning,
+}
+
 /// One problem in a document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Problem {
     /// The rule broken.
     pub rule: Rule,
+    /// Whether it stops the document from running.
+    pub severity: Severity,
     /// Where, as a JSON Pointer into the document (`/workflows/0/steps/2`).
     pub pointer: String,
     /// 1-based line, once located in the text.
@@ -113,12 +146,33 @@ impl Problem {
     pub fn new(rule: Rule, pointer: impl Into<String>, message: impl Into<String>) -> Problem {
         Problem {
             rule,
+            severity: Severity::Error,
             pointer: pointer.into(),
             line: None,
             column: None,
             message: message.into(),
             suggestion: None,
         }
+    }
+
+    /// Sets the line and column from `positions` (the pointer's, or its nearest ancestor's).
+    pub fn locate(&mut self, positions: &crate::Positions) {
+        if let Some((line, column)) = positions.find(&self.pointer) {
+            self.line = Some(line);
+            self.column = Some(column);
+        }
+    }
+
+    /// As a warning.
+    #[must_use]
+    pub fn warning(mut self) -> Problem {
+        self.severity = Severity::Warning;
+        self
+    }
+
+    /// Whether it is an error (not a warning).
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
     }
 
     /// With the nearest known name.
@@ -135,6 +189,9 @@ impl fmt::Display for Problem {
             (Some(line), Some(column)) => write!(f, "{line}:{column}: ")?,
             _ if !self.pointer.is_empty() => write!(f, "{}: ", self.pointer)?,
             _ => {}
+        }
+        if self.severity == Severity::Warning {
+            f.write_str("warning: ")?;
         }
         f.write_str(&self.message)?;
         if let Some(suggestion) = &self.suggestion {

@@ -139,3 +139,114 @@ fn syntax_errors_and_json_documents() {
     assert_eq!(found[0].rule, Rule::StepTarget);
     assert_eq!(found[0].line, Some(17), "the step's opening brace: {json}");
 }
+
+/// A 1.1 document with one mistake of each kind `validate` finds.
+const MISTAKES: &str = "\
+arazzo: 1.1.0
+info: {title: Mistakes, version: '1'}
+sourceDescriptions:
+  - {name: pets, url: ./pets.yaml}
+  - {name: stores, url: ./stores.yaml}
+workflows:
+  - workflowId: adopt
+    dependsOn: [restock]
+    inputs:
+      type: object
+      properties: {owner: {type: string}}
+    steps:
+      - stepId: find
+        operationId: $sourceDescriptions.pets.findPets
+        parameters:
+          - {name: owner, in: query, value: $inputs.ownr}
+          - {name: after, in: query, value: $steps.reserve.outputs.id}
+        successCriteria:
+          - condition: $statusCode == 200 &&
+        outputs: {petId: $response.body#/0/id}
+      - stepId: reserve
+        operationId: reservePet
+        dependsOn: [find]
+        parameters:
+          - {name: pet, in: path, value: $steps.find.outputs.petID}
+          - reference: $components.successActions.done
+        onFailure:
+          - {name: back, type: goto, stepId: fnd}
+        outputs: {id: $response.body#/id}
+      - stepId: reserve
+        operationId: $sourceDescriptions.petz.reservePet
+  - workflowId: restock
+    dependsOn: [adopt]
+    steps:
+      - stepId: order
+        workflowId: adopt
+        outputs: {done: $outputs.finished}
+components:
+  successActions:
+    done: {name: done, type: end}
+";
+
+#[test]
+fn validation_finds_every_mistake_beyond_structure() {
+    let document = load(MISTAKES, "mistakes.arazzo.yaml").unwrap();
+    let mut found = wayline_arazzo::validate(&document);
+    let positions = wayline_arazzo::Positions::of(MISTAKES);
+    for problem in &mut found {
+        problem.locate(&positions);
+    }
+    found.sort_by_key(|problem| (problem.line, problem.column));
+    let seen: Vec<(usize, Rule, bool)> = found
+        .iter()
+        .map(|problem| (problem.line.unwrap(), problem.rule, problem.is_error()))
+        .collect();
+    let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        seen,
+        [
+            (8, Rule::Cycle, true),
+            (13, Rule::Cycle, true),
+            (16, Rule::UnknownReference, false),
+            (19, Rule::InvalidExpression, true),
+            (22, Rule::AmbiguousOperation, true),
+            (25, Rule::UnknownReference, true),
+            (26, Rule::UnknownTarget, true),
+            (28, Rule::UnknownTarget, true),
+            (30, Rule::DuplicateId, true),
+            (31, Rule::UnknownTarget, true),
+            (37, Rule::UnknownReference, true),
+        ],
+        "{}",
+        shown.join("\n")
+    );
+    let text = |line: usize| {
+        found
+            .iter()
+            .find(|problem| problem.line == Some(line))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        text(8).contains("workflows adopt → restock → adopt"),
+        "{}",
+        text(8)
+    );
+    assert!(
+        text(13).contains("steps find → reserve → find"),
+        "{}",
+        text(13)
+    );
+    assert!(text(16).starts_with("16:"), "{}", text(16));
+    assert!(text(16).contains("warning: `ownr`"), "{}", text(16));
+    assert!(text(16).contains("(did you mean `owner`?)"), "{}", text(16));
+    assert!(text(25).contains("(did you mean `petId`?)"), "{}", text(25));
+    assert!(
+        text(26).contains("`$components.parameters`"),
+        "{}",
+        text(26)
+    );
+    assert!(text(28).contains("(did you mean `find`?)"), "{}", text(28));
+    assert!(text(31).contains("(did you mean `pets`?)"), "{}", text(31));
+    assert!(
+        text(37).contains("workflow `adopt`'s outputs"),
+        "{}",
+        text(37)
+    );
+}
