@@ -57,12 +57,13 @@ enum Command {
     /// Work with tool definition files.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
-    /// Validate a workflow: every problem, the complete edge set, the order and the levels.
+    /// Validate a workflow: every problem, the complete edge set, the order and the levels;
+    /// or an Arazzo document: every problem of its structure, references and expressions.
     Validate {
-        /// The workflow file (YAML or JSON).
+        /// The workflow file (YAML or JSON), or an Arazzo document.
         workflow: PathBuf,
-        /// Tool files or directories (repeatable).
-        #[arg(long = "tools", required = true, value_name = "DIR")]
+        /// Tool files or directories (repeatable; an Arazzo document needs none).
+        #[arg(long = "tools", value_name = "DIR")]
         tools: Vec<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = ReportFormat::Text)]

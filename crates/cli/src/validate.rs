@@ -1,5 +1,6 @@
 //! `wayline validate` and `wayline graph`: a workflow checked against its tools (every
-//! problem, the edges, the order, the levels) and drawn.
+//! problem, the edges, the order, the levels) and drawn; an Arazzo document checked by its
+//! specification's rules.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,7 @@ use wayline_graph::{ValidationReport, ViewFormat, render, validate};
 use wayline_registry::ToolRegistry;
 
 use crate::report::{
-    Outcome, ProblemDoc, ReportFormat, out, outcome_of, outln, print_errors, print_json,
+    Outcome, ProblemDoc, ReportFormat, out, outcome_of, outln, print_errors, print_json, unreadable,
 };
 
 /// The views `wayline graph` draws.
@@ -73,6 +74,15 @@ pub(crate) fn validate_command(
     tools: &[PathBuf],
     format: ReportFormat,
 ) -> Outcome {
+    if is_arazzo(workflow) {
+        return validate_arazzo(workflow, format);
+    }
+    if tools.is_empty() {
+        return unreadable(format!(
+            "{}: a wayline workflow is validated against its tools: add `--tools DIR` (an Arazzo document needs none)",
+            workflow.display()
+        ));
+    }
     let (workflow, report) = match analyse(workflow, tools) {
         Ok(analysed) => analysed,
         Err(errors) => return unloaded(&errors, format),
@@ -141,4 +151,103 @@ pub(crate) fn graph_command(workflow: &Path, tools: &[PathBuf], format: GraphFor
     };
     out!("{}", render(&workflow, &report, view));
     Outcome::Ok
+}
+
+/// Whether `path` holds an Arazzo document: a mapping with an `arazzo` field.
+fn is_arazzo(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_norway::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|value| value.get("arazzo").is_some())
+}
+
+/// `validate` of an Arazzo document: its structure, then its references and expressions;
+/// every problem with its rule and place.
+fn validate_arazzo(path: &Path, format: ReportFormat) -> Outcome {
+    let origin = path.display().to_string();
+    let loaded = std::fs::read_to_string(path)
+        .map_err(|source| wayline_arazzo::Error::Io {
+            path: path.to_owned(),
+            source,
+        })
+        .and_then(|text| {
+            let document = wayline_arazzo::load(&text, &origin)?;
+            let positions = wayline_arazzo::Positions::of(&text);
+            let mut problems = wayline_arazzo::validate(&document);
+            for problem in &mut problems {
+                problem.locate(&positions);
+            }
+            problems.sort_by_key(|problem| (problem.line, problem.column));
+            Ok((document, problems))
+        });
+    let (document, problems) = match loaded {
+        Ok((document, problems)) => (Some(document), problems),
+        Err(wayline_arazzo::Error::Invalid { problems, .. }) => (None, problems),
+        Err(error) => {
+            let outcome = match error {
+                wayline_arazzo::Error::Io { .. } => Outcome::Unreadable,
+                _ => Outcome::Failed,
+            };
+            if format == ReportFormat::Json {
+                print_json(&serde_json::json!({
+                    "valid": false,
+                    "format": "arazzo",
+                    "errors": [{"rule": "invalid_document", "message": error.to_string()}],
+                    "warnings": [],
+                }));
+            } else {
+                eprintln!("error: {error}");
+            }
+            return outcome;
+        }
+    };
+    let (errors, warnings): (Vec<_>, Vec<_>) =
+        problems.iter().partition(|problem| problem.is_error());
+    let workflows: Vec<&str> = document
+        .iter()
+        .flat_map(|document| &document.workflows)
+        .map(|workflow| workflow.workflow_id.as_str())
+        .collect();
+    match format {
+        ReportFormat::Json => print_json(&serde_json::json!({
+            "valid": errors.is_empty(),
+            "format": "arazzo",
+            "arazzo": document.as_ref().map(|document| document.arazzo.as_str()),
+            "workflows": workflows,
+            "errors": errors,
+            "warnings": warnings,
+        })),
+        ReportFormat::Text => {
+            match (&document, errors.len()) {
+                (Some(document), 0) => {
+                    let steps: usize = document
+                        .workflows
+                        .iter()
+                        .map(|workflow| workflow.steps.len())
+                        .sum();
+                    let plural = |count: usize| if count == 1 { "" } else { "s" };
+                    outln!(
+                        "{origin}: valid Arazzo {} document ({} workflow{}: {}; {steps} step{})",
+                        document.arazzo,
+                        workflows.len(),
+                        plural(workflows.len()),
+                        workflows.join(", "),
+                        plural(steps)
+                    );
+                }
+                (_, count) => outln!(
+                    "{origin}: invalid Arazzo document, {count} problem{}",
+                    if count == 1 { "" } else { "s" }
+                ),
+            }
+            for problem in errors.iter().chain(&warnings) {
+                outln!("  {origin}:{problem}");
+            }
+        }
+    }
+    if errors.is_empty() {
+        Outcome::Ok
+    } else {
+        Outcome::Failed
+    }
 }

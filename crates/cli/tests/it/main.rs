@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use wayline_testkit::{fixture, testdata};
 
+mod arazzo;
 mod command_line;
 mod durable;
 mod explore;
