@@ -12,7 +12,8 @@
 //!
 //! [`expression`] parses runtime expressions and the strings that embed them;
 //! [`condition`] parses and evaluates the simple condition language of success criteria.
-//! [`validate`] checks what structure cannot: ids, references, expressions, cycles.
+//! [`validate`] checks what structure cannot: ids, references, expressions, cycles;
+//! [`sources`] reads the OpenAPI descriptions and checks the operations steps call in them.
 //! Execution on wayline's engine and export are built on these (issue 22, in steps).
 
 mod check;
@@ -23,6 +24,7 @@ mod load;
 pub mod model;
 mod positions;
 mod problem;
+pub mod sources;
 mod validate;
 
 pub use error::Error;

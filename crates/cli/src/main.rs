@@ -65,6 +65,10 @@ enum Command {
         /// Tool files or directories (repeatable; an Arazzo document needs none).
         #[arg(long = "tools", value_name = "DIR")]
         tools: Vec<PathBuf>,
+        /// For an Arazzo document: a local file for a source description, by name (a remote
+        /// one is not fetched).
+        #[arg(long = "source", value_name = "NAME=FILE")]
+        sources: Vec<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
         format: ReportFormat,
@@ -164,8 +168,9 @@ fn main() -> ExitCode {
         Command::Validate {
             workflow,
             tools,
+            sources,
             format,
-        } => validate::validate_command(&workflow, &tools, format),
+        } => validate::validate_command(&workflow, &tools, &sources, format),
         Command::Graph {
             workflow,
             tools,

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use indexmap::IndexMap;
+
 use wayline_core::Workflow;
 use wayline_graph::{ValidationReport, ViewFormat, render, validate};
 
@@ -72,10 +74,20 @@ fn unloaded(errors: &[wayline_registry::Error], format: ReportFormat) -> Outcome
 pub(crate) fn validate_command(
     workflow: &Path,
     tools: &[PathBuf],
+    sources: &[String],
     format: ReportFormat,
 ) -> Outcome {
     if is_arazzo(workflow) {
-        return validate_arazzo(workflow, format);
+        let overrides = match source_overrides(sources) {
+            Ok(overrides) => overrides,
+            Err(outcome) => return outcome,
+        };
+        return validate_arazzo(workflow, &overrides, format);
+    }
+    if !sources.is_empty() {
+        return unreadable(
+            "`--source` names the source descriptions of an Arazzo document; a wayline workflow has none",
+        );
     }
     if tools.is_empty() {
         return unreadable(format!(
@@ -161,9 +173,31 @@ fn is_arazzo(path: &Path) -> bool {
         .is_some_and(|value| value.get("arazzo").is_some())
 }
 
-/// `validate` of an Arazzo document: its structure, then its references and expressions;
-/// every problem with its rule and place.
-fn validate_arazzo(path: &Path, format: ReportFormat) -> Outcome {
+/// `--source NAME=FILE` flags, by name.
+fn source_overrides(flags: &[String]) -> Result<IndexMap<String, PathBuf>, Outcome> {
+    let mut overrides = IndexMap::new();
+    for flag in flags {
+        let Some((name, file)) = flag
+            .split_once('=')
+            .filter(|(name, file)| !name.is_empty() && !file.is_empty())
+        else {
+            return Err(unreadable(format!(
+                "`--source {flag}`: write NAME=FILE (the source description's name, a local file)"
+            )));
+        };
+        overrides.insert(name.to_owned(), PathBuf::from(file));
+    }
+    Ok(overrides)
+}
+
+/// `validate` of an Arazzo document: its structure, then its references and expressions,
+/// then the operations its steps call in the descriptions that could be read; every problem
+/// with its rule and place.
+fn validate_arazzo(
+    path: &Path,
+    overrides: &IndexMap<String, PathBuf>,
+    format: ReportFormat,
+) -> Outcome {
     let origin = path.display().to_string();
     let loaded = std::fs::read_to_string(path)
         .map_err(|source| wayline_arazzo::Error::Io {
@@ -174,6 +208,11 @@ fn validate_arazzo(path: &Path, format: ReportFormat) -> Outcome {
             let document = wayline_arazzo::load(&text, &origin)?;
             let positions = wayline_arazzo::Positions::of(&text);
             let mut problems = wayline_arazzo::validate(&document);
+            let base = path.parent().unwrap_or(Path::new("."));
+            let sources = wayline_arazzo::sources::Sources::load(&document, base, overrides);
+            problems.extend(wayline_arazzo::sources::check_operations(
+                &document, &sources,
+            ));
             for problem in &mut problems {
                 problem.locate(&positions);
             }

@@ -2,4 +2,5 @@
 //! documents, the published examples) and its error reports.
 
 mod documents;
+mod sources;
 mod specification;

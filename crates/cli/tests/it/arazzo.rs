@@ -42,6 +42,31 @@ fn validate_reads_arazzo_documents_without_tools() {
     assert_eq!(report["errors"][0]["rule"], "unknown_reference");
     assert_eq!(report["errors"][0]["line"], 231);
 
+    // With a local copy of its remote description, the operations it calls are checked too.
+    let copy = format!(
+        "BnplApi={}",
+        path(&dir.join("examples/1.0.0/bnpl-openapi.yaml"))
+    );
+    let report = stdout_json(&wayline(&[
+        "validate",
+        path(&bnpl),
+        "--source",
+        &copy,
+        "--format",
+        "json",
+    ]));
+    let warnings = report["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{report:#}");
+    assert!(
+        warnings[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("takes no query parameter `redirectAuthToken`"),
+        "{report:#}"
+    );
+    let bad_flag = wayline(&["validate", path(&bnpl), "--source", "BnplApi"]);
+    assert_eq!(code(&bad_flag), 2);
+
     // A document the schema rejects: its rule and place.
     let rejected = wayline(&[
         "validate",
