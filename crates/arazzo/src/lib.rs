@@ -14,16 +14,21 @@
 //! [`condition`] parses and evaluates the simple condition language of success criteria.
 //! [`validate`] checks what structure cannot: ids, references, expressions, cycles;
 //! [`sources`] reads the OpenAPI descriptions and checks the operations steps call in them.
-//! Execution on wayline's engine and export are built on these (issue 22, in steps).
+//! [`runtime`] gives expressions their values while a document runs, [`criteria`] decides
+//! whether a criterion holds and [`actions`] what follows a step. Execution on wayline's engine
+//! and export are built on these (issue 22, in steps).
 
+pub mod actions;
 mod check;
 pub mod condition;
+pub mod criteria;
 mod error;
 pub mod expression;
 mod load;
 pub mod model;
 mod positions;
 mod problem;
+pub mod runtime;
 pub mod sources;
 mod validate;
 

@@ -66,6 +66,8 @@ pub enum Rule {
     AmbiguousOperation,
     /// Steps (or workflows) that wait for each other.
     Cycle,
+    /// What the document may say but wayline does not run (AsyncAPI steps, XPath criteria).
+    Unsupported,
 }
 
 impl Rule {
@@ -97,6 +99,7 @@ impl Rule {
             Rule::UnknownReference => "unknown_reference",
             Rule::AmbiguousOperation => "ambiguous_operation",
             Rule::Cycle => "cycle",
+            Rule::Unsupported => "unsupported",
         }
     }
 }

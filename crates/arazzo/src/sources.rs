@@ -315,7 +315,7 @@ pub fn check_operations(document: &ArazzoDocument, sources: &Sources) -> Vec<Pro
             ),
             Some(Source::Unsupported { kind }) => problems.push(
                 Problem::new(
-                    Rule::UnknownTarget,
+                    Rule::Unsupported,
                     at,
                     format!(
                         "source `{}` is an {kind} description: wayline does not run {kind} steps",

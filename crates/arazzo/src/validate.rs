@@ -18,8 +18,9 @@ use crate::expression::{
     ComponentKind, Expression, ExpressionError, Template, WorkflowPart, embedded,
 };
 use crate::model::{
-    ArazzoDocument, Criterion, CriterionKind, CriterionType, FailureAction, Parameter, Reusable,
-    Selectable, SourceKind, Step, StepTarget, SuccessAction, Workflow,
+    ArazzoDocument, Criterion, CriterionKind, CriterionType, ExpressionKind, ExpressionType,
+    FailureAction, Parameter, Reusable, Selectable, SourceKind, Step, StepTarget, SuccessAction,
+    Workflow,
 };
 use crate::positions::escape;
 use crate::problem::{Problem, Rule};
@@ -447,6 +448,24 @@ impl Validator<'_> {
                 criterion.kind,
                 None | Some(CriterionType::Named(CriterionKind::Simple))
             );
+            let xpath = matches!(
+                &criterion.kind,
+                Some(CriterionType::Named(CriterionKind::Xpath))
+                    | Some(CriterionType::Versioned(ExpressionType {
+                        kind: ExpressionKind::Xpath | ExpressionKind::Jsonpointer,
+                        ..
+                    }))
+            );
+            if xpath {
+                self.problems.push(
+                    Problem::new(
+                        Rule::Unsupported,
+                        format!("{here}/type"),
+                        "wayline does not evaluate XPath criteria: a run fails where this one is checked; write it as a simple, regex or jsonpath criterion",
+                    )
+                    .warning(),
+                );
+            }
             let reading = if simple {
                 Reading::Condition
             } else {
