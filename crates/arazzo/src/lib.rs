@@ -15,15 +15,18 @@
 //! [`validate`] checks what structure cannot: ids, references, expressions, cycles;
 //! [`sources`] reads the OpenAPI descriptions and checks the operations steps call in them.
 //! [`runtime`] gives expressions their values while a document runs, [`criteria`] decides
-//! whether a criterion holds and [`actions`] what follows a step. Execution on wayline's engine
+//! whether a criterion holds, [`actions`] what follows a step, and [`flow`] which steps may run
+//! at the same time. Execution on wayline's engine
 //! and export are built on these (issue 22, in steps).
 
 pub mod actions;
 mod check;
 pub mod condition;
 pub mod criteria;
+mod cycles;
 mod error;
 pub mod expression;
+pub mod flow;
 mod load;
 pub mod model;
 mod positions;

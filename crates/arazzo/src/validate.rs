@@ -14,6 +14,7 @@ use serde_json::Value;
 use wayline_core::document::nearest;
 
 use crate::condition::Condition;
+use crate::cycles::cycles;
 use crate::expression::{
     ComponentKind, Expression, ExpressionError, Template, WorkflowPart, embedded,
 };
@@ -868,7 +869,27 @@ impl Validator<'_> {
             .iter()
             .map(|step| step.step_id.as_str())
             .collect();
-        for cycle in cycles(&self.waits[index]) {
+        let found = cycles(&self.waits[index]);
+        if found.is_empty() {
+            // No loop among what steps read and name: one through a control point (a step
+            // reading one that runs only after a `goto`/`end` point after it) is still a loop.
+            let components = self.document.components.as_ref();
+            if let Err(deadlock) = crate::flow::Plan::of(workflow, components) {
+                let first = workflow
+                    .steps
+                    .iter()
+                    .position(|step| deadlock.0.first() == Some(&step.step_id))
+                    .unwrap_or(0);
+                self.problem(
+                    Rule::Cycle,
+                    format!("/workflows/{index}/steps/{first}"),
+                    format!(
+                        "{deadlock}: a step reads one that runs only after a control point (a step with actions, or a `goto` target) that comes after it"
+                    ),
+                );
+            }
+        }
+        for cycle in found {
             let first = cycle[0];
             let path: Vec<&str> = cycle
                 .iter()
@@ -943,85 +964,5 @@ fn unique<'a>(
                 format!("another {what} is already called `{id}`; ids are unique"),
             ));
         }
-    }
-}
-
-/// The cycles of a graph given as each node's successors, each once, starting at its lowest
-/// node (iterative: a document's size is not bounded by the stack).
-fn cycles(waits: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        New,
-        Open,
-        Done,
-    }
-    let mut marks = vec![Mark::New; waits.len()];
-    let mut found: Vec<Vec<usize>> = Vec::new();
-    for start in 0..waits.len() {
-        if marks[start] != Mark::New {
-            continue;
-        }
-        // (node, its successors not yet followed), the path so far.
-        let mut stack: Vec<(usize, Vec<usize>)> =
-            vec![(start, waits[start].iter().copied().collect())];
-        marks[start] = Mark::Open;
-        while let Some((node, next)) = stack.last_mut() {
-            let node = *node;
-            let Some(successor) = next.pop() else {
-                marks[node] = Mark::Done;
-                stack.pop();
-                continue;
-            };
-            match marks[successor] {
-                Mark::New => {
-                    marks[successor] = Mark::Open;
-                    stack.push((successor, waits[successor].iter().copied().collect()));
-                }
-                Mark::Open => {
-                    let from = stack
-                        .iter()
-                        .position(|(node, _)| *node == successor)
-                        .unwrap_or(0);
-                    let mut cycle: Vec<usize> =
-                        stack[from..].iter().map(|(node, _)| *node).collect();
-                    let lowest = cycle
-                        .iter()
-                        .enumerate()
-                        .min_by_key(|(_, node)| **node)
-                        .map_or(0, |(at, _)| at);
-                    cycle.rotate_left(lowest);
-                    if !found.contains(&cycle) {
-                        found.push(cycle);
-                    }
-                }
-                Mark::Done => {}
-            }
-        }
-    }
-    found
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cycles_are_found_once_from_their_lowest_node() {
-        let graph = |edges: &[(usize, usize)], nodes: usize| {
-            let mut waits = vec![BTreeSet::new(); nodes];
-            for (from, to) in edges {
-                waits[*from].insert(*to);
-            }
-            waits
-        };
-        assert!(cycles(&graph(&[(1, 0), (2, 1)], 3)).is_empty());
-        assert_eq!(
-            cycles(&graph(&[(0, 1), (1, 2), (2, 0)], 3)),
-            [vec![0, 1, 2]]
-        );
-        assert_eq!(
-            cycles(&graph(&[(2, 3), (3, 2), (0, 0)], 4)),
-            [vec![0], vec![2, 3]]
-        );
     }
 }

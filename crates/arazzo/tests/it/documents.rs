@@ -250,3 +250,29 @@ fn validation_finds_every_mistake_beyond_structure() {
         text(37)
     );
 }
+
+#[test]
+fn a_step_reading_past_a_control_point_is_a_cycle() {
+    let text = "arazzo: 1.1.0
+info: {title: T, version: '1'}
+sourceDescriptions: [{name: api, url: ./api.yaml}]
+workflows:
+  - workflowId: w
+    steps:
+      - stepId: a
+        operationId: a
+        parameters: [{name: x, in: query, value: $steps.c.outputs.id}]
+      - {stepId: b, operationId: b, onSuccess: [{name: stop, type: end}]}
+      - {stepId: c, operationId: c, outputs: {id: $response.body#/id}}
+";
+    let problems = wayline_arazzo::validate(&load(text, "w.arazzo.yaml").unwrap());
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert_eq!(problems[0].rule, Rule::Cycle);
+    assert!(
+        problems[0]
+            .message
+            .starts_with("steps a → c → b wait for each other"),
+        "{}",
+        problems[0].message
+    );
+}

@@ -223,3 +223,38 @@ fn an_xpath_criterion_is_read_and_reported_as_not_evaluated() {
     assert_eq!(problems[0].rule, Rule::Unsupported);
     assert!(!problems[0].is_error());
 }
+
+/// Every workflow of the published documents has a plan: which steps may run together.
+#[test]
+fn every_published_workflow_has_a_plan() {
+    let Some(dir) = fixture("arazzo") else {
+        return;
+    };
+    let mut files = documents(&dir.join("tests/schema/pass"));
+    files.extend(
+        documents(&dir.join("examples/1.0.0"))
+            .into_iter()
+            .filter(|file| {
+                std::fs::read_to_string(file).is_ok_and(|text| text.starts_with("arazzo:"))
+            }),
+    );
+    for file in files {
+        let document = load_file(&file).unwrap();
+        for workflow in &document.workflows {
+            let plan = wayline_arazzo::flow::Plan::of(workflow, document.components.as_ref())
+                .unwrap_or_else(|error| panic!("{}: {error}", file.display()));
+            let placed: usize = plan.levels().iter().map(Vec::len).sum();
+            assert_eq!(placed, workflow.steps.len(), "{}", file.display());
+        }
+    }
+    // The pet-coupons example's `apply-coupon`: coupons are looked up for the pet found, and
+    // the order takes both, so its three steps run in order, as the data says.
+    let document = load_file(&dir.join("examples/1.0.0/pet-coupons.arazzo.yaml")).unwrap();
+    let apply = document
+        .workflows
+        .iter()
+        .find(|workflow| workflow.workflow_id == "apply-coupon")
+        .unwrap();
+    let plan = wayline_arazzo::flow::Plan::of(apply, document.components.as_ref()).unwrap();
+    assert_eq!(plan.levels(), [vec![0], vec![1], vec![2]]);
+}
