@@ -16,7 +16,7 @@
 //! [`sources`] reads the OpenAPI descriptions and checks the operations steps call in them.
 //! [`runtime`] gives expressions their values while a document runs, [`criteria`] decides
 //! whether a criterion holds, [`actions`] what follows a step, and [`flow`] which steps may run
-//! at the same time. Execution on wayline's engine
+//! at the same time; [`view`] draws that plan. Execution on wayline's engine
 //! and export are built on these (issue 22, in steps).
 
 pub mod actions;
@@ -34,6 +34,7 @@ mod problem;
 pub mod runtime;
 pub mod sources;
 mod validate;
+pub mod view;
 
 pub use error::Error;
 pub use load::{load, load_file};

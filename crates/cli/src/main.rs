@@ -75,11 +75,14 @@ enum Command {
     },
     /// Draw a workflow's graph.
     Graph {
-        /// The workflow file (YAML or JSON).
+        /// The workflow file (YAML or JSON), or an Arazzo document.
         workflow: PathBuf,
-        /// Tool files or directories (repeatable).
-        #[arg(long = "tools", required = true, value_name = "DIR")]
+        /// Tool files or directories (repeatable; an Arazzo document needs none).
+        #[arg(long = "tools", value_name = "DIR")]
         tools: Vec<PathBuf>,
+        /// For an Arazzo document: the workflow to draw (default: all, one after another).
+        #[arg(long = "workflow", value_name = "ID")]
+        arazzo_workflow: Option<String>,
         /// The view.
         #[arg(long, value_enum, default_value_t = GraphFormat::Text)]
         format: GraphFormat,
@@ -174,8 +177,9 @@ fn main() -> ExitCode {
         Command::Graph {
             workflow,
             tools,
+            arazzo_workflow,
             format,
-        } => validate::graph_command(&workflow, &tools, format),
+        } => validate::graph_command(&workflow, &tools, arazzo_workflow.as_deref(), format),
     }
     .into()
 }

@@ -143,7 +143,21 @@ fn print_report(workflow: &Workflow, report: &ValidationReport) {
     outln!("levels: {}", levels.join(" "));
 }
 
-pub(crate) fn graph_command(workflow: &Path, tools: &[PathBuf], format: GraphFormat) -> Outcome {
+pub(crate) fn graph_command(
+    workflow: &Path,
+    tools: &[PathBuf],
+    arazzo_workflow: Option<&str>,
+    format: GraphFormat,
+) -> Outcome {
+    if is_arazzo(workflow) {
+        return graph_arazzo(workflow, arazzo_workflow, format);
+    }
+    if tools.is_empty() || arazzo_workflow.is_some() {
+        return unreadable(format!(
+            "{}: a wayline workflow is drawn with its tools (`--tools DIR`); `--workflow` picks a workflow of an Arazzo document",
+            workflow.display()
+        ));
+    }
     let (workflow, report) = match analyse(workflow, tools) {
         Ok(analysed) => analysed,
         Err(errors) => return unloaded(&errors, ReportFormat::Text),
@@ -289,4 +303,73 @@ fn validate_arazzo(
     } else {
         Outcome::Failed
     }
+}
+
+/// `graph` of an Arazzo document: each workflow's plan (which steps run together, the control
+/// points that keep order), or the one `--workflow` names.
+fn graph_arazzo(path: &Path, only: Option<&str>, format: GraphFormat) -> Outcome {
+    let document = match wayline_arazzo::load_file(path) {
+        Ok(document) => document,
+        Err(error @ wayline_arazzo::Error::Io { .. }) => return unreadable(error),
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Outcome::Failed;
+        }
+    };
+    let workflows: Vec<&wayline_arazzo::model::Workflow> = document
+        .workflows
+        .iter()
+        .filter(|workflow| only.is_none_or(|id| workflow.workflow_id == id))
+        .collect();
+    let ids = || {
+        document
+            .workflows
+            .iter()
+            .map(|workflow| workflow.workflow_id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if workflows.is_empty() {
+        return unreadable(format!(
+            "{}: no workflow `{}`; it has {}",
+            path.display(),
+            only.unwrap_or_default(),
+            ids()
+        ));
+    }
+    let view = match format {
+        GraphFormat::Mermaid => wayline_arazzo::view::View::Mermaid,
+        GraphFormat::Dot => wayline_arazzo::view::View::Dot,
+        GraphFormat::Text => wayline_arazzo::view::View::Text,
+        GraphFormat::Json => wayline_arazzo::view::View::Json,
+    };
+    if workflows.len() > 1 && matches!(format, GraphFormat::Mermaid | GraphFormat::Dot) {
+        return unreadable(format!(
+            "{}: a diagram draws one workflow; name it with `--workflow ID` ({})",
+            path.display(),
+            ids()
+        ));
+    }
+    let mut outcome = Outcome::Ok;
+    let mut drawn = Vec::new();
+    for workflow in workflows {
+        match wayline_arazzo::flow::Plan::of(workflow, document.components.as_ref()) {
+            Ok(plan) => drawn.push(wayline_arazzo::view::render(workflow, &plan, view)),
+            Err(deadlock) => {
+                eprintln!("error: workflow `{}`: {deadlock}", workflow.workflow_id);
+                outcome = Outcome::Failed;
+            }
+        }
+    }
+    if format == GraphFormat::Json {
+        // One document: the plans of the workflows drawn, as a list.
+        let plans: Vec<serde_json::Value> = drawn
+            .iter()
+            .filter_map(|plan| serde_json::from_str(plan).ok())
+            .collect();
+        print_json(&plans);
+    } else {
+        out!("{}", drawn.join("\n"));
+    }
+    outcome
 }

@@ -86,3 +86,38 @@ fn a_wayline_workflow_still_needs_its_tools() {
     assert_eq!(code(&output), 2);
     assert!(String::from_utf8_lossy(&output.stderr).contains("add `--tools DIR`"));
 }
+
+#[test]
+fn graph_draws_an_arazzo_workflows_plan() {
+    let Some(dir) = fixture("arazzo/examples/1.0.0") else {
+        return;
+    };
+    let coupons = dir.join("pet-coupons.arazzo.yaml");
+    let text = wayline(&["graph", path(&coupons), "--workflow", "apply-coupon"]);
+    assert_eq!(code(&text), 0);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.starts_with("apply-coupon — 3 steps, 3 levels\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  find-coupons  getPetCoupons after find-pet"),
+        "{text}"
+    );
+    let plans = stdout_json(&wayline(&["graph", path(&coupons), "--format", "json"]));
+    assert_eq!(plans.as_array().unwrap().len(), 3);
+    let oauth = dir.join("oauth.arazzo.yaml");
+    let several = wayline(&["graph", path(&oauth), "--format", "mermaid"]);
+    assert_eq!(code(&several), 2, "a diagram draws one workflow");
+    let one = wayline(&[
+        "graph",
+        path(&oauth),
+        "--workflow",
+        "refresh-token-flow",
+        "--format",
+        "mermaid",
+    ]);
+    assert!(String::from_utf8_lossy(&one.stdout).starts_with("flowchart TD\n"));
+    let unknown = wayline(&["graph", path(&oauth), "--workflow", "nope"]);
+    assert_eq!(code(&unknown), 2);
+}
