@@ -1,5 +1,6 @@
 //! Structure-aware fuzzing of every parser a user's input reaches: tool files, workflows, SUT
-//! configs, guard policies, OpenAPI specs, CEL expressions and templates. Each target feeds
+//! configs, guard policies, OpenAPI specs, CEL expressions, templates, Arazzo documents and
+//! their runtime expressions and conditions. Each target feeds
 //! documents built from the format's own field names and values (and byte mutations of them
 //! and of the repository's example files) to the parser, and fails on a panic; an `Err` is a
 //! fine answer. A regression input found once is kept in `regressions()` below.
@@ -22,7 +23,7 @@ use wayline::explorer::SutConfig;
 use wayline::guard::Policy;
 use wayline::registry::openapi::ApiSpec;
 use wayline::registry::parse_tool;
-use wayline_testkit::testdata;
+use wayline_testkit::{fixture, testdata};
 
 /// Cases a target runs: `WAYLINE_FUZZ_CASES`, else 64.
 fn cases() -> u32 {
@@ -442,11 +443,152 @@ fn fuzz_templates() {
         .unwrap();
 }
 
+const ARAZZO_FIELDS: &[&str] = &[
+    "arazzo",
+    "$self",
+    "info",
+    "title",
+    "version",
+    "sourceDescriptions",
+    "name",
+    "url",
+    "type",
+    "workflows",
+    "workflowId",
+    "inputs",
+    "dependsOn",
+    "steps",
+    "stepId",
+    "operationId",
+    "operationPath",
+    "channelPath",
+    "action",
+    "correlationId",
+    "parameters",
+    "in",
+    "value",
+    "reference",
+    "requestBody",
+    "payload",
+    "replacements",
+    "target",
+    "successCriteria",
+    "condition",
+    "context",
+    "selector",
+    "onSuccess",
+    "onFailure",
+    "successActions",
+    "failureActions",
+    "retryAfter",
+    "retryLimit",
+    "criteria",
+    "outputs",
+    "components",
+    "x-note",
+];
+
+/// A minimal Arazzo document, and the specification's examples when the fixtures are there.
+fn arazzo_seeds() -> Vec<String> {
+    let mut seeds = vec![
+        "arazzo: 1.1.0\ninfo: {title: T, version: '1'}\nsourceDescriptions: [{name: api, url: ./api.yaml}]\nworkflows:\n  - workflowId: w\n    steps:\n      - stepId: a\n        operationId: getA\n        successCriteria: [{condition: $statusCode == 200}]\n        onSuccess: [{name: s, type: goto, stepId: b}]\n        outputs: {id: $response.body#/id}\n      - {stepId: b, operationId: getB, parameters: [{name: id, in: path, value: $steps.a.outputs.id}]}\n".to_owned(),
+    ];
+    if let Some(dir) = fixture("arazzo/examples/1.0.0") {
+        for name in [
+            "pet-coupons.arazzo.yaml",
+            "bnpl-arazzo.yaml",
+            "oauth.arazzo.yaml",
+        ] {
+            seeds.extend(std::fs::read_to_string(dir.join(name)));
+        }
+    }
+    seeds
+}
+
+#[test]
+fn fuzz_arazzo_documents() {
+    run(texts(arazzo_seeds(), ARAZZO_FIELDS), |text| {
+        let _ = wayline::arazzo::Positions::of(text);
+        if let Ok(document) = wayline::arazzo::load(text, "doc.arazzo.yaml") {
+            let _ = wayline::arazzo::validate(&document);
+            for workflow in &document.workflows {
+                if let Ok(plan) =
+                    wayline::arazzo::flow::Plan::of(workflow, document.components.as_ref())
+                {
+                    let _ = wayline::arazzo::view::render(
+                        workflow,
+                        &plan,
+                        wayline::arazzo::view::View::Text,
+                    );
+                }
+            }
+        }
+    });
+}
+
+/// An Arazzo runtime expression or condition from the grammar's pieces.
+fn arazzo_expression() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        Just("$statusCode".to_owned()),
+        Just("$response.body#/items/0/id".to_owned()),
+        Just("$response.body.state".to_owned()),
+        Just("$request.header.X-Key".to_owned()),
+        Just("$inputs.user.name".to_owned()),
+        Just("$steps.a.outputs.b#/c".to_owned()),
+        Just("$workflows.w.steps.s.outputs".to_owned()),
+        Just("$sourceDescriptions.api.url".to_owned()),
+        Just("{$inputs.x}".to_owned()),
+        Just("'it''s'".to_owned()),
+        Just("==".to_owned()),
+        Just("&&".to_owned()),
+        Just("!".to_owned()),
+        Just("[0]".to_owned()),
+        Just("(".to_owned()),
+        Just(")".to_owned()),
+        Just("null".to_owned()),
+        any::<i32>().prop_map(|n| n.to_string()),
+        any::<String>(),
+    ];
+    proptest::collection::vec(piece, 1..8).prop_map(|pieces| pieces.join(" "))
+}
+
+#[test]
+fn fuzz_arazzo_expressions_and_conditions() {
+    use wayline::arazzo::condition::Condition;
+    use wayline::arazzo::expression::{Expression, Template};
+    use wayline::arazzo::runtime::{Exchange, Values};
+
+    let mut values = Values::default();
+    values.status = Some(200);
+    values.response = Some(Exchange::new(
+        vec![("X-Key".to_owned(), "k".to_owned())],
+        Some(json!({"items": [{"id": 1}], "state": "READY"})),
+    ));
+    let strategy = (arazzo_expression(), edits()).prop_map(|(text, edits)| mutate(&text, &edits));
+    runner()
+        .run(&strategy, |text| {
+            let _ = Expression::parse(&text);
+            let _ = Template::parse(&text);
+            let _ = values.render(&text);
+            if let Ok(condition) = Condition::parse(&text) {
+                let _ = condition.evaluate(&values);
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
 /// Inputs that once broke a parser, kept as fixed cases.
 #[test]
 fn regressions() {
     let deep_yaml = format!("x: {}1{}\n", "{a: ".repeat(20_000), "}".repeat(20_000));
     assert!(Workflow::parse(&deep_yaml, Format::Yaml, "deep.yaml").is_err());
+    assert!(wayline::arazzo::load(&deep_yaml, "deep.arazzo.yaml").is_err());
+    let _ = wayline::arazzo::Positions::of(&deep_yaml);
+    let deep_block = (0..1_000).fold(String::new(), |text, depth| {
+        format!("{text}{}- \n", "  ".repeat(depth))
+    });
+    let _ = wayline::arazzo::Positions::of(&deep_block);
     let chain = format!("body{}", ".a".repeat(20_000));
     assert!(Expression::compile(&chain).is_err());
     let mut nested = "x".to_owned();
