@@ -16,7 +16,9 @@
 //! [`sources`] reads the OpenAPI descriptions and checks the operations steps call in them.
 //! [`runtime`] gives expressions their values while a document runs, [`criteria`] decides
 //! whether a criterion holds, [`actions`] what follows a step, and [`flow`] which steps may run
-//! at the same time; [`view`] draws that plan. Execution on wayline's engine
+//! at the same time; [`view`] draws that plan. [`export`] writes a wayline workflow as Arazzo
+//! (with OpenAPI descriptions of its tools) and [`import`] reads one back where the mapping is
+//! exact. Execution on wayline's engine
 //! and export are built on these (issue 22, in steps).
 
 pub mod actions;
@@ -25,8 +27,10 @@ pub mod condition;
 pub mod criteria;
 mod cycles;
 mod error;
+pub mod export;
 pub mod expression;
 pub mod flow;
+pub mod import;
 mod load;
 pub mod model;
 mod positions;

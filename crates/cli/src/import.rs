@@ -28,6 +28,21 @@ pub(crate) enum ImportCommand {
         #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
         format: ReportFormat,
     },
+    /// Read an Arazzo workflow back as a wayline workflow (JSON on stdout), where the mapping
+    /// is exact; what cannot be mapped is an error naming it.
+    Arazzo {
+        /// The Arazzo document.
+        document: PathBuf,
+        /// The tools its steps call (repeatable).
+        #[arg(long = "tools", required = true, value_name = "DIR")]
+        tools: Vec<PathBuf>,
+        /// The workflow to read (needed when the document has several).
+        #[arg(long = "workflow", value_name = "ID")]
+        workflow: Option<String>,
+        /// Output format: text writes the workflow as YAML, json as JSON.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
 }
 
 pub(crate) fn import_command(command: ImportCommand) -> Outcome {
@@ -41,7 +56,42 @@ pub(crate) fn import_command(command: ImportCommand) -> Outcome {
         } => match import_openapi(&spec, &out, base_url.as_deref(), force, format) {
             Ok(outcome) | Err(outcome) => outcome,
         },
+        ImportCommand::Arazzo {
+            document,
+            tools,
+            workflow,
+            format,
+        } => match import_arazzo(&document, &tools, workflow.as_deref(), format) {
+            Ok(outcome) | Err(outcome) => outcome,
+        },
     }
+}
+
+/// `import arazzo`: the workflow on stdout, as YAML (text) or JSON.
+fn import_arazzo(
+    path: &Path,
+    tools: &[PathBuf],
+    id: Option<&str>,
+    format: ReportFormat,
+) -> Result<Outcome, Outcome> {
+    let loaded = wayline_registry::ToolRegistry::load(tools);
+    if !loaded.errors.is_empty() {
+        crate::report::print_errors(&loaded.errors);
+        return Err(crate::report::outcome_of(&loaded.errors));
+    }
+    let document = wayline_arazzo::load_file(path).map_err(crate::report::fail)?;
+    let workflow = wayline_arazzo::import::import(&document, id, &loaded.registry)
+        .map_err(crate::report::fail)?;
+    match format {
+        ReportFormat::Json => print_json(&workflow),
+        ReportFormat::Text => {
+            crate::report::out!(
+                "{}",
+                serde_norway::to_string(&workflow).map_err(unreadable)?
+            );
+        }
+    }
+    Ok(Outcome::Ok)
 }
 
 /// A file name for a tool id: the id, with anything but letters, digits, `_`, `-` and `.`

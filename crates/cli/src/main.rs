@@ -18,6 +18,7 @@ mod suite;
 // One module per command.
 mod completions;
 mod explore;
+mod export;
 mod guard;
 mod import;
 mod knowledge;
@@ -115,9 +116,12 @@ enum Command {
     /// Plan a workflow for a goal in plain words: from a learned pattern when one fits, else
     /// from a language model; the plan is validated (and repaired) and shown as a view.
     Plan(plan::PlanArgs),
-    /// Import tools: one tool YAML per operation of an OpenAPI (or Swagger) spec.
+    /// Import tools from an OpenAPI (or Swagger) spec, or a workflow from an Arazzo document.
     #[command(subcommand)]
     Import(import::ImportCommand),
+    /// Export a workflow as an Arazzo document with OpenAPI descriptions of its tools.
+    #[command(subcommand)]
+    Export(export::ExportCommand),
     /// Code sandboxes: serve the Bay API over the embedded local sandbox.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
@@ -165,6 +169,7 @@ fn main() -> ExitCode {
         Command::Guard(command) => guard::guard_command(command),
         Command::Sandbox(command) => sandbox::sandbox_command(command),
         Command::Import(command) => import::import_command(command),
+        Command::Export(command) => export::export_command(command),
         Command::Explore(args) => explore::explore_command(args),
         Command::Plan(args) => plan::plan_command(args),
         Command::Schema(args) => schema::schema_command(args),

@@ -132,19 +132,35 @@ impl Failure for wayline_planner::Error {
     }
 }
 
-/// Errors that always mean input the command cannot use (a file, a store, a configuration),
-/// whatever their variant.
-macro_rules! unreadable_input {
-    ($($error:ty),* $(,)?) => {
+impl Failure for wayline_arazzo::Error {
+    fn outcome(&self) -> Outcome {
+        match self {
+            wayline_arazzo::Error::Io { .. } => Outcome::Unreadable,
+            // A document that was read and breaks the specification's rules.
+            _ => Outcome::Failed,
+        }
+    }
+}
+
+/// Errors whose every variant deserves one outcome.
+macro_rules! one_outcome {
+    ($outcome:expr => $($error:ty),* $(,)?) => {
         $(impl Failure for $error {
             fn outcome(&self) -> Outcome {
-                Outcome::Unreadable
+                $outcome
             }
         })*
     };
 }
 
-unreadable_input!(
+// A workflow (or document) that was read and has what the other format cannot hold.
+one_outcome!(Outcome::Failed =>
+    wayline_arazzo::export::ExportError,
+    wayline_arazzo::import::ImportError,
+);
+
+// Input the command cannot use (a file, a store, a configuration), whatever the variant.
+one_outcome!(Outcome::Unreadable =>
     wayline_core::StoreError,
     Box<wayline_core::document::DocumentError>,
     wayline_durable::Error,

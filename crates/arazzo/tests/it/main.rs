@@ -2,5 +2,6 @@
 //! documents, the published examples) and its error reports.
 
 mod documents;
+mod round_trip;
 mod sources;
 mod specification;

@@ -121,3 +121,60 @@ fn graph_draws_an_arazzo_workflows_plan() {
     let unknown = wayline(&["graph", path(&oauth), "--workflow", "nope"]);
     assert_eq!(code(&unknown), 2);
 }
+
+#[test]
+fn export_then_import_gives_the_workflow_back() {
+    let Some(dir) = fixture("structure-ai-bot") else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let workflow = dir.join("workflows/github_intel.json");
+    let tools = dir.join("tools");
+    let exported = stdout_json(&wayline(&[
+        "export",
+        "arazzo",
+        path(&workflow),
+        "--tools",
+        path(&tools),
+        "--out",
+        path(out.path()),
+        "--format",
+        "json",
+    ]));
+    let document = exported["arazzo"].as_str().unwrap().to_owned();
+    assert!(document.ends_with("github_intel.arazzo.yaml"), "{exported}");
+    // It validates, its operations found in the descriptions written beside it.
+    let valid = wayline(&["validate", &document]);
+    assert_eq!(
+        code(&valid),
+        0,
+        "{}",
+        String::from_utf8_lossy(&valid.stdout)
+    );
+    let back = wayline(&[
+        "import",
+        "arazzo",
+        &document,
+        "--tools",
+        path(&tools),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code(&back), 0, "{}", String::from_utf8_lossy(&back.stderr));
+    let back: wayline_core::Workflow = serde_json::from_slice(&back.stdout).unwrap();
+    let original = wayline_registry::load_workflow_file(&workflow).unwrap();
+    assert_eq!(back.steps, original.steps);
+    // A second export over different files is refused without --force.
+    std::fs::write(&document, "changed").unwrap();
+    let refused = wayline(&[
+        "export",
+        "arazzo",
+        path(&workflow),
+        "--tools",
+        path(&tools),
+        "--out",
+        path(out.path()),
+    ]);
+    assert_eq!(code(&refused), 2);
+    assert_eq!(std::fs::read_to_string(&document).unwrap(), "changed");
+}
