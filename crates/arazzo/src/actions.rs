@@ -69,7 +69,7 @@ pub fn after_success(
     let actions = candidates(
         &step.on_success,
         &workflow.success_actions,
-        |name| components.and_then(|components: &Components| components.success_actions.get(name)),
+        |action| success_action(action, components),
         |action: &SuccessAction| action.name.as_str(),
     );
     for action in actions {
@@ -111,7 +111,7 @@ pub fn after_failure(
     let actions = candidates(
         &step.on_failure,
         &workflow.failure_actions,
-        |name| components.and_then(|components: &Components| components.failure_actions.get(name)),
+        |action| failure_action(action, components),
         |action: &FailureAction| action.name.as_str(),
     );
     for action in actions {
@@ -153,24 +153,45 @@ pub fn after_failure(
 fn candidates<'a, A>(
     own: &'a [Reusable<A>],
     inherited: &'a [Reusable<A>],
-    component: impl Fn(&str) -> Option<&'a A>,
+    resolve: impl Fn(&'a Reusable<A>) -> Option<&'a A>,
     name: impl Fn(&A) -> &str,
 ) -> Vec<&'a A> {
-    let resolve = |action: &'a Reusable<A>| match action {
-        Reusable::Inline(action) => Some(action),
-        Reusable::Reference(reference) => reference
-            .reference
-            .rsplit_once('.')
-            .and_then(|(_, key)| component(key)),
-    };
-    let own: Vec<&A> = own.iter().filter_map(resolve).collect();
+    let own: Vec<&A> = own.iter().filter_map(&resolve).collect();
     let mut all = own.clone();
-    for action in inherited.iter().filter_map(resolve) {
+    for action in inherited.iter().filter_map(&resolve) {
         if !own.iter().any(|mine| name(mine) == name(action)) {
             all.push(action);
         }
     }
     all
+}
+
+/// An action given inline, or the component a Reusable Object names (by the last segment of
+/// its reference).
+fn resolved<'a, A>(
+    action: &'a Reusable<A>,
+    component: impl Fn(&str) -> Option<&'a A>,
+) -> Option<&'a A> {
+    match action {
+        Reusable::Inline(action) => Some(action),
+        Reusable::Reference(reference) => component(reference.reference.rsplit_once('.')?.1),
+    }
+}
+
+/// A success action, inline or from `components`.
+pub(crate) fn success_action<'a>(
+    action: &'a Reusable<SuccessAction>,
+    components: Option<&'a Components>,
+) -> Option<&'a SuccessAction> {
+    resolved(action, |name| components?.success_actions.get(name))
+}
+
+/// A failure action, inline or from `components`.
+pub(crate) fn failure_action<'a>(
+    action: &'a Reusable<FailureAction>,
+    components: Option<&'a Components>,
+) -> Option<&'a FailureAction> {
+    resolved(action, |name| components?.failure_actions.get(name))
 }
 
 fn all_hold(criteria: &[Criterion], values: &Values) -> Result<bool, CriterionError> {

@@ -535,12 +535,8 @@ fn path_placeholders(path: &str) -> Vec<&str> {
 /// A template string with each `{{key}}` as its Arazzo value: the value itself when the string
 /// is one placeholder, `{$…}` (or the literal's text) inside other text.
 fn render(text: &str, whole: &Map<String, Value>, inline: &Map<String, Value>) -> Value {
-    let mut keys = Vec::new();
-    template::collect_keys_in_str(text, &mut keys);
-    if let [key] = keys.as_slice()
-        && text == format!("{{{{{key}}}}}")
-    {
-        return whole.get(*key).cloned().unwrap_or(Value::Null);
+    if let Some(key) = template::whole_placeholder(text) {
+        return whole.get(key).cloned().unwrap_or(Value::Null);
     }
     template::render_str(text, inline, template::Mode::Lenient).unwrap_or_else(|_| json!(text))
 }
@@ -549,10 +545,7 @@ fn render_value(value: &Value, whole: &Map<String, Value>, inline: &Map<String, 
     match value {
         Value::String(text) => {
             // An optional member (`{{?key}}`) is sent when the key has a value.
-            match text
-                .strip_prefix("{{?")
-                .and_then(|rest| rest.strip_suffix("}}"))
-            {
+            match template::optional_placeholder(text) {
                 Some(key) => whole.get(key).cloned().unwrap_or(Value::Null),
                 None => render(text, whole, inline),
             }

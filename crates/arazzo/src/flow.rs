@@ -17,9 +17,12 @@
 
 use std::collections::BTreeSet;
 
+use crate::actions::{failure_action, success_action};
+use crate::condition::Condition;
+use crate::expression::{Expression, Part, Template, embedded};
 use crate::model::{
-    Components, FailureAction, FailureActionKind, Reusable, Selectable, Step, SuccessAction,
-    Workflow,
+    Components, CriterionKind, CriterionType, FailureAction, FailureActionKind, Reusable,
+    Selectable, Step, SuccessAction, Workflow,
 };
 
 /// What each step of a workflow waits for.
@@ -51,12 +54,12 @@ impl Plan {
         let workflow_targets = workflow
             .success_actions
             .iter()
-            .filter_map(|action| success(action, components)?.step_id.as_deref())
+            .filter_map(|action| success_action(action, components)?.step_id.as_deref())
             .chain(
                 workflow
                     .failure_actions
                     .iter()
-                    .filter_map(|action| failure(action, components)?.step_id.as_deref()),
+                    .filter_map(|action| failure_action(action, components)?.step_id.as_deref()),
             );
         targets.extend(workflow_targets.filter_map(index));
         for target in targets {
@@ -135,32 +138,6 @@ impl Plan {
     }
 }
 
-fn success<'a>(
-    action: &'a Reusable<SuccessAction>,
-    components: Option<&'a Components>,
-) -> Option<&'a SuccessAction> {
-    match action {
-        Reusable::Inline(action) => Some(action),
-        Reusable::Reference(reference) => {
-            let name = reference.reference.rsplit_once('.')?.1;
-            components?.success_actions.get(name)
-        }
-    }
-}
-
-fn failure<'a>(
-    action: &'a Reusable<FailureAction>,
-    components: Option<&'a Components>,
-) -> Option<&'a FailureAction> {
-    match action {
-        Reusable::Inline(action) => Some(action),
-        Reusable::Reference(reference) => {
-            let name = reference.reference.rsplit_once('.')?.1;
-            components?.failure_actions.get(name)
-        }
-    }
-}
-
 /// Whether a failure action changes which steps run: anything but ending (the default) or
 /// retrying the step itself.
 fn redirects(action: &FailureAction) -> bool {
@@ -176,11 +153,11 @@ fn workflow_controls(workflow: &Workflow, components: Option<&Components>) -> bo
     workflow
         .success_actions
         .iter()
-        .any(|action| success(action, components).is_some())
+        .any(|action| success_action(action, components).is_some())
         || workflow
             .failure_actions
             .iter()
-            .filter_map(|action| failure(action, components))
+            .filter_map(|action| failure_action(action, components))
             .any(redirects)
 }
 
@@ -189,12 +166,12 @@ fn step_controls(step: &Step, components: Option<&Components>) -> (bool, Vec<Str
     let successes: Vec<&SuccessAction> = step
         .on_success
         .iter()
-        .filter_map(|action| success(action, components))
+        .filter_map(|action| success_action(action, components))
         .collect();
     let failures: Vec<&FailureAction> = step
         .on_failure
         .iter()
-        .filter_map(|action| failure(action, components))
+        .filter_map(|action| failure_action(action, components))
         .collect();
     let targets = successes
         .iter()
@@ -205,14 +182,17 @@ fn step_controls(step: &Step, components: Option<&Components>) -> (bool, Vec<Str
     (control, targets)
 }
 
-/// The step ids whose outputs `step` reads, anywhere in it.
+/// The step ids whose outputs `step` reads (`$steps.ID…`), anywhere in it: values and payloads
+/// as runtime expressions or strings embedding them, contexts as expressions, conditions in
+/// their language. What does not parse reads nothing here (`validate` reports it).
 fn reads(step: &Step) -> Vec<String> {
-    let mut texts: Vec<&str> = Vec::new();
+    let mut expressions: Vec<Expression> = Vec::new();
     let mut values: Vec<&serde_json::Value> = Vec::new();
+    let mut contexts: Vec<&str> = Vec::new();
     for parameter in &step.parameters {
         match parameter {
             Reusable::Inline(parameter) => {
-                push_selectable(&parameter.value, &mut texts, &mut values)
+                push_selectable(&parameter.value, &mut contexts, &mut values);
             }
             Reusable::Reference(reference) => values.extend(&reference.value),
         }
@@ -220,46 +200,60 @@ fn reads(step: &Step) -> Vec<String> {
     if let Some(body) = &step.request_body {
         values.extend(&body.payload);
         for replacement in &body.replacements {
-            push_selectable(&replacement.value, &mut texts, &mut values);
+            push_selectable(&replacement.value, &mut contexts, &mut values);
         }
     }
     for criterion in &step.success_criteria {
-        texts.push(&criterion.condition);
-        texts.extend(criterion.context.as_deref());
+        contexts.extend(criterion.context.as_deref());
+        let simple = matches!(
+            criterion.kind,
+            None | Some(CriterionType::Named(CriterionKind::Simple))
+        );
+        if simple {
+            if let Ok(condition) = Condition::parse(&criterion.condition) {
+                expressions.extend(condition.expressions().into_iter().cloned());
+            }
+        } else if let Ok(parts) = embedded(&criterion.condition) {
+            expressions.extend(parts.into_iter().filter_map(|part| match part {
+                Part::Expression(expression) => Some(expression),
+                Part::Text(_) => None,
+            }));
+        }
     }
+    expressions.extend(
+        contexts
+            .into_iter()
+            .filter_map(|text| Expression::parse(text).ok()),
+    );
     let mut pending = values;
     while let Some(value) = pending.pop() {
         match value {
-            serde_json::Value::String(text) => texts.push(text),
+            serde_json::Value::String(text) => {
+                if let Ok(template) = Template::parse(text) {
+                    expressions.extend(template.expressions().into_iter().cloned());
+                }
+            }
             serde_json::Value::Array(items) => pending.extend(items),
             serde_json::Value::Object(map) => pending.extend(map.values()),
             _ => {}
         }
     }
-    let mut found = Vec::new();
-    for text in texts {
-        // Conditions and embedded text alike: every `$steps.ID.` in it.
-        for (at, _) in text.match_indices("$steps.") {
-            let rest = &text[at + "$steps.".len()..];
-            let id: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
-                .collect();
-            if !id.is_empty() {
-                found.push(id);
-            }
-        }
-    }
-    found
+    expressions
+        .into_iter()
+        .filter_map(|expression| match expression {
+            Expression::Steps { step, .. } => Some(step),
+            _ => None,
+        })
+        .collect()
 }
 
 fn push_selectable<'a>(
     value: &'a Selectable,
-    texts: &mut Vec<&'a str>,
+    contexts: &mut Vec<&'a str>,
     values: &mut Vec<&'a serde_json::Value>,
 ) {
     match value {
-        Selectable::Selector(selector) => texts.push(&selector.context),
+        Selectable::Selector(selector) => contexts.push(&selector.context),
         Selectable::Value(value) => values.push(value),
     }
 }

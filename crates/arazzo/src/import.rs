@@ -325,13 +325,8 @@ impl Reader<'_> {
     ) -> Result<(), String> {
         match (template, value) {
             (Value::String(text), _) => {
-                let key = text
-                    .strip_prefix("{{?")
-                    .or_else(|| text.strip_prefix("{{"))
-                    .and_then(|rest| rest.strip_suffix("}}"))
-                    .filter(|key| {
-                        key.chars().all(|c| c.is_alphanumeric() || c == '_') && !key.is_empty()
-                    });
+                let key = wayline_core::template::optional_placeholder(text)
+                    .or_else(|| wayline_core::template::whole_placeholder(text));
                 if let Some(key) = key {
                     if !value.is_null() {
                         mapping.insert(key.to_owned(), self.value(value)?);

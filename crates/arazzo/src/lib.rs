@@ -41,7 +41,7 @@ mod validate;
 pub mod view;
 
 pub use error::Error;
-pub use load::{load, load_file};
+pub use load::{is_arazzo, load, load_file};
 pub use model::ArazzoDocument;
 pub use positions::Positions;
 pub use problem::{Problem, Rule, Severity};

@@ -46,6 +46,12 @@ pub fn load(text: &str, origin: &str) -> Result<ArazzoDocument, Error> {
     })
 }
 
+/// Whether `text` is an Arazzo document (YAML or JSON with an `arazzo` field at its root), as
+/// opposed to another description or a wayline workflow.
+pub fn is_arazzo(text: &str) -> bool {
+    serde_norway::from_str::<Value>(text).is_ok_and(|value| value.get("arazzo").is_some())
+}
+
 /// Reads the Arazzo document in the file at `path`.
 pub fn load_file(path: &Path) -> Result<ArazzoDocument, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Io {

@@ -8,7 +8,6 @@
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
-use serde_json::Value;
 use wayline_core::document::nearest;
 use wayline_registry::openapi::{ApiSpec, Location, Operation};
 
@@ -267,9 +266,7 @@ fn read(path: &Path, kind: Option<SourceKind>) -> Source {
     };
     let is_arazzo = match kind {
         Some(kind) => kind == SourceKind::Arazzo,
-        None => {
-            serde_norway::from_str::<Value>(&text).is_ok_and(|value| value.get("arazzo").is_some())
-        }
+        None => crate::is_arazzo(&text),
     };
     if is_arazzo {
         return match crate::load(&text, &path.display().to_string()) {

@@ -77,12 +77,12 @@ pub(crate) fn validate_command(
     sources: &[String],
     format: ReportFormat,
 ) -> Outcome {
-    if is_arazzo(workflow) {
+    if let Some(text) = arazzo_text(workflow) {
         let overrides = match source_overrides(sources) {
             Ok(overrides) => overrides,
             Err(outcome) => return outcome,
         };
-        return validate_arazzo(workflow, &overrides, format);
+        return validate_arazzo(workflow, &text, &overrides, format);
     }
     if !sources.is_empty() {
         return unreadable(
@@ -149,8 +149,8 @@ pub(crate) fn graph_command(
     arazzo_workflow: Option<&str>,
     format: GraphFormat,
 ) -> Outcome {
-    if is_arazzo(workflow) {
-        return graph_arazzo(workflow, arazzo_workflow, format);
+    if let Some(text) = arazzo_text(workflow) {
+        return graph_arazzo(workflow, &text, arazzo_workflow, format);
     }
     if tools.is_empty() || arazzo_workflow.is_some() {
         return unreadable(format!(
@@ -179,12 +179,12 @@ pub(crate) fn graph_command(
     Outcome::Ok
 }
 
-/// Whether `path` holds an Arazzo document: a mapping with an `arazzo` field.
-fn is_arazzo(path: &Path) -> bool {
+/// The text of the file at `path` when it is an Arazzo document (read once, for both the
+/// question and the answer).
+fn arazzo_text(path: &Path) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
-        .and_then(|text| serde_norway::from_str::<serde_json::Value>(&text).ok())
-        .is_some_and(|value| value.get("arazzo").is_some())
+        .filter(|text| wayline_arazzo::is_arazzo(text))
 }
 
 /// `--source NAME=FILE` flags, by name.
@@ -209,38 +209,30 @@ fn source_overrides(flags: &[String]) -> Result<IndexMap<String, PathBuf>, Outco
 /// with its rule and place.
 fn validate_arazzo(
     path: &Path,
+    text: &str,
     overrides: &IndexMap<String, PathBuf>,
     format: ReportFormat,
 ) -> Outcome {
     let origin = path.display().to_string();
-    let loaded = std::fs::read_to_string(path)
-        .map_err(|source| wayline_arazzo::Error::Io {
-            path: path.to_owned(),
-            source,
-        })
-        .and_then(|text| {
-            let document = wayline_arazzo::load(&text, &origin)?;
-            let positions = wayline_arazzo::Positions::of(&text);
-            let mut problems = wayline_arazzo::validate(&document);
-            let base = path.parent().unwrap_or(Path::new("."));
-            let sources = wayline_arazzo::sources::Sources::load(&document, base, overrides);
-            problems.extend(wayline_arazzo::sources::check_operations(
-                &document, &sources,
-            ));
-            for problem in &mut problems {
-                problem.locate(&positions);
-            }
-            problems.sort_by_key(|problem| (problem.line, problem.column));
-            Ok((document, problems))
-        });
+    let loaded = wayline_arazzo::load(text, &origin).map(|document| {
+        let positions = wayline_arazzo::Positions::of(text);
+        let mut problems = wayline_arazzo::validate(&document);
+        let base = path.parent().unwrap_or(Path::new("."));
+        let sources = wayline_arazzo::sources::Sources::load(&document, base, overrides);
+        problems.extend(wayline_arazzo::sources::check_operations(
+            &document, &sources,
+        ));
+        for problem in &mut problems {
+            problem.locate(&positions);
+        }
+        problems.sort_by_key(|problem| (problem.line, problem.column));
+        (document, problems)
+    });
     let (document, problems) = match loaded {
         Ok((document, problems)) => (Some(document), problems),
         Err(wayline_arazzo::Error::Invalid { problems, .. }) => (None, problems),
         Err(error) => {
-            let outcome = match error {
-                wayline_arazzo::Error::Io { .. } => Outcome::Unreadable,
-                _ => Outcome::Failed,
-            };
+            let outcome = crate::report::Failure::outcome(&error);
             if format == ReportFormat::Json {
                 print_json(&serde_json::json!({
                     "valid": false,
@@ -307,14 +299,10 @@ fn validate_arazzo(
 
 /// `graph` of an Arazzo document: each workflow's plan (which steps run together, the control
 /// points that keep order), or the one `--workflow` names.
-fn graph_arazzo(path: &Path, only: Option<&str>, format: GraphFormat) -> Outcome {
-    let document = match wayline_arazzo::load_file(path) {
+fn graph_arazzo(path: &Path, text: &str, only: Option<&str>, format: GraphFormat) -> Outcome {
+    let document = match wayline_arazzo::load(text, &path.display().to_string()) {
         Ok(document) => document,
-        Err(error @ wayline_arazzo::Error::Io { .. }) => return unreadable(error),
-        Err(error) => {
-            eprintln!("error: {error}");
-            return Outcome::Failed;
-        }
+        Err(error) => return crate::report::fail(error),
     };
     let workflows: Vec<&wayline_arazzo::model::Workflow> = document
         .workflows

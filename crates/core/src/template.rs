@@ -164,14 +164,14 @@ pub fn collect_keys_in_str<'a>(text: &'a str, names: &mut Vec<&'a str>) {
     }
 }
 
-/// The key when `text` is exactly one placeholder.
-fn whole_placeholder(text: &str) -> Option<&str> {
+/// The key when `text` is exactly one placeholder (`{{key}}`), whose value keeps its type.
+pub fn whole_placeholder(text: &str) -> Option<&str> {
     let key = text.strip_prefix("{{")?.strip_suffix("}}")?;
     is_key(key).then_some(key)
 }
 
 /// The key of an optional placeholder `{{?key}}`.
-fn optional_placeholder(text: &str) -> Option<&str> {
+pub fn optional_placeholder(text: &str) -> Option<&str> {
     let key = text.strip_prefix("{{?")?.strip_suffix("}}")?;
     is_key(key).then_some(key)
 }
