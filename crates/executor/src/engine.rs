@@ -21,6 +21,7 @@ use crate::Error;
 use crate::cancel::CancelToken;
 use crate::context::{EngineInner, RunShared};
 use crate::eval::ExpressionBudget;
+use crate::flow::{Flow, FlowRun};
 use crate::middleware::StepMiddleware;
 use crate::prepare::{Defaults, PreparedWorkflow, prepare};
 use crate::redact::Redactor;
@@ -125,6 +126,39 @@ impl Engine {
     /// error lists every problem.
     pub fn prepare(&self, workflow: &Workflow) -> Result<PreparedWorkflow, Error> {
         prepare(workflow, self.inner.catalog.as_ref(), self.inner.defaults)
+    }
+
+    /// [`Engine::prepare`] with the tools of `catalog` instead of the engine's own: for
+    /// workflows whose tools are made as they are run (an Arazzo document's operations).
+    pub fn prepare_with(
+        &self,
+        workflow: &Workflow,
+        catalog: &dyn ToolCatalog,
+    ) -> Result<PreparedWorkflow, Error> {
+        prepare(workflow, catalog, self.inner.defaults)
+    }
+
+    /// Runs a prepared workflow as a [`Flow`] directs: the flow gives each execution's inputs
+    /// (the steps' mappings and `when` are not read) and decides what follows each step, so a
+    /// step can run more than once ([`crate::flow`]). The options' inputs are recorded as the
+    /// run's. An `Err` means nothing ran, or the run store failed.
+    pub async fn run_flow(
+        &self,
+        prepared: &PreparedWorkflow,
+        flow: &mut dyn Flow,
+        options: RunOptions,
+    ) -> Result<Run, Error> {
+        let run_id = options.run_id.unwrap_or_else(new_run_id);
+        let span =
+            tracing::info_span!("flow", run_id = %run_id, workflow_id = %prepared.workflow.id);
+        async {
+            let shared = self.shared(prepared, run_id, options.inputs).await;
+            let mut run = FlowRun::new(prepared, &shared, flow);
+            run.record.workflow_version = options.workflow_version;
+            run.run(options.cancel, options.deadline).await
+        }
+        .instrument(span)
+        .await
     }
 
     /// Prepares and runs `workflow`. An `Err` means nothing ran (invalid workflow or inputs);

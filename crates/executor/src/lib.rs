@@ -26,6 +26,7 @@ pub mod durable;
 mod engine;
 mod error;
 mod eval;
+pub mod flow;
 pub mod extract;
 #[cfg(feature = "http")]
 mod http;
@@ -33,6 +34,7 @@ mod middleware;
 mod mock;
 mod prepare;
 mod progress;
+mod ready;
 mod record;
 mod redact;
 mod request;

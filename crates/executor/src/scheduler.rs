@@ -6,8 +6,7 @@
 //! the one declared first. Outputs, statuses and the record's order never depend on timing: a
 //! step reads only the outputs of steps it depends on, all finished before it starts.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -25,6 +24,7 @@ use crate::cancel::{CancelToken, RunStop};
 use crate::context::RunShared;
 use crate::eval::{self, Scope};
 use crate::prepare::PreparedWorkflow;
+use crate::ready::ReadyQueue;
 use crate::resolve::{self, Outputs, Unresolved};
 use crate::step::{self, StepDone, StepJob};
 
@@ -42,9 +42,7 @@ pub(crate) struct Scheduler<'r> {
     outputs: Vec<Option<Arc<Value>>>,
     /// Unfinished predecessors per step.
     waiting: Vec<usize>,
-    ready: BinaryHeap<(u64, Reverse<usize>)>,
-    hosts: Vec<Option<String>>,
-    busy: HashMap<String, usize>,
+    ready: ReadyQueue<'r>,
     /// The run's cancel token and deadline, set when it starts.
     run_stop: RunStop,
 }
@@ -122,29 +120,6 @@ impl<'r> Scheduler<'r> {
         slot: Vec<usize>,
     ) -> Self {
         let count = prepared.steps.len();
-        // One URL parse per tool, not per step.
-        let mut host_of: HashMap<&str, Option<String>> = HashMap::new();
-        let hosts = prepared
-            .steps
-            .iter()
-            .map(|step| {
-                let tool = step.tool.as_ref()?;
-                host_of
-                    .entry(tool.id.as_str())
-                    .or_insert_with(|| {
-                        let base = shared
-                            .config(&tool.id)
-                            .ok()
-                            .flatten()
-                            .and_then(|config| config.base_url.as_deref())
-                            .unwrap_or(&tool.base_url);
-                        url::Url::parse(base)
-                            .ok()
-                            .and_then(|url| url.host_str().map(str::to_owned))
-                    })
-                    .clone()
-            })
-            .collect();
         Scheduler {
             prepared,
             shared,
@@ -153,9 +128,7 @@ impl<'r> Scheduler<'r> {
             slot,
             outputs: vec![None; count],
             waiting: prepared.predecessors.iter().map(Vec::len).collect(),
-            ready: BinaryHeap::new(),
-            hosts,
-            busy: HashMap::new(),
+            ready: ReadyQueue::new(prepared, shared),
             run_stop: RunStop::default(),
         }
     }
@@ -201,11 +174,12 @@ impl<'r> Scheduler<'r> {
         let mut in_flight: FuturesUnordered<StepFuture<'r>> = FuturesUnordered::new();
         let stopped = loop {
             while in_flight.len() < engine.max_parallel {
-                let Some(position) = self.next_ready() else {
+                let Some(position) = self.ready.pop() else {
                     break;
                 };
-                if let Some(future) = self.start(position) {
-                    in_flight.push(future);
+                match self.start(position) {
+                    Some(future) => in_flight.push(future),
+                    None => self.ready.release(position),
                 }
             }
             if in_flight.is_empty() {
@@ -255,31 +229,7 @@ impl<'r> Scheduler<'r> {
     }
 
     fn push_ready(&mut self, position: usize) {
-        self.ready
-            .push((self.prepared.priority[position], Reverse(position)));
-    }
-
-    /// The best ready step whose host has room.
-    fn next_ready(&mut self) -> Option<usize> {
-        let Some(limit) = self.shared.engine.per_host_limit else {
-            return self.ready.pop().map(|(_, Reverse(position))| position);
-        };
-        let mut held = Vec::new();
-        let mut chosen = None;
-        while let Some(entry) = self.ready.pop() {
-            let position = entry.1.0;
-            let full = self.hosts[position]
-                .as_ref()
-                .is_some_and(|host| self.busy.get(host).copied().unwrap_or(0) >= limit);
-            if full {
-                held.push(entry);
-            } else {
-                chosen = Some(position);
-                break;
-            }
-        }
-        self.ready.extend(held);
-        chosen
+        self.ready.push(position);
     }
 
     /// Starts a step: evaluates `when`, resolves inputs, and returns the future that runs it
@@ -353,9 +303,6 @@ impl<'r> Scheduler<'r> {
                 return None;
             }
         };
-        if let Some(host) = &self.hosts[position] {
-            *self.busy.entry(host.clone()).or_default() += 1;
-        }
         let job = StepJob {
             run: shared,
             step: definition,
@@ -364,6 +311,8 @@ impl<'r> Scheduler<'r> {
             steps,
             started_at,
             run_stop: self.run_stop.clone(),
+            record_id: definition.id.clone(),
+            keep_reply: false,
         };
         let span =
             tracing::info_span!("step", step_id = %definition.id, tool_id = %definition.tool_id);
@@ -385,11 +334,7 @@ impl<'r> Scheduler<'r> {
     }
 
     fn finish(&mut self, position: usize, done: StepDone) {
-        if let Some(host) = &self.hosts[position]
-            && let Some(count) = self.busy.get_mut(host)
-        {
-            *count = count.saturating_sub(1);
-        }
+        self.ready.release(position);
         self.outputs[position] = done.output;
         let index = self.slot[position];
         self.record.step_results[index] = done.result;
@@ -448,24 +393,28 @@ impl<'r> Scheduler<'r> {
 
     /// Ends a stopped run: running steps fail, steps not started are skipped.
     fn stop(&mut self, reason: &str) {
-        let now = Utc::now();
-        let shared = self.shared;
-        for result in &mut self.record.step_results {
-            let (status, error) = match result.status {
-                StepStatus::Running => (
-                    StepStatus::Cancelled,
-                    format!("stopped while running: {reason}"),
-                ),
-                StepStatus::Pending => (StepStatus::Skipped, format!("not started: {reason}")),
-                _ => continue,
-            };
-            result.status = status;
-            result.error = Some(error);
-            result.finished_at = Some(now);
-            shared.engine.emit(&RunEvent::StepFinished {
-                run_id: &shared.run_id,
-                result,
-            });
-        }
+        stop_record(&mut self.record, self.shared, reason);
+    }
+}
+
+/// Ends a stopped run's record: running steps are cancelled, steps not started are skipped.
+pub(crate) fn stop_record(record: &mut Run, shared: &RunShared<'_>, reason: &str) {
+    let now = Utc::now();
+    for result in &mut record.step_results {
+        let (status, error) = match result.status {
+            StepStatus::Running => (
+                StepStatus::Cancelled,
+                format!("stopped while running: {reason}"),
+            ),
+            StepStatus::Pending => (StepStatus::Skipped, format!("not started: {reason}")),
+            _ => continue,
+        };
+        result.status = status;
+        result.error = Some(error);
+        result.finished_at = Some(now);
+        shared.engine.emit(&RunEvent::StepFinished {
+            run_id: &shared.run_id,
+            result,
+        });
     }
 }

@@ -41,6 +41,12 @@ pub(crate) struct StepJob<'r> {
     pub(crate) started_at: DateTime<Utc>,
     /// The run's cancel token and deadline, for expressions to stop at.
     pub(crate) run_stop: RunStop,
+    /// The id its record takes: the step's, or, for a step a flow runs again, the step's with
+    /// the execution's number (`fetch#2`).
+    pub(crate) record_id: String,
+    /// Whether the response the step settled on is kept for the caller (a flow's verdict
+    /// reads it); it is not otherwise, since bodies can be large.
+    pub(crate) keep_reply: bool,
 }
 
 /// A finished step: its record, and its output for the steps after it (`None` unless it
@@ -49,6 +55,8 @@ pub(crate) struct StepJob<'r> {
 pub(crate) struct StepDone {
     pub(crate) result: StepResult,
     pub(crate) output: Option<Arc<Value>>,
+    /// The last response, when the job asked to keep it.
+    pub(crate) reply: Option<HttpResponse>,
 }
 
 /// Why a step failed; an output validation failure keeps the output for the record.
@@ -78,6 +86,8 @@ struct Progress {
     status_check: Option<AssertionResult>,
     /// The other `expect` checks of the response the step settled on.
     assertions: Vec<AssertionResult>,
+    /// The last response, kept when the job asks for it.
+    reply: Option<HttpResponse>,
 }
 
 /// [`execute`] with a run store. A step that is not safe to repeat is saved as `running` before
@@ -109,6 +119,7 @@ pub(crate) async fn execute_durably(
             return StepDone {
                 result,
                 output: None,
+                reply: None,
             };
         }
         execute(job).await
@@ -128,8 +139,7 @@ pub(crate) async fn execute(job: StepJob<'_>) -> StepDone {
     let mut progress = Progress::default();
     let outcome = run_step(&job, &mut progress).await;
     let redactor = &job.run.redactor;
-    let step = job.step;
-    let mut result = StepResult::pending(step.id.clone());
+    let mut result = StepResult::pending(job.record_id.clone());
     result.started_at = Some(job.started_at);
     result.attempts = progress.attempts;
     result.request = progress.request;
@@ -177,6 +187,7 @@ pub(crate) async fn execute(job: StepJob<'_>) -> StepDone {
     StepDone {
         result,
         output: output.map(Arc::new),
+        reply: progress.reply,
     }
 }
 
@@ -340,7 +351,7 @@ async fn call(
             let key = tool
                 .idempotency_key
                 .as_ref()
-                .map(|_| format!("wayline-{}-{}", run.run_id, job.step.id));
+                .map(|_| format!("wayline-{}-{}", run.run_id, job.record_id));
             let built = build_request(tool, &job.inputs, config, key.as_deref())
                 .map_err(|error| error.to_string())?;
             progress.warnings.extend(built.warnings);
@@ -407,6 +418,9 @@ async fn call(
         );
         let failed = match result {
             Ok(reply) => {
+                if job.keep_reply {
+                    progress.reply = Some(reply.clone());
+                }
                 progress.status_check =
                     assertions.and_then(|assertions| assertions.status_result(reply.status));
                 if let Invoke::Http(_) = invoke {

@@ -5,6 +5,7 @@ mod decisions;
 mod durable;
 mod expectations;
 mod faults;
+mod flow;
 mod jsonpath_cts;
 mod polling;
 mod scheduling;

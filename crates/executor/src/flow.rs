@@ -1,0 +1,547 @@
+//! Control flow: a run in which what follows a step is decided when it finishes — on to the
+//! steps after it, the end of the run, a jump to another step (`goto`), or the same step again
+//! after a wait (`retry`) — so a step can run more than once.
+//!
+//! The engine runs the steps (requests, transient retries, policies, observers, the record, the
+//! run store); a [`Flow`] supplies each execution's inputs and judges each finished one. A step
+//! starts once every step it waits for (its predecessors in the prepared workflow) has finished
+//! or been passed over, at most `max_parallel` at a time, as in a graph run. Arazzo documents run
+//! this way (`wayline-arazzo`); a flow that always answers [`Next::Continue`] runs a workflow as
+//! the graph scheduler would, without its skipping of dependents.
+//!
+//! Each execution has its own entry in the record: the first under the step's id, the next ones
+//! as `ID#2`, `ID#3`, … A [`Next::Goto`] makes the target and every step after it in the
+//! record's order runnable again (steps between a forward jump's source and target are passed
+//! over, as skipped); it is meant to come from a step that the target and the steps after it
+//! wait for, as Arazzo's control points are (a step still running when the jump is made is not
+//! stopped, and its own verdict still applies).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use indexmap::IndexMap;
+use serde_json::Value;
+use tracing::Instrument;
+use wayline_core::{HttpResponse, Run, RunEvent, RunStatus, StepResult, StepStatus};
+
+use crate::Error;
+use crate::cancel::{CancelToken, RunStop};
+use crate::context::RunShared;
+use crate::prepare::PreparedWorkflow;
+use crate::ready::ReadyQueue;
+use crate::scheduler::stop_record;
+use crate::step::{self, StepDone, StepJob};
+
+/// Where control goes after a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Next {
+    /// On to the steps that wait for this one.
+    Continue,
+    /// The run ends: steps not started are not run (those running finish and are recorded).
+    /// The run fails if the verdict ending it did.
+    End,
+    /// Control moves to the step with this id, which runs (again), and the steps after it.
+    Goto(String),
+    /// The step runs again after this wait.
+    Retry(Duration),
+}
+
+/// A flow's judgement of one finished execution.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// Whether the step succeeded.
+    pub succeeded: bool,
+    /// The output the record keeps (secrets are masked before it is kept).
+    pub output: Value,
+    /// Why it failed, when it did (the engine's own reason is kept when this is `None`).
+    pub error: Option<String>,
+    /// Where control goes.
+    pub next: Next,
+}
+
+impl Verdict {
+    /// A success with `output`, going on.
+    pub fn success(output: Value) -> Verdict {
+        Verdict {
+            succeeded: true,
+            output,
+            error: None,
+            next: Next::Continue,
+        }
+    }
+
+    /// A failure for `reason`, ending the run.
+    pub fn failure(reason: impl Into<String>) -> Verdict {
+        Verdict {
+            succeeded: false,
+            output: Value::Null,
+            error: Some(reason.into()),
+            next: Next::End,
+        }
+    }
+
+    /// The same verdict, going to `next`.
+    pub fn then(mut self, next: Next) -> Verdict {
+        self.next = next;
+        self
+    }
+}
+
+/// One finished execution, as the engine hands it to [`Flow::settle`].
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Finished<'a> {
+    /// The step's id.
+    pub step_id: &'a str,
+    /// Which execution of the step this was (1 for the first).
+    pub execution: u32,
+    /// The engine's record of it: status by the engine's rules (an HTTP error status fails
+    /// unless the step's `expect.status` allows it), request, attempts, error.
+    pub result: &'a StepResult,
+    /// The response the step settled on; `None` when no response came (a transport failure,
+    /// a policy block, inputs the flow could not give).
+    pub reply: Option<&'a HttpResponse>,
+}
+
+/// What decides a flow run: the inputs of each execution, and what follows it.
+///
+/// The engine calls the flow from one task, between steps: a step's inputs are asked for when
+/// it starts, after every step it waits for has been settled.
+pub trait Flow: Send {
+    /// The inputs of the next execution of `step_id`; an `Err` fails it before any call (and
+    /// [`Flow::settle`] still judges it, with no reply).
+    fn inputs(&mut self, step_id: &str) -> Result<IndexMap<String, Value>, String>;
+
+    /// Judges a finished execution.
+    fn settle(&mut self, finished: Finished<'_>) -> Verdict;
+}
+
+type StepFuture<'r> = Pin<Box<dyn Future<Output = (usize, StepDone)> + 'r>>;
+type Timer = Pin<Box<dyn Future<Output = usize>>>;
+
+/// Where a step is in the flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for its predecessors.
+    Waiting,
+    /// Waiting to be retried.
+    Delayed,
+    /// In the ready queue.
+    Ready,
+    Running,
+    /// Finished (succeeded or failed).
+    Done,
+    /// Passed over (a forward goto, or the run ended before it).
+    Passed,
+}
+
+/// One flow run's state.
+pub(crate) struct FlowRun<'r, 'f> {
+    prepared: &'r PreparedWorkflow,
+    shared: &'r RunShared<'r>,
+    flow: &'f mut dyn Flow,
+    pub(crate) record: Run,
+    phase: Vec<Phase>,
+    /// Position → index in `record.step_results` of its latest execution.
+    slot: Vec<usize>,
+    executions: Vec<u32>,
+    /// Position → its index in the record's order.
+    rank: Vec<usize>,
+    ready: ReadyQueue<'r>,
+    /// Set when a verdict ends the run: whether it failed, and why.
+    ended: Option<Option<String>>,
+    run_stop: RunStop,
+}
+
+impl<'r, 'f> FlowRun<'r, 'f> {
+    pub(crate) fn new(
+        prepared: &'r PreparedWorkflow,
+        shared: &'r RunShared<'r>,
+        flow: &'f mut dyn Flow,
+    ) -> Self {
+        let count = prepared.steps.len();
+        let mut record = Run::new(shared.run_id.clone(), prepared.workflow.id.clone());
+        record.user_inputs = shared.inputs.clone();
+        record.started_at = Some(Utc::now());
+        let mut slot = vec![0; count];
+        let mut rank = vec![0; count];
+        for (index, &position) in prepared.order.iter().enumerate() {
+            slot[position] = index;
+            rank[position] = index;
+            record.step_results.push(StepResult::pending(
+                prepared.workflow.steps[position].id.clone(),
+            ));
+        }
+        FlowRun {
+            prepared,
+            shared,
+            flow,
+            record,
+            phase: vec![Phase::Waiting; count],
+            slot,
+            executions: vec![0; count],
+            rank,
+            ready: ReadyQueue::new(prepared, shared),
+            ended: None,
+            run_stop: RunStop::default(),
+        }
+    }
+
+    /// Runs to the end. An `Err` means the run store failed: at the start (nothing ran), or at
+    /// the end (the error carries the run record that could not be saved).
+    pub(crate) async fn run(
+        mut self,
+        cancel: Option<CancelToken>,
+        deadline: Option<Duration>,
+    ) -> Result<Run, Error> {
+        let engine = self.shared.engine;
+        if let Some(store) = &engine.run_store {
+            store
+                .create_run(&self.record)
+                .await
+                .map_err(|error| Error::Store {
+                    run_id: self.record.id.clone(),
+                    error,
+                    run: None,
+                })?;
+        }
+        engine.emit(&RunEvent::RunStarted { run: &self.record });
+        self.release_all();
+        self.run_stop = RunStop::new(cancel, deadline);
+        let run_stop = self.run_stop.clone();
+        let stopped = run_stop.stopped();
+        tokio::pin!(stopped);
+        let mut in_flight: FuturesUnordered<StepFuture<'r>> = FuturesUnordered::new();
+        let mut timers: FuturesUnordered<Timer> = FuturesUnordered::new();
+        let stopped = loop {
+            while self.ended.is_none() && in_flight.len() < engine.max_parallel {
+                let Some(position) = self.ready.pop() else {
+                    break;
+                };
+                match self.start(position) {
+                    Ok(future) => in_flight.push(future),
+                    Err(done) => {
+                        self.ready.release(position);
+                        if let Some(wait) = self.finish(position, done).await {
+                            timers.push(retry_timer(position, wait));
+                        }
+                    }
+                }
+            }
+            if self.ended.is_some() {
+                // A retry still waiting will not run: the run has ended.
+                timers.clear();
+            }
+            if in_flight.is_empty() && timers.is_empty() {
+                break self.run_stop.tripped_reason();
+            }
+            tokio::select! {
+                Some((position, done)) = in_flight.next() => {
+                    self.ready.release(position);
+                    if let Some(wait) = self.finish(position, done).await {
+                        timers.push(retry_timer(position, wait));
+                    }
+                }
+                Some(position) = timers.next() => {
+                    // A jump made while it waited may have changed its place.
+                    if self.phase[position] == Phase::Delayed {
+                        self.make_ready(position);
+                    }
+                }
+                reason = &mut stopped => break Some(reason),
+            }
+        };
+        drop(in_flight);
+        if let Some(reason) = &stopped {
+            stop_record(&mut self.record, self.shared, reason);
+        }
+        self.pass_over_the_rest();
+        self.record.status = match (&stopped, &self.ended) {
+            (Some(_), _) if self.run_stop.cancelled() => RunStatus::Cancelled,
+            (Some(_), _) => RunStatus::TimedOut,
+            (None, Some(Some(_))) => RunStatus::Failed,
+            _ => RunStatus::Success,
+        };
+        self.record.finished_at = Some(Utc::now());
+        engine.emit(&RunEvent::RunFinished { run: &self.record });
+        tracing::info!(status = ?self.record.status, "flow run finished");
+        if let Some(store) = &engine.run_store
+            && let Err(error) = store.finish_run(&self.record).await
+        {
+            return Err(Error::Store {
+                run_id: self.record.id.clone(),
+                error,
+                run: Some(Box::new(self.record)),
+            });
+        }
+        Ok(self.record)
+    }
+
+    /// Starts the next execution of a step: asks the flow for its inputs and returns the
+    /// future that runs it, or the execution already over (the flow gave no inputs).
+    fn start(&mut self, position: usize) -> Result<StepFuture<'r>, StepDone> {
+        let prepared: &'r PreparedWorkflow = self.prepared;
+        let shared: &'r RunShared<'r> = self.shared;
+        let definition = &prepared.workflow.steps[position];
+        self.executions[position] += 1;
+        let execution = self.executions[position];
+        let record_id = if execution == 1 {
+            definition.id.clone()
+        } else {
+            let id = format!("{}#{execution}", definition.id);
+            self.record.step_results.push(StepResult::pending(id.clone()));
+            self.slot[position] = self.record.step_results.len() - 1;
+            id
+        };
+        self.phase[position] = Phase::Running;
+        let started_at = Utc::now();
+        {
+            let result = &mut self.record.step_results[self.slot[position]];
+            result.status = StepStatus::Running;
+            result.started_at = Some(started_at);
+        }
+        shared.engine.emit(&RunEvent::StepStarted {
+            run_id: &shared.run_id,
+            step_id: &record_id,
+        });
+        let inputs = match self.flow.inputs(&definition.id) {
+            Ok(inputs) => inputs,
+            Err(reason) => {
+                let mut result = self.record.step_results[self.slot[position]].clone();
+                result.status = StepStatus::Failed;
+                result.error = Some(reason);
+                result.finished_at = Some(Utc::now());
+                return Err(StepDone {
+                    result,
+                    output: None,
+                    reply: None,
+                });
+            }
+        };
+        let job = StepJob {
+            run: shared,
+            step: definition,
+            prepared: &prepared.steps[position],
+            inputs,
+            steps: std::collections::HashMap::new(),
+            started_at,
+            run_stop: self.run_stop.clone(),
+            record_id,
+            keep_reply: true,
+        };
+        let span =
+            tracing::info_span!("step", step_id = %definition.id, tool_id = %definition.tool_id);
+        let store = shared.engine.run_store.as_deref();
+        let running = store.map(|_| self.record.step_results[self.slot[position]].clone());
+        let repeatable = prepared.steps[position].safe_to_repeat();
+        Ok(Box::pin(
+            async move {
+                let done = match (store, running) {
+                    (Some(store), Some(running)) => {
+                        step::execute_durably(job, store, running, repeatable).await
+                    }
+                    _ => step::execute(job).await,
+                };
+                (position, done)
+            }
+            .instrument(span),
+        ))
+    }
+
+    /// Records a finished execution as its flow judges it, saves it, and moves control on.
+    /// Returns the wait before the step runs again, when the verdict is a retry.
+    async fn finish(&mut self, position: usize, done: StepDone) -> Option<Duration> {
+        let shared = self.shared;
+        let step_id = &self.prepared.workflow.steps[position].id;
+        let verdict = self.flow.settle(Finished {
+            step_id,
+            execution: self.executions[position],
+            result: &done.result,
+            reply: done.reply.as_ref(),
+        });
+        let mut result = done.result;
+        result.status = if verdict.succeeded {
+            StepStatus::Success
+        } else {
+            StepStatus::Failed
+        };
+        if verdict.succeeded {
+            result.error = None;
+        } else if let Some(reason) = &verdict.error {
+            result.error = Some(shared.redactor.text(reason).into_owned());
+        } else if result.error.is_none() {
+            result.error = Some("the flow judged it failed".to_owned());
+        }
+        result.output_data = verdict.output;
+        shared.redactor.value(&mut result.output_data);
+        if result.finished_at.is_none() {
+            result.finished_at = Some(Utc::now());
+        }
+        if let Some(store) = &shared.engine.run_store
+            && let Err(error) = store.save_step(&shared.run_id, &result).await
+        {
+            // Unrecorded, it must not be built on: the run ends failed, saying why.
+            result.status = StepStatus::Failed;
+            result.error = Some(format!(
+                "it ran, but the run store could not save its result: {error}"
+            ));
+            self.end(Some(format!("step `{}`: the run store failed", result.step_id)));
+        }
+        let failed = result.status == StepStatus::Failed;
+        let failure = failed.then(|| {
+            format!(
+                "step `{}` failed: {}",
+                result.step_id,
+                result.error.as_deref().unwrap_or("")
+            )
+        });
+        self.record.step_results[self.slot[position]] = result;
+        self.phase[position] = Phase::Done;
+        shared.engine.emit(&RunEvent::StepFinished {
+            run_id: &shared.run_id,
+            result: &self.record.step_results[self.slot[position]],
+        });
+        if self.ended.is_some() {
+            return None;
+        }
+        match verdict.next {
+            Next::Continue => {
+                for &next in &self.prepared.successors[position] {
+                    self.release(next);
+                }
+                None
+            }
+            Next::End => {
+                self.end(failure);
+                None
+            }
+            Next::Retry(wait) => {
+                self.phase[position] = Phase::Delayed;
+                Some(wait)
+            }
+            Next::Goto(target) => {
+                match self.prepared.index.get(&target) {
+                    Some(&to) => self.goto(position, to),
+                    None => self.end(Some(format!(
+                        "step `{step_id}` goes to `{target}`, which is not a step of this workflow"
+                    ))),
+                }
+                None
+            }
+        }
+    }
+
+    /// Ends the run: nothing more starts. `failure` says why it failed, if it did.
+    fn end(&mut self, failure: Option<String>) {
+        if self.ended.is_none() {
+            self.ended = Some(failure);
+            self.ready.drain();
+        }
+    }
+
+    /// Control jumps from `from` to `to`: `to` and every step after it run again; on a jump
+    /// forward, the steps between that have not run are passed over.
+    fn goto(&mut self, from: usize, to: usize) {
+        let (from_rank, to_rank) = (self.rank[from], self.rank[to]);
+        // What was queued waits again, and is queued afresh below if it may run.
+        for position in self.ready.drain() {
+            self.phase[position] = Phase::Waiting;
+        }
+        for position in 0..self.phase.len() {
+            let rank = self.rank[position];
+            if rank >= to_rank {
+                if matches!(
+                    self.phase[position],
+                    Phase::Done | Phase::Passed | Phase::Delayed
+                ) {
+                    if self.executions[position] == 0 {
+                        // Never run: its entry (passed over) is the one it runs in.
+                        let result = &mut self.record.step_results[self.slot[position]];
+                        *result = StepResult::pending(result.step_id.clone());
+                    }
+                    self.phase[position] = Phase::Waiting;
+                }
+            } else if rank > from_rank && matches!(self.phase[position], Phase::Waiting) {
+                self.pass_over(
+                    position,
+                    format!(
+                        "passed over: step `{}` went to `{}`",
+                        self.prepared.workflow.steps[from].id, self.prepared.workflow.steps[to].id
+                    ),
+                );
+            }
+        }
+        self.release_all();
+    }
+
+    /// Queues every waiting step whose predecessors are all over.
+    fn release_all(&mut self) {
+        for &position in &self.prepared.order {
+            self.release(position);
+        }
+    }
+
+    /// Queues `position` if it waits and its predecessors are all over.
+    fn release(&mut self, position: usize) {
+        if self.phase[position] != Phase::Waiting {
+            return;
+        }
+        let over = self.prepared.predecessors[position]
+            .iter()
+            .all(|&before| matches!(self.phase[before], Phase::Done | Phase::Passed));
+        if over {
+            self.make_ready(position);
+        }
+    }
+
+    fn make_ready(&mut self, position: usize) {
+        if self.ended.is_none() {
+            self.phase[position] = Phase::Ready;
+            self.ready.push(position);
+        }
+    }
+
+    /// Records a step that will not run.
+    fn pass_over(&mut self, position: usize, reason: String) {
+        self.phase[position] = Phase::Passed;
+        let result = &mut self.record.step_results[self.slot[position]];
+        if result.status != StepStatus::Pending {
+            return; // an earlier execution's entry stays as it was
+        }
+        result.status = StepStatus::Skipped;
+        result.error = Some(reason);
+        result.finished_at = Some(Utc::now());
+        self.shared.engine.emit(&RunEvent::StepFinished {
+            run_id: &self.shared.run_id,
+            result,
+        });
+    }
+
+    /// At the end: steps that never ran are passed over, saying why.
+    fn pass_over_the_rest(&mut self) {
+        let why = match &self.ended {
+            Some(_) => "not run: the run ended before it",
+            None => "not run: control did not reach it",
+        };
+        for position in 0..self.phase.len() {
+            if matches!(
+                self.phase[position],
+                Phase::Waiting | Phase::Ready | Phase::Delayed
+            ) {
+                self.pass_over(position, why.to_owned());
+            }
+        }
+    }
+}
+
+fn retry_timer(position: usize, wait: Duration) -> Timer {
+    Box::pin(async move {
+        tokio::time::sleep(wait).await;
+        position
+    })
+}
