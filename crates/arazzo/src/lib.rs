@@ -35,6 +35,7 @@ mod load;
 pub mod model;
 mod positions;
 mod problem;
+pub mod run;
 pub mod runtime;
 pub mod sources;
 mod validate;

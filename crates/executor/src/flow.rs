@@ -92,6 +92,40 @@ impl Verdict {
     }
 }
 
+/// What an execution of a step does.
+#[non_exhaustive]
+pub enum Call {
+    /// Calls the step's tool with these inputs (requests, retries, policies: the engine's).
+    Tool(IndexMap<String, Value>),
+    /// Runs this future instead (a nested workflow, say): its value, or why it failed, is the
+    /// execution's outcome, judged by [`Flow::settle`] like a call's.
+    Own(OwnCall),
+}
+
+/// The work of a [`Call::Own`].
+pub type OwnCall = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Call::Tool(inputs) => f.debug_tuple("Tool").field(inputs).finish(),
+            Call::Own(_) => f.write_str("Own(..)"),
+        }
+    }
+}
+
+/// The execution about to start, as the engine asks [`Flow::call`] about it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Starting<'a> {
+    /// The step's id.
+    pub step_id: &'a str,
+    /// Which execution of the step this is (1 for the first).
+    pub execution: u32,
+    /// The run's id.
+    pub run_id: &'a str,
+}
+
 /// One finished execution, as the engine hands it to [`Flow::settle`].
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -101,7 +135,8 @@ pub struct Finished<'a> {
     /// Which execution of the step this was (1 for the first).
     pub execution: u32,
     /// The engine's record of it: status by the engine's rules (an HTTP error status fails
-    /// unless the step's `expect.status` allows it), request, attempts, error.
+    /// unless the step's `expect.status` allows it), request, attempts, error; for a
+    /// [`Call::Own`], its value as the output.
     pub result: &'a StepResult,
     /// The response the step settled on; `None` when no response came (a transport failure,
     /// a policy block, inputs the flow could not give).
@@ -110,12 +145,12 @@ pub struct Finished<'a> {
 
 /// What decides a flow run: the inputs of each execution, and what follows it.
 ///
-/// The engine calls the flow from one task, between steps: a step's inputs are asked for when
-/// it starts, after every step it waits for has been settled.
-pub trait Flow: Send {
-    /// The inputs of the next execution of `step_id`; an `Err` fails it before any call (and
+/// The engine calls the flow from one task, between steps: what a step does is asked when it
+/// starts, after every step it waits for has been settled.
+pub trait Flow {
+    /// What the next execution of a step does; an `Err` fails it before any call (and
     /// [`Flow::settle`] still judges it, with no reply).
-    fn inputs(&mut self, step_id: &str) -> Result<IndexMap<String, Value>, String>;
+    fn call(&mut self, starting: Starting<'_>) -> Result<Call, String>;
 
     /// Judges a finished execution.
     fn settle(&mut self, finished: Finished<'_>) -> Verdict;
@@ -309,8 +344,37 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             run_id: &shared.run_id,
             step_id: &record_id,
         });
-        let inputs = match self.flow.inputs(&definition.id) {
-            Ok(inputs) => inputs,
+        let starting = Starting {
+            step_id: &definition.id,
+            execution,
+            run_id: &shared.run_id,
+        };
+        let inputs = match self.flow.call(starting) {
+            Ok(Call::Tool(inputs)) => inputs,
+            Ok(Call::Own(work)) => {
+                let mut result = self.record.step_results[self.slot[position]].clone();
+                return Ok(Box::pin(async move {
+                    match work.await {
+                        Ok(output) => {
+                            result.status = StepStatus::Success;
+                            result.output_data = output;
+                        }
+                        Err(reason) => {
+                            result.status = StepStatus::Failed;
+                            result.error = Some(reason);
+                        }
+                    }
+                    result.finished_at = Some(Utc::now());
+                    (
+                        position,
+                        StepDone {
+                            result,
+                            output: None,
+                            reply: None,
+                        },
+                    )
+                }));
+            }
             Err(reason) => {
                 let mut result = self.record.step_results[self.slot[position]].clone();
                 result.status = StepStatus::Failed;

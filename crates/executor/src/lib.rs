@@ -66,3 +66,4 @@ pub use progress::{Progress, ProgressStyle, summary};
 pub use record::{Exchange, RecordingTransport};
 pub use redact::Redactor;
 pub use request::{BuiltRequest, build_request};
+pub use retry::parse_retry_after;

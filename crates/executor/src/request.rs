@@ -125,10 +125,16 @@ fn build(
             if let Some(template) = &request.body {
                 let rendered = template::render(template, &remaining, Mode::Lenient)
                     .map_err(|error| error.to_string())?;
-                body = Some(if request.content_type == FORM {
-                    (form_body(&rendered), FORM)
-                } else {
-                    (json_bytes(&rendered), "application/json")
+                let declared = request.content_type.as_str();
+                body = Some(match &rendered {
+                    // Text for a type that is not JSON (XML, plain text, a form already
+                    // encoded) goes as it is.
+                    Value::String(text) if !declared.is_empty() && !is_json(declared) => {
+                        (text.clone().into_bytes(), declared)
+                    }
+                    _ if declared == FORM => (form_body(&rendered), FORM),
+                    _ if is_json(declared) => (json_bytes(&rendered), declared),
+                    _ => (json_bytes(&rendered), "application/json"),
                 });
             }
         }
@@ -324,6 +330,13 @@ pub(crate) fn text(value: &Value) -> String {
 fn json_bytes(value: &Value) -> Vec<u8> {
     // Serializing a `Value` cannot fail: its keys are strings.
     serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// Whether a content type is JSON (`application/json`, `application/problem+json`, …).
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
+        || essence.to_ascii_lowercase().ends_with("+json")
 }
 
 /// A form body from an object (other values: sent as the single field `value`).

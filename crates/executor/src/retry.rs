@@ -48,7 +48,7 @@ pub(crate) fn backoff(
 
 /// Parses a `Retry-After` value: delay seconds, or an HTTP date compared with `now`. A date in
 /// the past means "now".
-pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));

@@ -2,6 +2,7 @@
 //! documents, the published examples) and its error reports.
 
 mod documents;
+mod examples;
 mod round_trip;
 mod sources;
 mod specification;

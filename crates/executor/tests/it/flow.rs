@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indexmap::IndexMap;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::time::Instant;
 use wayline_core::{
     HttpResponse, MemoryCatalog, RunStatus, ToolDefinition, Workflow,
 };
-use wayline_executor::flow::{Finished, Flow, Next, Verdict};
+use wayline_executor::flow::{Call, Finished, Flow, Next, Starting, Verdict};
 use wayline_executor::{Engine, RunOptions, ScriptedTransport};
 
 use crate::support::{Events, workflow};
@@ -81,7 +81,8 @@ impl Script {
 }
 
 impl Flow for Script {
-    fn inputs(&mut self, step_id: &str) -> Result<IndexMap<String, Value>, String> {
+    fn call(&mut self, starting: Starting<'_>) -> Result<Call, String> {
+        let step_id = starting.step_id;
         let status = self
             .statuses
             .get_mut(step_id)
@@ -90,7 +91,13 @@ impl Flow for Script {
         if status == 0 {
             return Err(format!("no input for `{step_id}`"));
         }
-        Ok(IndexMap::from([("status".to_owned(), json!(status))]))
+        if status == 1 {
+            return Ok(Call::Own(Box::pin(async { Ok(json!({"own": true})) })));
+        }
+        Ok(Call::Tool(IndexMap::from([(
+            "status".to_owned(),
+            json!(status),
+        )])))
     }
 
     fn settle(&mut self, finished: Finished<'_>) -> Verdict {
@@ -104,6 +111,9 @@ impl Flow for Script {
             "{}#{} {:?}",
             finished.step_id, finished.execution, seen
         ));
+        if finished.result.output_data == json!({"own": true}) {
+            return Verdict::success(finished.result.output_data.clone());
+        }
         let verdict = match finished.reply {
             Some(reply) if reply.status < 400 => Verdict::success(json!({"status": reply.status})),
             Some(reply) => Verdict::failure(format!("status {}", reply.status)),
@@ -304,4 +314,14 @@ async fn steps_that_wait_for_nothing_run_together() {
         ["start a".to_owned(), "start b".to_owned()],
         "{order:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_the_flow_runs_itself_is_judged_and_recorded_like_a_call() {
+    let mut script = Script::default().status("b", &[1]);
+    let (run, events) = run_script(&mut script).await;
+    assert_eq!(run.status, RunStatus::Success);
+    assert_eq!(run.step_results[1].output_data, json!({"own": true}));
+    assert_eq!(run.step_results[1].attempts, 0);
+    assert!(!events.lines().iter().any(|line| line.starts_with("attempt b ")));
 }

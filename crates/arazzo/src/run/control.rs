@@ -1,0 +1,482 @@
+//! The flow of one workflow's run: what each step sends (its parameters and body rendered from
+//! the values so far), whether it succeeded (its success criteria over the response), what it
+//! gives (its outputs), and what follows (its actions, then its workflow's, then the defaults).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::SystemTime;
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value, json};
+use wayline_core::{HttpResponse, Run};
+use wayline_executor::flow::{Call, Finished, Flow, Next as EngineNext, Starting, Verdict};
+use wayline_executor::{Engine, RunOptions, parse_retry_after};
+
+use super::compile::{Action, BODY, Compiled, step_parameters};
+use super::{Runner, WorkflowRun};
+use crate::actions::{Chosen, Next, Target, after_failure, after_success};
+use crate::criteria::passes;
+use crate::expression::Expression;
+use crate::model::{
+    ArazzoDocument, ExpressionKind, ParameterLocation, Selectable, SelectorType, Step, Workflow,
+};
+use crate::runtime::{Exchange, Values, WorkflowValues, as_text};
+
+/// One workflow's run in progress.
+pub(super) struct Control<'a> {
+    runner: &'a Runner,
+    engine: &'a Engine,
+    document: &'a ArazzoDocument,
+    workflow: &'a Workflow,
+    compiled: &'a Compiled,
+    values: Values,
+    positions: HashMap<&'a str, usize>,
+    /// What each step's latest execution sent, for `$request.…`.
+    sent: Vec<Option<Exchange>>,
+    /// Retries of each step since it last succeeded.
+    retries: Vec<u64>,
+    last_status: Option<u16>,
+    /// A workflow a `goto` passed control to, with its inputs.
+    transfer: Option<(String, Map<String, Value>)>,
+    calls: Rc<RefCell<Vec<WorkflowRun>>>,
+    depth: usize,
+}
+
+/// A finished workflow, and where control went after it.
+pub(super) struct Ended {
+    pub(super) run: WorkflowRun,
+    pub(super) transfer: Option<(String, Map<String, Value>)>,
+}
+
+impl<'a> Control<'a> {
+    pub(super) fn new(
+        runner: &'a Runner,
+        engine: &'a Engine,
+        compiled: &'a Compiled,
+        inputs: Map<String, Value>,
+        dependencies: &[WorkflowRun],
+        calls: Rc<RefCell<Vec<WorkflowRun>>>,
+        depth: usize,
+    ) -> Self {
+        let document = &runner.inner.document;
+        let workflow = &document.workflows[compiled.index];
+        let mut values = Values::new(document, inputs);
+        for dependency in dependencies {
+            remember(&mut values, dependency);
+        }
+        let count = workflow.steps.len();
+        Control {
+            runner,
+            engine,
+            document,
+            workflow,
+            compiled,
+            values,
+            positions: workflow
+                .steps
+                .iter()
+                .enumerate()
+                .map(|(position, step)| (step.step_id.as_str(), position))
+                .collect(),
+            sent: vec![None; count],
+            retries: vec![0; count],
+            last_status: None,
+            transfer: None,
+            calls,
+            depth,
+        }
+    }
+
+    /// The run as it ended: the workflow's outputs read, its values kept for whoever reads
+    /// `$workflows.ID.…`.
+    pub(super) fn finish(mut self, run: Run, dependencies: Vec<WorkflowRun>) -> Ended {
+        self.forget_exchange();
+        let mut outputs = Map::new();
+        let mut output_errors = Vec::new();
+        for (name, selectable) in &self.workflow.outputs {
+            match select(selectable, &self.values) {
+                Ok(value) => {
+                    outputs.insert(name.clone(), value);
+                }
+                Err(error) => output_errors.push(format!("output `{name}`: {error}")),
+            }
+        }
+        let values = WorkflowValues {
+            inputs: self.values.inputs.clone(),
+            outputs: outputs.clone(),
+            steps: std::mem::take(&mut self.values.steps),
+        };
+        Ended {
+            run: WorkflowRun {
+                workflow_id: self.workflow.workflow_id.clone(),
+                run,
+                outputs,
+                output_errors,
+                dependencies,
+                calls: Vec::new(),
+                values,
+                last_status: self.last_status,
+            },
+            transfer: self.transfer,
+        }
+    }
+
+    fn forget_exchange(&mut self) {
+        self.values.url = None;
+        self.values.method = None;
+        self.values.status = None;
+        self.values.request = None;
+        self.values.response = None;
+        self.values.outputs = Map::new();
+    }
+
+    /// The inputs of an operation step's tool, and what they send.
+    fn operation_inputs(
+        &self,
+        step: &Step,
+        parameters: &[(String, crate::model::Parameter)],
+        content_type: Option<&str>,
+    ) -> Result<(IndexMap<String, Value>, Exchange), String> {
+        let mut inputs = IndexMap::new();
+        let mut sent = Exchange::default();
+        for (input, parameter) in parameters {
+            let value = select(&parameter.value, &self.values)
+                .map_err(|error| format!("parameter `{}`: {error}", parameter.name))?;
+            match parameter.location {
+                Some(ParameterLocation::Header | ParameterLocation::Cookie) => {
+                    sent.headers.push((parameter.name.clone(), as_text(&value)));
+                    inputs.insert(input.clone(), Value::String(as_text(&value)));
+                }
+                Some(ParameterLocation::Query) => {
+                    sent.query.push((parameter.name.clone(), as_text(&value)));
+                    inputs.insert(input.clone(), value);
+                }
+                _ => {
+                    sent.path.insert(parameter.name.clone(), value.clone());
+                    inputs.insert(input.clone(), value);
+                }
+            }
+        }
+        if content_type.is_some() {
+            let body = step.request_body.as_ref();
+            let mut payload = match body.and_then(|body| body.payload.as_ref()) {
+                Some(payload) => self
+                    .values
+                    .render_value(payload)
+                    .map_err(|error| format!("request body: {error}"))?,
+                None => Value::Null,
+            };
+            for replacement in body.iter().flat_map(|body| &body.replacements) {
+                if let Some(SelectorType::Named(ExpressionKind::Jsonpath | ExpressionKind::Xpath)
+                | SelectorType::Versioned(_)) = &replacement.target_selector_type
+                {
+                    return Err(format!(
+                        "replacement of `{}`: only JSON Pointer targets are replaced by wayline",
+                        replacement.target
+                    ));
+                }
+                let value = select(&replacement.value, &self.values)
+                    .map_err(|error| format!("replacement of `{}`: {error}", replacement.target))?;
+                let target = replacement.target.trim_start_matches('#');
+                match payload.pointer_mut(target) {
+                    Some(slot) => *slot = value,
+                    None => {
+                        return Err(format!(
+                            "replacement target `{}` is not in the payload",
+                            replacement.target
+                        ));
+                    }
+                }
+            }
+            sent.body = Some(payload.clone());
+            inputs.insert(BODY.to_owned(), payload);
+        }
+        Ok((inputs, sent))
+    }
+
+    /// The work of a step that calls a workflow: that workflow's run, kept in `calls`.
+    fn workflow_call(&self, step: &Step, id: &str, run_id: &str) -> Result<Call, String> {
+        let mut inputs = Map::new();
+        for parameter in step_parameters(
+            &[],
+            &step.parameters,
+            self.document.components.as_ref(),
+        ) {
+            let value = select(&parameter.value, &self.values)
+                .map_err(|error| format!("parameter `{}`: {error}", parameter.name))?;
+            inputs.insert(parameter.name.clone(), value);
+        }
+        let runner = self.runner.clone();
+        let engine = self.engine.clone();
+        let calls = Rc::clone(&self.calls);
+        let options = RunOptions::new().run_id(format!("{run_id}.{}", step.step_id));
+        let depth = self.depth + 1;
+        let id = id.to_owned();
+        Ok(Call::Own(Box::pin(async move {
+            let ran = runner
+                .run_at(engine, id, inputs, options, depth)
+                .await
+                .map_err(|error| error.to_string())?;
+            let run_id = ran.run.id.clone();
+            calls.borrow_mut().push(ran);
+            Ok(json!({ "run_id": run_id }))
+        })))
+    }
+
+    /// Whether a finished step succeeded, and why not.
+    fn judge(&mut self, step: &Step, finished: &Finished<'_>, position: usize) -> Result<(), String> {
+        match &self.compiled.actions[position] {
+            Action::Workflow(id) => {
+                let run_id = finished.result.output_data["run_id"].as_str();
+                let called = self.calls.borrow();
+                let Some(ran) = called
+                    .iter()
+                    .rev()
+                    .find(|ran| Some(ran.run.id.as_str()) == run_id)
+                else {
+                    return Err(finished
+                        .result
+                        .error
+                        .clone()
+                        .unwrap_or_else(|| format!("workflow `{id}` did not run")));
+                };
+                self.values.status = ran.last_status;
+                self.values.outputs = ran.outputs.clone();
+                remember(&mut self.values, ran);
+                if !ran.succeeded() {
+                    return Err(format!("workflow `{id}` failed (run {})", ran.run.id));
+                }
+                drop(called);
+                self.criteria(step)
+            }
+            _ => {
+                let Some(reply) = finished.reply else {
+                    return Err(finished
+                        .result
+                        .error
+                        .clone()
+                        .unwrap_or_else(|| "no response".to_owned()));
+                };
+                self.see(reply, finished, position);
+                if step.success_criteria.is_empty() && reply.status >= 400 {
+                    return Err(format!("HTTP {} and no success criteria", reply.status));
+                }
+                self.criteria(step)
+            }
+        }
+    }
+
+    /// Makes the step's request and response what expressions read.
+    fn see(&mut self, reply: &HttpResponse, finished: &Finished<'_>, position: usize) {
+        self.last_status = Some(reply.status);
+        self.values.status = Some(reply.status);
+        let body = serde_json::from_slice(&reply.body)
+            .ok()
+            .or_else(|| (!reply.body.is_empty()).then(|| Value::String(reply.text().into_owned())));
+        self.values.response = Some(Exchange::new(reply.headers.clone(), body));
+        self.values.request = self.sent[position].clone();
+        if let Some(request) = &finished.result.request {
+            self.values.url = Some(request.url.clone());
+            self.values.method = Some(request.method.clone());
+        }
+    }
+
+    fn criteria(&self, step: &Step) -> Result<(), String> {
+        for criterion in &step.success_criteria {
+            match passes(criterion, &self.values) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(format!(
+                        "success criterion `{}` does not hold",
+                        criterion.condition
+                    ));
+                }
+                Err(error) => return Err(format!("success criterion: {error}")),
+            }
+        }
+        Ok(())
+    }
+
+    /// The step's outputs, read from what it gave.
+    fn outputs(&self, step: &Step) -> Result<Map<String, Value>, String> {
+        let mut outputs = Map::new();
+        for (name, selectable) in &step.outputs {
+            let value = select(selectable, &self.values)
+                .map_err(|error| format!("output `{name}`: {error}"))?;
+            outputs.insert(name.clone(), value);
+        }
+        Ok(outputs)
+    }
+
+    /// What follows: the engine's next move, or why the step fails after all.
+    fn follow(&mut self, chosen: Chosen, position: usize, failed: bool) -> Result<EngineNext, String> {
+        let named = |what: &str| match &chosen.name {
+            Some(name) => format!("action `{name}`: {what}"),
+            None => what.to_owned(),
+        };
+        Ok(match chosen.next {
+            Next::Continue => EngineNext::Continue,
+            Next::End => EngineNext::End,
+            Next::Goto(Target::Step(step)) => EngineNext::Goto(step),
+            Next::Goto(Target::Workflow { id, parameters }) => {
+                let mut inputs = Map::new();
+                let components = self.document.components.as_ref();
+                for parameter in step_parameters(&[], &parameters, components) {
+                    let value = select(&parameter.value, &self.values)
+                        .map_err(|error| named(&format!("parameter `{}`: {error}", parameter.name)))?;
+                    inputs.insert(parameter.name.clone(), value);
+                }
+                self.transfer = Some((id, inputs));
+                EngineNext::End
+            }
+            Next::Retry { first: Some(first), .. } => {
+                let what = match first {
+                    Target::Step(step) => format!("step `{step}`"),
+                    Target::Workflow { id, .. } => format!("workflow `{id}`"),
+                };
+                return Err(named(&format!(
+                    "a retry that runs {what} first is not run by wayline yet; retry the step alone, or `goto` {what}"
+                )));
+            }
+            Next::Retry { after, limit, .. } => {
+                debug_assert!(failed);
+                if self.retries[position] >= limit {
+                    return Err(named(&format!(
+                        "gave up after {limit} retr{}",
+                        if limit == 1 { "y" } else { "ies" }
+                    )));
+                }
+                self.retries[position] += 1;
+                EngineNext::Retry(after)
+            }
+        })
+    }
+}
+
+impl Flow for Control<'_> {
+    fn call(&mut self, starting: Starting<'_>) -> Result<Call, String> {
+        let position = *self
+            .positions
+            .get(starting.step_id)
+            .ok_or_else(|| format!("no step `{}` in the workflow", starting.step_id))?;
+        let step = &self.workflow.steps[position];
+        match &self.compiled.actions[position] {
+            Action::Operation {
+                parameters,
+                content_type,
+            } => {
+                let (inputs, sent) =
+                    self.operation_inputs(step, parameters, content_type.as_deref())?;
+                self.sent[position] = Some(sent);
+                Ok(Call::Tool(inputs))
+            }
+            Action::Workflow(id) => self.workflow_call(step, id, starting.run_id),
+            Action::Unrunnable(why) => Err(why.clone()),
+        }
+    }
+
+    fn settle(&mut self, finished: Finished<'_>) -> Verdict {
+        let Some(&position) = self.positions.get(finished.step_id) else {
+            return Verdict::failure(format!("no step `{}` in the workflow", finished.step_id));
+        };
+        let workflow = self.workflow;
+        let step = &workflow.steps[position];
+        let judged = self
+            .judge(step, &finished, position)
+            .and_then(|()| self.outputs(step));
+        let verdict = match judged {
+            Ok(outputs) => {
+                self.retries[position] = 0;
+                self.values.steps.insert(step.step_id.clone(), outputs.clone());
+                let next = after_success(self.document, workflow, step, &self.values)
+                    .map_err(|error| format!("success action: {error}"))
+                    .and_then(|chosen| self.follow(chosen, position, false));
+                match next {
+                    Ok(next) => Verdict::success(Value::Object(outputs)).then(next),
+                    Err(reason) => Verdict::failure(reason),
+                }
+            }
+            Err(reason) => {
+                let retry_after = finished
+                    .reply
+                    .and_then(|reply| reply.header("retry-after"))
+                    .and_then(|value| parse_retry_after(value, SystemTime::now()));
+                let next = after_failure(self.document, workflow, step, &self.values, retry_after)
+                    .map_err(|error| format!("failure action: {error}"))
+                    .and_then(|chosen| self.follow(chosen, position, true));
+                match next {
+                    Ok(next) => Verdict::failure(reason).then(next),
+                    Err(also) => Verdict::failure(format!("{reason}; {also}")),
+                }
+            }
+        };
+        self.forget_exchange();
+        verdict
+    }
+}
+
+/// Keeps what `$workflows.ID.…` reads of a workflow that ran (and of those it depended on).
+fn remember(values: &mut Values, ran: &WorkflowRun) {
+    for dependency in &ran.dependencies {
+        remember(values, dependency);
+    }
+    values
+        .workflows
+        .insert(ran.workflow_id.clone(), ran.values.clone());
+}
+
+/// The workflows `workflow`'s actions can pass control to or run first.
+pub(super) fn workflow_targets(document: &ArazzoDocument, workflow: &Workflow) -> Vec<String> {
+    let components = document.components.as_ref();
+    let success = workflow
+        .steps
+        .iter()
+        .flat_map(|step| &step.on_success)
+        .chain(&workflow.success_actions)
+        .filter_map(|action| crate::actions::success_action(action, components))
+        .filter_map(|action| action.workflow_id.clone());
+    let failure = workflow
+        .steps
+        .iter()
+        .flat_map(|step| &step.on_failure)
+        .chain(&workflow.failure_actions)
+        .filter_map(|action| crate::actions::failure_action(action, components))
+        .filter_map(|action| action.workflow_id.clone());
+    success.chain(failure).collect()
+}
+
+/// The value of a parameter, output or replacement: a runtime expression (or text embedding
+/// them), a literal (its strings rendered), or a selector applied to its context.
+pub(super) fn select(selectable: &Selectable, values: &Values) -> Result<Value, String> {
+    match selectable {
+        Selectable::Value(value) => values.render_value(value).map_err(|error| error.to_string()),
+        Selectable::Selector(selector) => {
+            let context = Expression::parse(&selector.context)
+                .map_err(|error| format!("`{}`: {error}", selector.context))?;
+            let subject = crate::condition::Resolver::resolve(values, &context).unwrap_or(Value::Null);
+            let kind = match &selector.kind {
+                SelectorType::Named(kind) => *kind,
+                SelectorType::Versioned(versioned) => versioned.kind,
+            };
+            match kind {
+                ExpressionKind::Jsonpointer => Ok(subject
+                    .pointer(selector.selector.trim_start_matches('#'))
+                    .cloned()
+                    .unwrap_or(Value::Null)),
+                ExpressionKind::Jsonpath => {
+                    let query = jsonpath_rust::parser::parse_json_path(&selector.selector)
+                        .map_err(|error| format!("`{}`: {error}", selector.selector))?;
+                    let found = jsonpath_rust::query::js_path_process(&query, &subject)
+                        .map_err(|error| format!("`{}`: {error}", selector.selector))?;
+                    Ok(match found.as_slice() {
+                        [] => Value::Null,
+                        [one] => one.clone().val().clone(),
+                        many => Value::Array(many.iter().map(|node| node.clone().val().clone()).collect()),
+                    })
+                }
+                _ => Err("XPath selectors are not evaluated by wayline".to_owned()),
+            }
+        }
+    }
+}

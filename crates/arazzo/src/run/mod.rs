@@ -1,0 +1,367 @@
+//! Running a document's workflows on wayline's engine.
+//!
+//! [`Runner::new`] compiles every workflow once: each step becomes a wayline step calling a tool
+//! made from its operation (read from the source descriptions through wayline's OpenAPI
+//! importer), and the steps wait for each other as [`crate::flow::Plan`] says. A run is an
+//! engine flow run ([`wayline_executor::flow`]): the engine sends the requests (its transport,
+//! transient retries, policies such as the guard, observers such as the knowledge recorder, the
+//! run store), and this module renders each step's parameters and body from the values so far,
+//! judges each response by the step's success criteria, keeps its outputs, and picks what
+//! follows by the step's and the workflow's actions (goto, retry, end, or on). A step that
+//! calls a workflow runs it as a run of its own; a workflow's `dependsOn` run first, once each.
+
+mod compile;
+mod control;
+mod inputs;
+
+use std::cell::RefCell;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
+use wayline_core::document::nearest;
+use wayline_core::{MemoryCatalog, Run, RunStatus, StepResult, StepStatus};
+use wayline_executor::{Engine, RunOptions};
+
+use crate::model::ArazzoDocument;
+use crate::runtime::WorkflowValues;
+use crate::sources::Sources;
+use compile::{Action, Compiled};
+use control::Control;
+
+/// How deep workflows may call workflows (a loop of calls stops here with an error).
+pub const MAX_DEPTH: usize = 16;
+
+/// A document ready to run: its workflows compiled for the engine.
+#[derive(Clone)]
+pub struct Runner {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    document: ArazzoDocument,
+    catalog: MemoryCatalog,
+    workflows: IndexMap<String, Compiled>,
+}
+
+impl fmt::Debug for Runner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runner")
+            .field("workflows", &self.inner.workflows.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One workflow's run: the engine's record of its steps (an execution per entry: `S`, then
+/// `S#2`… for a step run again), its outputs, and the runs it led to.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct WorkflowRun {
+    /// The workflow's id.
+    pub workflow_id: String,
+    /// The engine's record (secrets masked).
+    pub run: Run,
+    /// The workflow's outputs (empty when it failed before they could be read).
+    pub outputs: Map<String, Value>,
+    /// Why its outputs could not all be read, if they could not.
+    pub output_errors: Vec<String>,
+    /// Runs of the workflows it depends on (`dependsOn`), in the order they ran.
+    pub dependencies: Vec<WorkflowRun>,
+    /// Runs of workflows its steps called, or a `goto` passed control to, in order.
+    pub calls: Vec<WorkflowRun>,
+    /// What its expressions read of it once it ran (for `$workflows.ID.…`).
+    values: WorkflowValues,
+    /// The status of the last response any of its steps had.
+    last_status: Option<u16>,
+}
+
+impl WorkflowRun {
+    /// Whether the workflow succeeded.
+    pub fn succeeded(&self) -> bool {
+        self.run.status == RunStatus::Success
+    }
+}
+
+/// Why a workflow did not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The document has no workflow of that id.
+    #[error("no workflow `{id}` in the document{}", nearest_hint(.nearest))]
+    UnknownWorkflow {
+        /// The id asked for.
+        id: String,
+        /// The nearest id, if one is near.
+        nearest: Option<String>,
+    },
+    /// The inputs do not fit the workflow's inputs schema.
+    #[error("inputs of workflow `{workflow}`:\n  {}", .problems.join("\n  "))]
+    Inputs {
+        /// The workflow.
+        workflow: String,
+        /// Each way they do not fit.
+        problems: Vec<String>,
+    },
+    /// Steps the workflow (or one it calls) has cannot run here.
+    #[error("workflow `{workflow}` cannot run:\n  {}", .steps.iter().map(|(step, why)| format!("step `{step}`: {why}")).collect::<Vec<_>>().join("\n  "))]
+    Unrunnable {
+        /// The workflow.
+        workflow: String,
+        /// Each step (`workflow.step` when in a workflow it calls), and why.
+        steps: Vec<(String, String)>,
+    },
+    /// Workflows called workflows deeper than [`MAX_DEPTH`].
+    #[error("workflow `{0}` is called more than {MAX_DEPTH} workflows deep; do the workflows call each other in a loop?")]
+    TooDeep(String),
+    /// The engine could not start the run (the run store failed, say).
+    #[error(transparent)]
+    Engine(#[from] wayline_executor::Error),
+}
+
+fn nearest_hint(nearest: &Option<String>) -> String {
+    nearest
+        .as_ref()
+        .map(|id| format!(" (did you mean `{id}`?)"))
+        .unwrap_or_default()
+}
+
+type Pending = Pin<Box<dyn Future<Output = Result<WorkflowRun, RunError>>>>;
+
+impl Runner {
+    /// Compiles `document`'s workflows against its `sources` (read by
+    /// [`Sources::load`]). `servers` gives the base URL of a source by name, overriding the
+    /// description's first server (a test's loopback mock, a staging host).
+    pub fn new(
+        document: ArazzoDocument,
+        sources: &Sources,
+        servers: &IndexMap<String, String>,
+    ) -> Runner {
+        let (catalog, workflows) = compile::compile(&document, sources, servers);
+        Runner {
+            inner: Arc::new(Inner {
+                document,
+                catalog,
+                workflows,
+            }),
+        }
+    }
+
+    /// The document.
+    pub fn document(&self) -> &ArazzoDocument {
+        &self.inner.document
+    }
+
+    /// The tools made from the operations the steps call, one per step (`WORKFLOW.STEP`).
+    pub fn catalog(&self) -> &MemoryCatalog {
+        &self.inner.catalog
+    }
+
+    /// Runs workflow `workflow_id` with `inputs` on `engine` (its transport, policies,
+    /// observers and run store). `options` gives the run id, cancel token and deadline. An
+    /// `Err` means the workflow did not start; once it has, a failure is in the result.
+    pub async fn run(
+        &self,
+        engine: &Engine,
+        workflow_id: &str,
+        inputs: Map<String, Value>,
+        options: RunOptions,
+    ) -> Result<WorkflowRun, RunError> {
+        self.check_runnable(workflow_id)?;
+        self.clone()
+            .run_at(engine.clone(), workflow_id.to_owned(), inputs, options, 0)
+            .await
+    }
+
+    /// Every step of `workflow_id`, and of the workflows it can call or depends on, can run.
+    fn check_runnable(&self, workflow_id: &str) -> Result<(), RunError> {
+        if !self.inner.workflows.contains_key(workflow_id) {
+            return Err(self.unknown(workflow_id));
+        }
+        let mut seen = vec![workflow_id.to_owned()];
+        let mut next = 0;
+        let mut steps = Vec::new();
+        while next < seen.len() {
+            let id = seen[next].clone();
+            next += 1;
+            let Some(compiled) = self.inner.workflows.get(&id) else {
+                continue; // named by a step: validation reports it, the step fails if reached
+            };
+            let workflow = &self.inner.document.workflows[compiled.index];
+            let called = compiled.actions.iter().filter_map(|action| match action {
+                Action::Workflow(id) => Some(id.clone()),
+                _ => None,
+            });
+            let targets = control::workflow_targets(&self.inner.document, workflow);
+            for called in called
+                .chain(targets)
+                .chain(workflow.depends_on.iter().cloned())
+            {
+                if !seen.contains(&called) {
+                    seen.push(called);
+                }
+            }
+            for (position, action) in compiled.actions.iter().enumerate() {
+                if let Action::Unrunnable(why) = action {
+                    let step = &workflow.steps[position].step_id;
+                    let name = if id == workflow_id {
+                        step.clone()
+                    } else {
+                        format!("{id}.{step}")
+                    };
+                    steps.push((name, why.clone()));
+                }
+            }
+        }
+        if steps.is_empty() {
+            Ok(())
+        } else {
+            Err(RunError::Unrunnable {
+                workflow: workflow_id.to_owned(),
+                steps,
+            })
+        }
+    }
+
+    fn unknown(&self, id: &str) -> RunError {
+        RunError::UnknownWorkflow {
+            id: id.to_owned(),
+            nearest: nearest(id, self.inner.workflows.keys().map(String::as_str)).map(str::to_owned),
+        }
+    }
+
+    /// Runs a workflow (its dependencies first) `depth` calls deep.
+    fn run_at(
+        self,
+        engine: Engine,
+        workflow_id: String,
+        inputs: Map<String, Value>,
+        options: RunOptions,
+        depth: usize,
+    ) -> Pending {
+        Box::pin(async move {
+            if depth > MAX_DEPTH {
+                return Err(RunError::TooDeep(workflow_id));
+            }
+            let Some(compiled) = self.inner.workflows.get(&workflow_id) else {
+                return Err(self.unknown(&workflow_id));
+            };
+            let document = &self.inner.document;
+            let workflow = &document.workflows[compiled.index];
+            let inputs = inputs::check(document, workflow.inputs.as_ref(), inputs).map_err(
+                |problems| RunError::Inputs {
+                    workflow: workflow_id.clone(),
+                    problems,
+                },
+            )?;
+            let mut dependencies = Vec::new();
+            for dependency in &workflow.depends_on {
+                if dependencies
+                    .iter()
+                    .any(|done: &WorkflowRun| &done.workflow_id == dependency)
+                {
+                    continue;
+                }
+                let ran = self
+                    .clone()
+                    .run_at(
+                        engine.clone(),
+                        dependency.clone(),
+                        inputs.clone(),
+                        RunOptions::new(),
+                        depth + 1,
+                    )
+                    .await?;
+                let failed = !ran.succeeded();
+                dependencies.push(ran);
+                if failed {
+                    return Ok(not_run(
+                        &workflow_id,
+                        compiled,
+                        inputs,
+                        dependencies,
+                        &format!("not run: workflow `{dependency}`, which it depends on, failed"),
+                    ));
+                }
+            }
+            let prepared = engine.prepare_with(&compiled.workflow, &self.inner.catalog)?;
+            let calls = Rc::new(RefCell::new(Vec::new()));
+            let mut control = Control::new(
+                &self,
+                &engine,
+                compiled,
+                inputs.clone(),
+                &dependencies,
+                Rc::clone(&calls),
+                depth,
+            );
+            let run_inputs: IndexMap<String, Value> = inputs.clone().into_iter().collect();
+            let run = engine
+                .run_flow(&prepared, &mut control, options.inputs(run_inputs))
+                .await?;
+            let mut finished = control.finish(run, dependencies);
+            if let Some((target, target_inputs)) = finished.transfer.take() {
+                let transferred = self
+                    .clone()
+                    .run_at(
+                        engine.clone(),
+                        target,
+                        target_inputs,
+                        RunOptions::new(),
+                        depth + 1,
+                    )
+                    .await;
+                match transferred {
+                    Ok(transferred) => {
+                        if !transferred.succeeded() {
+                            finished.run.run.status = RunStatus::Failed;
+                        }
+                        calls.borrow_mut().push(transferred);
+                    }
+                    Err(error) => {
+                        finished.run.run.status = RunStatus::Failed;
+                        finished.run.output_errors.push(error.to_string());
+                    }
+                }
+            }
+            let mut result = finished.run;
+            result.calls = calls.take();
+            Ok(result)
+        })
+    }
+}
+
+/// A workflow that did not run because a workflow it depends on failed: every step skipped.
+fn not_run(
+    workflow_id: &str,
+    compiled: &Compiled,
+    inputs: Map<String, Value>,
+    dependencies: Vec<WorkflowRun>,
+    why: &str,
+) -> WorkflowRun {
+    let mut run = Run::new(format!("{workflow_id}-not-run"), workflow_id.to_owned());
+    run.status = RunStatus::Failed;
+    run.user_inputs = inputs.clone().into_iter().collect();
+    for step in &compiled.workflow.steps {
+        let mut result = StepResult::pending(step.id.clone());
+        result.status = StepStatus::Skipped;
+        result.error = Some(why.to_owned());
+        run.step_results.push(result);
+    }
+    WorkflowRun {
+        workflow_id: workflow_id.to_owned(),
+        run,
+        outputs: Map::new(),
+        output_errors: Vec::new(),
+        dependencies,
+        calls: Vec::new(),
+        values: WorkflowValues {
+            inputs,
+            ..WorkflowValues::default()
+        },
+        last_status: None,
+    }
+}
