@@ -30,6 +30,7 @@ use wayline_core::{HttpRequest, HttpResponse, Transport, TransportError, Transpo
 pub struct ReqwestTransport {
     client: reqwest::Client,
     max_response_bytes: usize,
+    follow_redirects: bool,
 }
 
 /// Settings of a [`ReqwestTransport`].
@@ -44,6 +45,7 @@ pub struct ReqwestTransportBuilder {
     accept_invalid_certs: bool,
     identity: Option<Vec<u8>>,
     proxy: Option<String>,
+    follow_redirects: bool,
 }
 
 impl std::fmt::Debug for ReqwestTransportBuilder {
@@ -84,11 +86,21 @@ impl Default for ReqwestTransportBuilder {
             accept_invalid_certs: false,
             identity: None,
             proxy: None,
+            follow_redirects: true,
         }
     }
 }
 
 impl ReqwestTransportBuilder {
+    /// Whether redirects are followed (default yes, up to 10, credentials dropped on the way
+    /// to another origin). Without, a redirect is the answer, `Location` and all: what an
+    /// Arazzo step's criteria (`$statusCode == 302`) and outputs (`$response.header.Location`)
+    /// read.
+    pub fn follow_redirects(mut self, follow: bool) -> Self {
+        self.follow_redirects = follow;
+        self
+    }
+
     /// Time allowed to open a connection (default 10 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
@@ -202,6 +214,7 @@ impl ReqwestTransportBuilder {
         Ok(ReqwestTransport {
             client,
             max_response_bytes: self.max_response_bytes,
+            follow_redirects: self.follow_redirects,
         })
     }
 }
@@ -226,6 +239,7 @@ impl ReqwestTransport {
         ReqwestTransport {
             client,
             max_response_bytes: ReqwestTransportBuilder::default().max_response_bytes,
+            follow_redirects: true,
         }
     }
 }
@@ -247,6 +261,9 @@ impl Transport for ReqwestTransport {
                 request.timeout = Some(deadline.saturating_duration_since(Instant::now()));
             }
             let mut reply = self.send_once(&request).await?;
+            if !self.follow_redirects {
+                return Ok(reply);
+            }
             let Some(next) = redirect_target(&request, &reply)? else {
                 reply.redirects = redirects;
                 return Ok(reply);

@@ -17,7 +17,7 @@ use super::compile::{Action, BODY, Compiled, step_parameters};
 use super::{Runner, WorkflowRun};
 use crate::actions::{Chosen, Next, Target, after_failure, after_success};
 use crate::criteria::passes;
-use crate::expression::Expression;
+use crate::expression::{Expression, Part, Template};
 use crate::model::{
     ArazzoDocument, ExpressionKind, ParameterLocation, Selectable, SelectorType, Step, Workflow,
 };
@@ -161,9 +161,7 @@ impl<'a> Control<'a> {
         if content_type.is_some() {
             let body = step.request_body.as_ref();
             let mut payload = match body.and_then(|body| body.payload.as_ref()) {
-                Some(payload) => self
-                    .values
-                    .render_value(payload)
+                Some(payload) => render_payload(payload, content_type, &self.values)
                     .map_err(|error| format!("request body: {error}"))?,
                 None => Value::Null,
             };
@@ -444,6 +442,59 @@ pub(super) fn workflow_targets(document: &ArazzoDocument, workflow: &Workflow) -
         .filter_map(|action| crate::actions::failure_action(action, components))
         .filter_map(|action| action.workflow_id.clone());
     success.chain(failure).collect()
+}
+
+/// A request body: its strings rendered. A JSON body written as text (`payload: |` then JSON)
+/// is read as JSON first, and a string in it that is one embedded expression and nothing else
+/// (`"{$inputs.customer}"`, quoted because JSON text must be) takes the expression's value with
+/// its type; elsewhere embedded expressions give text, as the specification says.
+fn render_payload(
+    payload: &Value,
+    content_type: Option<&str>,
+    values: &Values,
+) -> Result<Value, crate::expression::ExpressionError> {
+    let json_text = match payload {
+        Value::String(text) if content_type.is_some_and(is_json) => {
+            serde_json::from_str::<Value>(text).ok()
+        }
+        _ => None,
+    };
+    match json_text {
+        Some(parsed) => typed(&parsed, values),
+        None => values.render_value(payload),
+    }
+}
+
+fn typed(value: &Value, values: &Values) -> Result<Value, crate::expression::ExpressionError> {
+    Ok(match value {
+        Value::String(text) => match Template::parse(text)? {
+            Template::Embedded(parts) if parts.len() == 1 => match &parts[0] {
+                Part::Expression(expression) => {
+                    crate::condition::Resolver::resolve(values, expression).unwrap_or(Value::Null)
+                }
+                Part::Text(_) => values.render(text)?,
+            },
+            _ => values.render(text)?,
+        },
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| typed(item, values))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, item)| Ok((key.clone(), typed(item, values)?)))
+                .collect::<Result<_, crate::expression::ExpressionError>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
+/// Whether a content type is JSON (`application/json`, `application/vnd.api+json`, …).
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    essence == "application/json" || essence.ends_with("+json")
 }
 
 /// The value of a parameter, output or replacement: a runtime expression (or text embedding

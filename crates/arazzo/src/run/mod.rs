@@ -107,7 +107,7 @@ pub enum RunError {
         problems: Vec<String>,
     },
     /// Steps the workflow (or one it calls) has cannot run here.
-    #[error("workflow `{workflow}` cannot run:\n  {}", .steps.iter().map(|(step, why)| format!("step `{step}`: {why}")).collect::<Vec<_>>().join("\n  "))]
+    #[error("workflow `{workflow}` cannot run:{}", unrunnable(.steps))]
     Unrunnable {
         /// The workflow.
         workflow: String,
@@ -120,6 +120,22 @@ pub enum RunError {
     /// The engine could not start the run (the run store failed, say).
     #[error(transparent)]
     Engine(#[from] wayline_executor::Error),
+}
+
+/// The steps that cannot run, those sharing a reason on one line.
+fn unrunnable(steps: &[(String, String)]) -> String {
+    let mut reasons: IndexMap<&str, Vec<&str>> = IndexMap::new();
+    for (step, why) in steps {
+        reasons.entry(why.as_str()).or_default().push(step.as_str());
+    }
+    reasons
+        .into_iter()
+        .map(|(why, steps)| {
+            let names: Vec<String> = steps.iter().map(|step| format!("`{step}`")).collect();
+            let noun = if steps.len() == 1 { "step" } else { "steps" };
+            format!("\n  {noun} {}: {why}", names.join(", "))
+        })
+        .collect()
 }
 
 fn nearest_hint(nearest: &Option<String>) -> String {
