@@ -444,8 +444,8 @@ pub(super) fn workflow_targets(document: &ArazzoDocument, workflow: &Workflow) -
     success.chain(failure).collect()
 }
 
-/// A request body: its strings rendered. A JSON body written as text (`payload: |` then JSON)
-/// is read as JSON first, and a string in it that is one embedded expression and nothing else
+/// A request body: its strings rendered. A JSON or form body written as JSON text (`payload: |`
+/// then JSON) is read as JSON first, and a string in it that is one embedded expression and nothing else
 /// (`"{$inputs.customer}"`, quoted because JSON text must be) takes the expression's value with
 /// its type; elsewhere embedded expressions give text, as the specification says.
 fn render_payload(
@@ -454,7 +454,7 @@ fn render_payload(
     values: &Values,
 ) -> Result<Value, crate::expression::ExpressionError> {
     let json_text = match payload {
-        Value::String(text) if content_type.is_some_and(is_json) => {
+        Value::String(text) if content_type.is_some_and(|kind| is_json(kind) || is_form(kind)) => {
             serde_json::from_str::<Value>(text).ok()
         }
         _ => None,
@@ -489,6 +489,16 @@ fn typed(value: &Value, values: &Values) -> Result<Value, crate::expression::Exp
         ),
         other => other.clone(),
     })
+}
+
+/// Whether a content type is a URL-encoded form.
+fn is_form(content_type: &str) -> bool {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("application/x-www-form-urlencoded")
 }
 
 /// Whether a content type is JSON (`application/json`, `application/vnd.api+json`, …).

@@ -324,3 +324,319 @@ async fn bnpl_ends_when_no_product_qualifies() {
         Some("not run: the run ended before it")
     );
 }
+
+/// An OAuth server: `/authorize` answers a code, `/oauth/token` a token for each grant.
+async fn oauth_server() -> MockServer {
+    MockServer::start(|request| match (request.method.as_str(), request.path()) {
+        ("GET", "/authorize") => Reply::json(200, json!({"code": "c-1", "access_token": "ignored"})),
+        ("POST", "/oauth/token") => {
+            let form: IndexMap<String, String> =
+                url_form(&request.text());
+            let token = match form.get("grant_type").map(String::as_str) {
+                Some("authorization_code") if form.get("code").map(String::as_str) == Some("c-1") => {
+                    json!({"access_token": "a-1", "refresh_token": "r-1", "expires_in": 60})
+                }
+                Some("refresh_token") if form.get("refresh_token").map(String::as_str) == Some("r-1") => {
+                    json!({"access_token": "a-2", "refresh_token": "r-2", "expires_in": 120})
+                }
+                Some("client_credentials") => json!({"access_token": "cc-1"}),
+                _ => return Reply::json(400, json!({"error": "invalid_grant"})),
+            };
+            Reply::json(200, token)
+        }
+        _ => Reply::status(404),
+    })
+    .await
+    .unwrap()
+}
+
+/// A URL-encoded form's fields.
+fn url_form(text: &str) -> IndexMap<String, String> {
+    text.split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(name, value)| (name.to_owned(), value.replace("%3A", ":").replace("%2F", "/")))
+        .collect()
+}
+
+#[tokio::test]
+async fn oauth_refreshes_a_token_got_by_the_authorization_code_workflow_it_calls() {
+    let Some((document, dir)) = example("oauth.arazzo.yaml") else {
+        return;
+    };
+    let server = oauth_server().await;
+    let ran = run(
+        document,
+        &dir,
+        &server,
+        "refresh-token-flow",
+        json!({"my_client_id": "app", "my_client_secret": "s3cret", "my_redirect_uri": "https://app.test/cb"}),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    assert_eq!(
+        calls(&server.requests()),
+        [
+            "GET /authorize?client_id=app&redirect_uri=https%3A%2F%2Fapp.test%2Fcb&response_type=code&scope=read&state=12345",
+            "POST /oauth/token",
+            "POST /oauth/token"
+        ]
+    );
+    let requests = server.requests();
+    assert_eq!(
+        requests[1].header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+    assert_eq!(
+        url_form(&requests[2].text()),
+        IndexMap::from([
+            ("grant_type".to_owned(), "refresh_token".to_owned()),
+            ("refresh_token".to_owned(), "r-1".to_owned())
+        ])
+    );
+    assert_eq!(
+        Value::Object(ran.outputs),
+        json!({"access_token": "a-2", "refresh_token": "r-2", "expires_in": 120})
+    );
+    assert_eq!(ran.calls[0].workflow_id, "authorization-code-flow");
+    // The secret went out, but the record of the call keeps what the engine masks: here no
+    // tool config declares it, so the inputs show it as given.
+    assert_eq!(ran.calls[0].run.user_inputs["client_secret"], "s3cret");
+}
+
+#[tokio::test]
+async fn oauth_client_credentials_and_a_token_refused() {
+    let Some((document, dir)) = example("oauth.arazzo.yaml") else {
+        return;
+    };
+    let server = oauth_server().await;
+    let ran = run(
+        document.clone(),
+        &dir,
+        &server,
+        "client-credentials-flow",
+        json!({"client_id": "app", "client_secret": "s3cret"}),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success);
+    assert_eq!(Value::Object(ran.outputs), json!({"access_token": "cc-1"}));
+
+    // The authorization server refuses the code: the criteria fail, the workflow ends failed
+    // (the default failure action), its outputs read nothing.
+    let refusing = MockServer::start(|request| match request.path() {
+        "/authorize" => Reply::json(200, json!({"code": "stale", "access_token": "x"})),
+        _ => Reply::json(400, json!({"error": "invalid_grant"})),
+    })
+    .await
+    .unwrap();
+    let ran = run(
+        document,
+        &dir,
+        &refusing,
+        "authorization-code-flow",
+        json!({"client_id": "app", "client_secret": "s", "redirect_uri": "https://app.test/cb"}),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Failed);
+    assert_eq!(
+        ran.run.step_results[1].error.as_deref(),
+        Some("success criterion `$statusCode == 200` does not hold")
+    );
+    assert_eq!(ran.run.step_results[1].response_status, Some(400));
+}
+
+#[tokio::test]
+async fn fapi_par_pushes_the_request_then_authorizes_then_gets_the_token() {
+    let Some((document, dir)) = corrected(
+        "FAPI-PAR.arazzo.yaml",
+        // Operation ids are case-sensitive: the description's is `Par`.
+        &[("$sourceDescriptions.auth-api.PAR", "$sourceDescriptions.auth-api.Par")],
+    ) else {
+        return;
+    };
+    let server = MockServer::start(|request| match (request.method.as_str(), request.path()) {
+        ("POST", "/as/par.oauth2") => Reply::json(200, json!({"request_uri": "urn:par:1", "expires_in": 60})),
+        ("GET", "/as/authorize.oauth2") => {
+            Reply::json(302, json!({"code": "az-1"})).header("Location", "https://tpp.test/cb?code=az-1")
+        }
+        ("POST", "/as/token.oauth2") => Reply::json(200, json!({"access_token": "fapi-1", "token_type": "Bearer"})),
+        _ => Reply::status(404),
+    })
+    .await
+    .unwrap();
+    let ran = run(
+        document,
+        &dir,
+        &server,
+        "OIDC-PAR-AuthzCode",
+        json!({
+            "client_id": "tpp",
+            "client_assertion": {"iss": "tpp"},
+            "redirect_uri": "https://tpp.test/cb",
+            "code_verifier": "v-1",
+            "PARrequestBody": {"response_type": "code", "scope": "openid", "state": "s-1"},
+            "TokenRequestBody": {"grant_type": "authorization_code", "code": "-", "redirect_uri": "-", "code_verifier": "-"}
+        }),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    let requests = server.requests();
+    assert_eq!(
+        requests.iter().map(|request| request.path().to_owned()).collect::<Vec<_>>(),
+        ["/as/par.oauth2", "/as/authorize.oauth2", "/as/token.oauth2"]
+    );
+    assert_eq!(requests[0].query("client_assertion").as_deref(), Some(r#"{"iss":"tpp"}"#));
+    // The description says the bodies are JSON: the input object, then the JSON text with
+    // its expressions filled in.
+    assert_eq!(requests[0].json().unwrap()["scope"], "openid");
+    assert_eq!(requests[1].query("request_uri").as_deref(), Some("urn:par:1"));
+    let token = requests[2].json().unwrap();
+    assert_eq!(token["code"], "az-1");
+    assert_eq!(token["code_verifier"], "v-1");
+    assert_eq!(
+        Value::Object(ran.outputs),
+        json!({"access_token": {"access_token": "fapi-1", "token_type": "Bearer"}})
+    );
+}
+
+/// The part of the Swagger petstore (3.0) the login example calls, written here: the example
+/// names the published description by URL, which is not fetched.
+const PETSTORE: &str = r#"
+openapi: 3.0.2
+info: {title: Swagger Petstore, version: 1.0.17}
+servers: [{url: /api/v3}]
+paths:
+  /user/login:
+    get:
+      operationId: loginUser
+      parameters:
+        - {name: username, in: query, schema: {type: string}}
+        - {name: password, in: query, schema: {type: string}}
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {type: string}}}}
+  /pet/findByStatus:
+    get:
+      operationId: findPetsByStatus
+      parameters:
+        - {name: status, in: query, schema: {type: string}}
+      responses:
+        '200': {description: ok}
+"#;
+
+#[tokio::test]
+async fn login_and_retrieve_pets_carries_the_session_token_into_a_header() {
+    let Some((document, dir)) = example("LoginAndRetrievePets.arazzo.yaml") else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let petstore = scratch.path().join("petstore.yaml");
+    std::fs::write(&petstore, PETSTORE).unwrap();
+    let server = MockServer::start(|request| match request.path() {
+        "/api/v3/user/login" => Reply::json(200, json!("session-7"))
+            .header("X-Expires-After", "2026-11-26T00:00:00Z")
+            .header("X-Rate-Limit", "100"),
+        "/api/v3/pet/findByStatus" if request.header("authorization") == Some("session-7") => {
+            Reply::json(200, json!([{"id": 1, "status": "available"}]))
+        }
+        _ => Reply::status(401),
+    })
+    .await
+    .unwrap();
+    let local = IndexMap::from([("petStoreDescription".to_owned(), petstore)]);
+    let ran = run_at(
+        document,
+        &dir,
+        &local,
+        &server.url("/api/v3"),
+        "loginUserRetrievePet",
+        json!({"username": "ada", "password": "pw"}),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    assert_eq!(
+        calls(&server.requests()),
+        [
+            "GET /api/v3/user/login?username=ada&password=pw",
+            "GET /api/v3/pet/findByStatus?status=available"
+        ]
+    );
+    assert_eq!(
+        ran.run.step_results[0].output_data,
+        json!({"tokenExpires": "2026-11-26T00:00:00Z", "rateLimit": "100", "sessionToken": "session-7"})
+    );
+    assert_eq!(
+        Value::Object(ran.outputs),
+        json!({"available": [{"id": 1, "status": "available"}]})
+    );
+}
+
+const ANIMALS: &str = r#"
+openapi: 3.1.0
+info: {title: Public Zoo API, version: '1.0'}
+paths:
+  /animals:
+    post:
+      operationId: postAnimal
+      parameters:
+        - {name: authentication, in: cookie, schema: {type: string}}
+        - {name: workflowLevelParamOne, in: cookie, schema: {type: string}}
+        - {name: workflowLevelParamTwo, in: header, schema: {type: string}}
+      responses: {'201': {description: created}}
+  /animals/random:
+    get:
+      operationId: getRandomAnimal
+      parameters:
+        - {name: workflowLevelParamOne, in: cookie, schema: {type: string}}
+        - {name: workflowLevelParamTwo, in: header, schema: {type: string}}
+      responses: {'200': {description: ok}}
+"#;
+
+#[tokio::test]
+async fn workflow_parameters_reach_every_step_and_a_step_adds_its_own() {
+    let Some((document, dir)) = example("ExtendedParametersExample.arazzo.yaml") else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let animals = scratch.path().join("animals.yaml");
+    std::fs::write(&animals, ANIMALS).unwrap();
+    let server = MockServer::start(|request| match request.method.as_str() {
+        "POST" => Reply::json(201, json!({"id": 3})),
+        _ => Reply::json(200, json!({"name": "okapi"})),
+    })
+    .await
+    .unwrap();
+    let local = IndexMap::from([("animals".to_owned(), animals)]);
+    let ran = run_at(document, &dir, &local, &server.url(""), "animal-workflow", json!({})).await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    let requests = server.requests();
+    assert_eq!(calls(&requests), ["POST /animals", "GET /animals/random"]);
+    assert_eq!(
+        requests[0].header("cookie"),
+        Some("workflowLevelParamOne=someValue; authentication=SUPER_SECRET")
+    );
+    assert_eq!(requests[0].header("workflowlevelparamtwo"), Some("someValue"));
+    assert_eq!(requests[1].header("cookie"), Some("workflowLevelParamOne=someValue"));
+}
+
+#[tokio::test]
+async fn an_asyncapi_step_is_refused_before_anything_runs_saying_why() {
+    let Some(dir) = fixture("arazzo/examples/1.1.0") else {
+        return;
+    };
+    let text = format!(
+        "arazzo: 1.1.0\ninfo: {{title: Pet orders, version: '1'}}\n\
+         sourceDescriptions:\n  - {{name: orders, url: '{}', type: asyncapi}}\n\
+         workflows:\n  - workflowId: order\n    steps:\n      - stepId: place\n        operationId: placeOrder\n        action: send\n",
+        dir.join("pet-asyncapi.yaml").display()
+    );
+    let document = wayline_arazzo::load(&text, "order.arazzo.yaml").unwrap();
+    let sources = Sources::load(&document, &dir, &IndexMap::new());
+    let runner = Runner::new(document, &sources, &IndexMap::new());
+    let error = runner
+        .run(&engine(), "order", serde_json::Map::new(), RunOptions::new())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "workflow `order` cannot run:\n  step `place`: it is an AsyncAPI step; wayline runs OpenAPI operations and workflows only"
+    );
+}
