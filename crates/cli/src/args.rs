@@ -1,10 +1,12 @@
 //! The flag groups several commands share (clap), and reading `--input` values. Data only:
 //! what a group opens or builds is in `assemble.rs`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 use serde_json::Value;
+
+use crate::report::{Outcome, unreadable};
 
 /// The tools a command calls, and their configs.
 #[derive(Debug, Clone, clap::Args)]
@@ -139,4 +141,29 @@ pub(crate) fn parse_inputs(
         }
     }
     Ok(())
+}
+
+/// The text of the file at `path` when it is an Arazzo document (read once, for both the
+/// question and the answer).
+pub(crate) fn arazzo_text(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .filter(|text| wayline_arazzo::is_arazzo(text))
+}
+
+/// `--source NAME=FILE` flags, by name.
+pub(crate) fn source_overrides(flags: &[String]) -> Result<IndexMap<String, PathBuf>, Outcome> {
+    let mut overrides = IndexMap::new();
+    for flag in flags {
+        let Some((name, file)) = flag
+            .split_once('=')
+            .filter(|(name, file)| !name.is_empty() && !file.is_empty())
+        else {
+            return Err(unreadable(format!(
+                "`--source {flag}`: write NAME=FILE (the source description's name, a local file)"
+            )));
+        };
+        overrides.insert(name.to_owned(), PathBuf::from(file));
+    }
+    Ok(overrides)
 }

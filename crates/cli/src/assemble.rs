@@ -13,7 +13,9 @@ use wayline_core::code::{CodeError, CodeOutput, CodeRequest, CodeRunner};
 use wayline_core::document::Format;
 use wayline_core::tool::ToolKind;
 use wayline_core::{Run, ScriptedDecider, StepKind, ToolCatalog, Transport, Workflow};
-use wayline_executor::{CancelToken, Engine, EngineBuilder, ReqwestTransport, RunOptions};
+use wayline_executor::{
+    CancelToken, Engine, EngineBuilder, ReqwestTransport, ReqwestTransportBuilder, RunOptions,
+};
 use wayline_knowledge::{KnowledgeStore, SqliteKnowledge, YamlKnowledge};
 use wayline_planner::decide::ModelDecider;
 use wayline_planner::llm::{LanguageModel, OpenAiConfig, OpenAiModel};
@@ -46,6 +48,15 @@ pub(crate) fn transport() -> Result<ReqwestTransport, Outcome> {
 /// The HTTP transport for tool calls, with the trust, client certificate and proxy `network`
 /// asks for; `--insecure` is said aloud on standard error.
 pub(crate) fn tool_transport(network: &NetworkArgs) -> Result<ReqwestTransport, Outcome> {
+    tool_transport_builder(network)?
+        .build()
+        .map_err(|error| unreadable(format!("cannot start the HTTP client: {error}")))
+}
+
+/// The settings [`tool_transport`] builds from, for a command that adds its own.
+pub(crate) fn tool_transport_builder(
+    network: &NetworkArgs,
+) -> Result<ReqwestTransportBuilder, Outcome> {
     let read = |flag: &str, path: &Path| {
         std::fs::read(path).map_err(|error| {
             unreadable(format!(
@@ -75,9 +86,7 @@ pub(crate) fn tool_transport(network: &NetworkArgs) -> Result<ReqwestTransport, 
     if let Some(proxy) = &network.proxy {
         builder = builder.proxy(proxy.clone());
     }
-    builder
-        .build()
-        .map_err(|error| unreadable(format!("cannot start the HTTP client: {error}")))
+    Ok(builder)
 }
 
 /// The variables `${VAR}` reads in tool and tool-configs files: the environment's, then the

@@ -142,6 +142,19 @@ impl Failure for wayline_arazzo::Error {
     }
 }
 
+impl Failure for wayline_arazzo::run::RunError {
+    fn outcome(&self) -> Outcome {
+        use wayline_arazzo::run::RunError;
+        match self {
+            // The document was read; steps in it cannot run here.
+            RunError::Unrunnable { .. } | RunError::TooDeep(_) => Outcome::Failed,
+            RunError::Engine(error) => error.outcome(),
+            // A workflow or inputs the document does not take.
+            _ => Outcome::Unreadable,
+        }
+    }
+}
+
 /// Errors whose every variant deserves one outcome.
 macro_rules! one_outcome {
     ($outcome:expr => $($error:ty),* $(,)?) => {
@@ -282,6 +295,11 @@ pub(crate) fn report_run(run: &Run, format: ReportFormat) -> Outcome {
         ReportFormat::Json => print_json(run),
         ReportFormat::Text => out!("{}", summary(run)),
     }
+    run_outcome(run)
+}
+
+/// The exit code a run's status deserves.
+pub(crate) fn run_outcome(run: &Run) -> Outcome {
     match run.status {
         RunStatus::Success => Outcome::Ok,
         RunStatus::Cancelled => Outcome::Cancelled,

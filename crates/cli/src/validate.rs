@@ -11,6 +11,7 @@ use wayline_graph::{ValidationReport, ViewFormat, render, validate};
 
 use wayline_registry::ToolRegistry;
 
+use crate::args::{arazzo_text, source_overrides};
 use crate::report::{
     Outcome, ProblemDoc, ReportFormat, out, outcome_of, outln, print_errors, print_json, unreadable,
 };
@@ -177,31 +178,6 @@ pub(crate) fn graph_command(
     };
     out!("{}", render(&workflow, &report, view));
     Outcome::Ok
-}
-
-/// The text of the file at `path` when it is an Arazzo document (read once, for both the
-/// question and the answer).
-fn arazzo_text(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .filter(|text| wayline_arazzo::is_arazzo(text))
-}
-
-/// `--source NAME=FILE` flags, by name.
-fn source_overrides(flags: &[String]) -> Result<IndexMap<String, PathBuf>, Outcome> {
-    let mut overrides = IndexMap::new();
-    for flag in flags {
-        let Some((name, file)) = flag
-            .split_once('=')
-            .filter(|(name, file)| !name.is_empty() && !file.is_empty())
-        else {
-            return Err(unreadable(format!(
-                "`--source {flag}`: write NAME=FILE (the source description's name, a local file)"
-            )));
-        };
-        overrides.insert(name.to_owned(), PathBuf::from(file));
-    }
-    Ok(overrides)
 }
 
 /// `validate` of an Arazzo document: its structure, then its references and expressions,

@@ -329,7 +329,9 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             definition.id.clone()
         } else {
             let id = format!("{}#{execution}", definition.id);
-            self.record.step_results.push(StepResult::pending(id.clone()));
+            self.record
+                .step_results
+                .push(StepResult::pending(id.clone()));
             self.slot[position] = self.record.step_results.len() - 1;
             id
         };
@@ -454,7 +456,10 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             result.error = Some(format!(
                 "it ran, but the run store could not save its result: {error}"
             ));
-            self.end(Some(format!("step `{}`: the run store failed", result.step_id)));
+            self.end(Some(format!(
+                "step `{}`: the run store failed",
+                result.step_id
+            )));
         }
         let failed = result.status == StepStatus::Failed;
         let failure = failed.then(|| {

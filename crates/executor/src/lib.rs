@@ -26,8 +26,8 @@ pub mod durable;
 mod engine;
 mod error;
 mod eval;
-pub mod flow;
 pub mod extract;
+pub mod flow;
 #[cfg(feature = "http")]
 mod http;
 mod middleware;

@@ -224,10 +224,8 @@ fn step_tool(
                 // A query parameter of the same name keeps the plain input name.
                 let input = if query_names.contains(&parameter.name.as_str()) {
                     let input = format!("path_{index}");
-                    path = path.replace(
-                        &format!("{{{}}}", parameter.name),
-                        &format!("{{{input}}}"),
-                    );
+                    path =
+                        path.replace(&format!("{{{}}}", parameter.name), &format!("{{{input}}}"));
                     input
                 } else {
                     parameter.name.clone()
@@ -266,7 +264,12 @@ fn step_tool(
     let content_type = step.request_body.as_ref().map(|body| {
         body.content_type
             .clone()
-            .or_else(|| operation.body.as_ref().map(|body| body.content_type.clone()))
+            .or_else(|| {
+                operation
+                    .body
+                    .as_ref()
+                    .map(|body| body.content_type.clone())
+            })
             .unwrap_or_else(|| "application/json".to_owned())
     });
     let mut request = json!({

@@ -166,8 +166,10 @@ impl<'a> Control<'a> {
                 None => Value::Null,
             };
             for replacement in body.iter().flat_map(|body| &body.replacements) {
-                if let Some(SelectorType::Named(ExpressionKind::Jsonpath | ExpressionKind::Xpath)
-                | SelectorType::Versioned(_)) = &replacement.target_selector_type
+                if let Some(
+                    SelectorType::Named(ExpressionKind::Jsonpath | ExpressionKind::Xpath)
+                    | SelectorType::Versioned(_),
+                ) = &replacement.target_selector_type
                 {
                     return Err(format!(
                         "replacement of `{}`: only JSON Pointer targets are replaced by wayline",
@@ -196,11 +198,7 @@ impl<'a> Control<'a> {
     /// The work of a step that calls a workflow: that workflow's run, kept in `calls`.
     fn workflow_call(&self, step: &Step, id: &str, run_id: &str) -> Result<Call, String> {
         let mut inputs = Map::new();
-        for parameter in step_parameters(
-            &[],
-            &step.parameters,
-            self.document.components.as_ref(),
-        ) {
+        for parameter in step_parameters(&[], &step.parameters, self.document.components.as_ref()) {
             let value = select(&parameter.value, &self.values)
                 .map_err(|error| format!("parameter `{}`: {error}", parameter.name))?;
             inputs.insert(parameter.name.clone(), value);
@@ -223,7 +221,12 @@ impl<'a> Control<'a> {
     }
 
     /// Whether a finished step succeeded, and why not.
-    fn judge(&mut self, step: &Step, finished: &Finished<'_>, position: usize) -> Result<(), String> {
+    fn judge(
+        &mut self,
+        step: &Step,
+        finished: &Finished<'_>,
+        position: usize,
+    ) -> Result<(), String> {
         match &self.compiled.actions[position] {
             Action::Workflow(id) => {
                 let run_id = finished.result.output_data["run_id"].as_str();
@@ -308,7 +311,12 @@ impl<'a> Control<'a> {
     }
 
     /// What follows: the engine's next move, or why the step fails after all.
-    fn follow(&mut self, chosen: Chosen, position: usize, failed: bool) -> Result<EngineNext, String> {
+    fn follow(
+        &mut self,
+        chosen: Chosen,
+        position: usize,
+        failed: bool,
+    ) -> Result<EngineNext, String> {
         let named = |what: &str| match &chosen.name {
             Some(name) => format!("action `{name}`: {what}"),
             None => what.to_owned(),
@@ -321,14 +329,17 @@ impl<'a> Control<'a> {
                 let mut inputs = Map::new();
                 let components = self.document.components.as_ref();
                 for parameter in step_parameters(&[], &parameters, components) {
-                    let value = select(&parameter.value, &self.values)
-                        .map_err(|error| named(&format!("parameter `{}`: {error}", parameter.name)))?;
+                    let value = select(&parameter.value, &self.values).map_err(|error| {
+                        named(&format!("parameter `{}`: {error}", parameter.name))
+                    })?;
                     inputs.insert(parameter.name.clone(), value);
                 }
                 self.transfer = Some((id, inputs));
                 EngineNext::End
             }
-            Next::Retry { first: Some(first), .. } => {
+            Next::Retry {
+                first: Some(first), ..
+            } => {
                 let what = match first {
                     Target::Step(step) => format!("step `{step}`"),
                     Target::Workflow { id, .. } => format!("workflow `{id}`"),
@@ -386,7 +397,9 @@ impl Flow for Control<'_> {
         let verdict = match judged {
             Ok(outputs) => {
                 self.retries[position] = 0;
-                self.values.steps.insert(step.step_id.clone(), outputs.clone());
+                self.values
+                    .steps
+                    .insert(step.step_id.clone(), outputs.clone());
                 let next = after_success(self.document, workflow, step, &self.values)
                     .map_err(|error| format!("success action: {error}"))
                     .and_then(|chosen| self.follow(chosen, position, false));
@@ -503,7 +516,12 @@ fn is_form(content_type: &str) -> bool {
 
 /// Whether a content type is JSON (`application/json`, `application/vnd.api+json`, …).
 fn is_json(content_type: &str) -> bool {
-    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     essence == "application/json" || essence.ends_with("+json")
 }
 
@@ -511,11 +529,14 @@ fn is_json(content_type: &str) -> bool {
 /// them), a literal (its strings rendered), or a selector applied to its context.
 pub(super) fn select(selectable: &Selectable, values: &Values) -> Result<Value, String> {
     match selectable {
-        Selectable::Value(value) => values.render_value(value).map_err(|error| error.to_string()),
+        Selectable::Value(value) => values
+            .render_value(value)
+            .map_err(|error| error.to_string()),
         Selectable::Selector(selector) => {
             let context = Expression::parse(&selector.context)
                 .map_err(|error| format!("`{}`: {error}", selector.context))?;
-            let subject = crate::condition::Resolver::resolve(values, &context).unwrap_or(Value::Null);
+            let subject =
+                crate::condition::Resolver::resolve(values, &context).unwrap_or(Value::Null);
             let kind = match &selector.kind {
                 SelectorType::Named(kind) => *kind,
                 SelectorType::Versioned(versioned) => versioned.kind,
@@ -533,7 +554,9 @@ pub(super) fn select(selectable: &Selectable, values: &Values) -> Result<Value, 
                     Ok(match found.as_slice() {
                         [] => Value::Null,
                         [one] => one.clone().val().clone(),
-                        many => Value::Array(many.iter().map(|node| node.clone().val().clone()).collect()),
+                        many => Value::Array(
+                            many.iter().map(|node| node.clone().val().clone()).collect(),
+                        ),
                     })
                 }
                 _ => Err("XPath selectors are not evaluated by wayline".to_owned()),

@@ -110,6 +110,9 @@ mod tests {
     fn required_inputs_must_be_given() {
         let schema = json!({"type": "object", "required": ["user"], "properties": {"user": {"type": "string"}}});
         let problems = check(&document(), Some(&schema), Map::new()).unwrap_err();
-        assert!(problems[0].contains("\"user\" is a required property"), "{problems:?}");
+        assert!(
+            problems[0].contains("\"user\" is a required property"),
+            "{problems:?}"
+        );
     }
 }

@@ -44,14 +44,17 @@ pub struct Runner {
 
 struct Inner {
     document: ArazzoDocument,
-    catalog: MemoryCatalog,
+    catalog: Arc<MemoryCatalog>,
     workflows: IndexMap<String, Compiled>,
 }
 
 impl fmt::Debug for Runner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runner")
-            .field("workflows", &self.inner.workflows.keys().collect::<Vec<_>>())
+            .field(
+                "workflows",
+                &self.inner.workflows.keys().collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -115,7 +118,9 @@ pub enum RunError {
         steps: Vec<(String, String)>,
     },
     /// Workflows called workflows deeper than [`MAX_DEPTH`].
-    #[error("workflow `{0}` is called more than {MAX_DEPTH} workflows deep; do the workflows call each other in a loop?")]
+    #[error(
+        "workflow `{0}` is called more than {MAX_DEPTH} workflows deep; do the workflows call each other in a loop?"
+    )]
     TooDeep(String),
     /// The engine could not start the run (the run store failed, say).
     #[error(transparent)]
@@ -160,7 +165,7 @@ impl Runner {
         Runner {
             inner: Arc::new(Inner {
                 document,
-                catalog,
+                catalog: Arc::new(catalog),
                 workflows,
             }),
         }
@@ -172,8 +177,17 @@ impl Runner {
     }
 
     /// The tools made from the operations the steps call, one per step (`WORKFLOW.STEP`).
-    pub fn catalog(&self) -> &MemoryCatalog {
+    pub fn catalog(&self) -> &Arc<MemoryCatalog> {
         &self.inner.catalog
+    }
+
+    /// The wayline workflows the document's workflows compile to (each step calling its tool
+    /// in [`Runner::catalog`]), for observers that read them, such as the knowledge recorder.
+    pub fn compiled(&self) -> impl Iterator<Item = &wayline_core::Workflow> {
+        self.inner
+            .workflows
+            .values()
+            .map(|compiled| &compiled.workflow)
     }
 
     /// Runs workflow `workflow_id` with `inputs` on `engine` (its transport, policies,
@@ -245,7 +259,8 @@ impl Runner {
     fn unknown(&self, id: &str) -> RunError {
         RunError::UnknownWorkflow {
             id: id.to_owned(),
-            nearest: nearest(id, self.inner.workflows.keys().map(String::as_str)).map(str::to_owned),
+            nearest: nearest(id, self.inner.workflows.keys().map(String::as_str))
+                .map(str::to_owned),
         }
     }
 
@@ -267,12 +282,13 @@ impl Runner {
             };
             let document = &self.inner.document;
             let workflow = &document.workflows[compiled.index];
-            let inputs = inputs::check(document, workflow.inputs.as_ref(), inputs).map_err(
-                |problems| RunError::Inputs {
-                    workflow: workflow_id.clone(),
-                    problems,
-                },
-            )?;
+            let inputs =
+                inputs::check(document, workflow.inputs.as_ref(), inputs).map_err(|problems| {
+                    RunError::Inputs {
+                        workflow: workflow_id.clone(),
+                        problems,
+                    }
+                })?;
             let mut dependencies = Vec::new();
             for dependency in &workflow.depends_on {
                 if dependencies
@@ -303,7 +319,7 @@ impl Runner {
                     ));
                 }
             }
-            let prepared = engine.prepare_with(&compiled.workflow, &self.inner.catalog)?;
+            let prepared = engine.prepare_with(&compiled.workflow, self.inner.catalog.as_ref())?;
             let calls = Rc::new(RefCell::new(Vec::new()));
             let mut control = Control::new(
                 &self,

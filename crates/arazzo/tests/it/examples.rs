@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde_json::{Value, json};
+use wayline_arazzo::load_file;
 use wayline_arazzo::model::{ArazzoDocument, Reusable};
 use wayline_arazzo::run::{Runner, WorkflowRun};
 use wayline_arazzo::sources::Sources;
-use wayline_arazzo::load_file;
 use wayline_core::{MemoryCatalog, RunStatus};
 use wayline_executor::testing::{MockServer, RecordedRequest, Reply};
 use wayline_executor::{Engine, ReqwestTransport, RunOptions};
@@ -28,7 +28,10 @@ fn corrected(name: &str, corrections: &[(&str, &str)]) -> Option<(ArazzoDocument
     let dir = fixture("arazzo/examples/1.0.0")?;
     let mut text = std::fs::read_to_string(dir.join(name)).unwrap();
     for (from, to) in corrections {
-        assert!(text.contains(from), "{name}: `{from}` is not in the document");
+        assert!(
+            text.contains(from),
+            "{name}: `{from}` is not in the document"
+        );
         text = text.replacen(from, to, 1);
     }
     Some((wayline_arazzo::load(&text, name).unwrap(), dir))
@@ -68,7 +71,15 @@ async fn run(
     workflow: &str,
     inputs: Value,
 ) -> WorkflowRun {
-    run_at(document, dir, &IndexMap::new(), &server.url(""), workflow, inputs).await
+    run_at(
+        document,
+        dir,
+        &IndexMap::new(),
+        &server.url(""),
+        workflow,
+        inputs,
+    )
+    .await
 }
 
 /// Runs `workflow` of `document`, reading sources from `local` files where given, every source
@@ -116,13 +127,17 @@ fn entries(ran: &WorkflowRun) -> Vec<String> {
 /// numbered from 7.
 async fn pet_store() -> MockServer {
     MockServer::start(|request| match (request.method.as_str(), request.path()) {
-        ("GET", "/pet/findByTags") | ("GET", "/pet/findByStatus") => {
-            Reply::json(200, json!([{"id": 42, "name": "rex"}, {"id": 43, "name": "ada"}]))
-        }
+        ("GET", "/pet/findByTags") | ("GET", "/pet/findByStatus") => Reply::json(
+            200,
+            json!([{"id": 42, "name": "rex"}, {"id": 43, "name": "ada"}]),
+        ),
         ("GET", "/pet/42/coupons") => Reply::json(200, json!({"couponCode": "SAVE10"})),
         ("POST", "/store/order") => {
             let order = request.json().unwrap_or_default();
-            Reply::json(200, json!({"id": 7, "petId": order["petId"], "status": "placed"}))
+            Reply::json(
+                200,
+                json!({"id": 7, "petId": order["petId"], "status": "placed"}),
+            )
         }
         _ => Reply::status(404),
     })
@@ -162,9 +177,16 @@ async fn pet_coupons_finds_a_pet_its_coupon_and_orders_it_through_a_workflow_it_
     );
     assert_eq!(
         entries(&ran),
-        ["find-pet success", "find-coupons success", "place-order success"]
+        [
+            "find-pet success",
+            "find-coupons success",
+            "place-order success"
+        ]
     );
-    assert_eq!(Value::Object(ran.outputs.clone()), json!({"apply_coupon_pet_order_id": 7}));
+    assert_eq!(
+        Value::Object(ran.outputs.clone()),
+        json!({"apply_coupon_pet_order_id": 7})
+    );
     // The workflow the last step called ran as a run of its own, with the values it was given.
     assert_eq!(ran.calls.len(), 1);
     assert_eq!(ran.calls[0].workflow_id, "place-order");
@@ -211,7 +233,10 @@ async fn bnpl_follows_its_gotos_through_eligibility_creation_and_authorization()
         &[
             // RFC 9535 filters select a child of the root: the published queries never see
             // the root's own `products`.
-            ("condition: $[?count(@.products) > 0]", "condition: $.products[0]"),
+            (
+                "condition: $[?count(@.products) > 0]",
+                "condition: $.products[0]",
+            ),
             (
                 "          - context: $response.body\n            type: jsonpath\n            condition: $[?count(@.products) == 0]",
                 "          - condition: $response.body#/products/0 == null",
@@ -237,7 +262,8 @@ async fn bnpl_follows_its_gotos_through_eligibility_creation_and_authorization()
     };
     let server = bnpl_platform().await;
     let customer = json!({"firstName": "Ada", "lastName": "Byron", "dateOfBirth": "1990-12-10T00:00:00Z", "postalCode": "0150"});
-    let products = json!([{"productCode": "P1", "purchaseAmount": {"currency": "EUR", "amount": 120}}]);
+    let products =
+        json!([{"productCode": "P1", "purchaseAmount": {"currency": "EUR", "amount": 120}}]);
     let local = IndexMap::from([("BnplApi".to_owned(), dir.join("bnpl-openapi.yaml"))]);
     let ran = run_at(
         document,
@@ -294,7 +320,10 @@ async fn bnpl_ends_when_no_product_qualifies() {
     let Some((document, dir)) = corrected(
         "bnpl-arazzo.yaml",
         &[
-            ("condition: $[?count(@.products) > 0]", "condition: $.products[0]"),
+            (
+                "condition: $[?count(@.products) > 0]",
+                "condition: $.products[0]",
+            ),
             (
                 "          - context: $response.body\n            type: jsonpath\n            condition: $[?count(@.products) == 0]",
                 "          - condition: $response.body#/products/0 == null",
@@ -328,15 +357,20 @@ async fn bnpl_ends_when_no_product_qualifies() {
 /// An OAuth server: `/authorize` answers a code, `/oauth/token` a token for each grant.
 async fn oauth_server() -> MockServer {
     MockServer::start(|request| match (request.method.as_str(), request.path()) {
-        ("GET", "/authorize") => Reply::json(200, json!({"code": "c-1", "access_token": "ignored"})),
+        ("GET", "/authorize") => {
+            Reply::json(200, json!({"code": "c-1", "access_token": "ignored"}))
+        }
         ("POST", "/oauth/token") => {
-            let form: IndexMap<String, String> =
-                url_form(&request.text());
+            let form: IndexMap<String, String> = url_form(&request.text());
             let token = match form.get("grant_type").map(String::as_str) {
-                Some("authorization_code") if form.get("code").map(String::as_str) == Some("c-1") => {
+                Some("authorization_code")
+                    if form.get("code").map(String::as_str) == Some("c-1") =>
+                {
                     json!({"access_token": "a-1", "refresh_token": "r-1", "expires_in": 60})
                 }
-                Some("refresh_token") if form.get("refresh_token").map(String::as_str) == Some("r-1") => {
+                Some("refresh_token")
+                    if form.get("refresh_token").map(String::as_str) == Some("r-1") =>
+                {
                     json!({"access_token": "a-2", "refresh_token": "r-2", "expires_in": 120})
                 }
                 Some("client_credentials") => json!({"access_token": "cc-1"}),
@@ -354,7 +388,12 @@ async fn oauth_server() -> MockServer {
 fn url_form(text: &str) -> IndexMap<String, String> {
     text.split('&')
         .filter_map(|pair| pair.split_once('='))
-        .map(|(name, value)| (name.to_owned(), value.replace("%3A", ":").replace("%2F", "/")))
+        .map(|(name, value)| {
+            (
+                name.to_owned(),
+                value.replace("%3A", ":").replace("%2F", "/"),
+            )
+        })
         .collect()
 }
 
@@ -449,16 +488,23 @@ async fn fapi_par_pushes_the_request_then_authorizes_then_gets_the_token() {
     let Some((document, dir)) = corrected(
         "FAPI-PAR.arazzo.yaml",
         // Operation ids are case-sensitive: the description's is `Par`.
-        &[("$sourceDescriptions.auth-api.PAR", "$sourceDescriptions.auth-api.Par")],
+        &[(
+            "$sourceDescriptions.auth-api.PAR",
+            "$sourceDescriptions.auth-api.Par",
+        )],
     ) else {
         return;
     };
     let server = MockServer::start(|request| match (request.method.as_str(), request.path()) {
-        ("POST", "/as/par.oauth2") => Reply::json(200, json!({"request_uri": "urn:par:1", "expires_in": 60})),
-        ("GET", "/as/authorize.oauth2") => {
-            Reply::json(302, json!({"code": "az-1"})).header("Location", "https://tpp.test/cb?code=az-1")
+        ("POST", "/as/par.oauth2") => {
+            Reply::json(200, json!({"request_uri": "urn:par:1", "expires_in": 60}))
         }
-        ("POST", "/as/token.oauth2") => Reply::json(200, json!({"access_token": "fapi-1", "token_type": "Bearer"})),
+        ("GET", "/as/authorize.oauth2") => Reply::json(302, json!({"code": "az-1"}))
+            .header("Location", "https://tpp.test/cb?code=az-1"),
+        ("POST", "/as/token.oauth2") => Reply::json(
+            200,
+            json!({"access_token": "fapi-1", "token_type": "Bearer"}),
+        ),
         _ => Reply::status(404),
     })
     .await
@@ -481,14 +527,23 @@ async fn fapi_par_pushes_the_request_then_authorizes_then_gets_the_token() {
     assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
     let requests = server.requests();
     assert_eq!(
-        requests.iter().map(|request| request.path().to_owned()).collect::<Vec<_>>(),
+        requests
+            .iter()
+            .map(|request| request.path().to_owned())
+            .collect::<Vec<_>>(),
         ["/as/par.oauth2", "/as/authorize.oauth2", "/as/token.oauth2"]
     );
-    assert_eq!(requests[0].query("client_assertion").as_deref(), Some(r#"{"iss":"tpp"}"#));
+    assert_eq!(
+        requests[0].query("client_assertion").as_deref(),
+        Some(r#"{"iss":"tpp"}"#)
+    );
     // The description says the bodies are JSON: the input object, then the JSON text with
     // its expressions filled in.
     assert_eq!(requests[0].json().unwrap()["scope"], "openid");
-    assert_eq!(requests[1].query("request_uri").as_deref(), Some("urn:par:1"));
+    assert_eq!(
+        requests[1].query("request_uri").as_deref(),
+        Some("urn:par:1")
+    );
     let token = requests[2].json().unwrap();
     assert_eq!(token["code"], "az-1");
     assert_eq!(token["code_verifier"], "v-1");
@@ -605,7 +660,15 @@ async fn workflow_parameters_reach_every_step_and_a_step_adds_its_own() {
     .await
     .unwrap();
     let local = IndexMap::from([("animals".to_owned(), animals)]);
-    let ran = run_at(document, &dir, &local, &server.url(""), "animal-workflow", json!({})).await;
+    let ran = run_at(
+        document,
+        &dir,
+        &local,
+        &server.url(""),
+        "animal-workflow",
+        json!({}),
+    )
+    .await;
     assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
     let requests = server.requests();
     assert_eq!(calls(&requests), ["POST /animals", "GET /animals/random"]);
@@ -613,8 +676,14 @@ async fn workflow_parameters_reach_every_step_and_a_step_adds_its_own() {
         requests[0].header("cookie"),
         Some("workflowLevelParamOne=someValue; authentication=SUPER_SECRET")
     );
-    assert_eq!(requests[0].header("workflowlevelparamtwo"), Some("someValue"));
-    assert_eq!(requests[1].header("cookie"), Some("workflowLevelParamOne=someValue"));
+    assert_eq!(
+        requests[0].header("workflowlevelparamtwo"),
+        Some("someValue")
+    );
+    assert_eq!(
+        requests[1].header("cookie"),
+        Some("workflowLevelParamOne=someValue")
+    );
 }
 
 #[tokio::test]
@@ -632,7 +701,12 @@ async fn an_asyncapi_step_is_refused_before_anything_runs_saying_why() {
     let sources = Sources::load(&document, &dir, &IndexMap::new());
     let runner = Runner::new(document, &sources, &IndexMap::new());
     let error = runner
-        .run(&engine(), "order", serde_json::Map::new(), RunOptions::new())
+        .run(
+            &engine(),
+            "order",
+            serde_json::Map::new(),
+            RunOptions::new(),
+        )
         .await
         .unwrap_err();
     assert_eq!(

@@ -178,3 +178,125 @@ fn export_then_import_gives_the_workflow_back() {
     assert_eq!(code(&refused), 2);
     assert_eq!(std::fs::read_to_string(&document).unwrap(), "changed");
 }
+
+/// The pet-coupons example's pet store on loopback.
+fn pet_store(runtime: &tokio::runtime::Runtime) -> wayline_executor::testing::MockServer {
+    use serde_json::json;
+    use wayline_executor::testing::{MockServer, Reply};
+    runtime
+        .block_on(MockServer::start(|request| {
+            match (request.method.as_str(), request.path()) {
+                ("GET", "/pet/findByTags") => Reply::json(200, json!([{"id": 42}])),
+                ("GET", "/pet/42/coupons") => Reply::json(200, json!({"couponCode": "SAVE10"})),
+                ("POST", "/store/order") => Reply::json(200, json!({"id": 7})),
+                _ => Reply::status(404),
+            }
+        }))
+        .unwrap()
+}
+
+#[test]
+fn run_runs_an_arazzo_workflow_once_its_document_is_valid() {
+    let Some(dir) = fixture("arazzo/examples/1.0.0") else {
+        return;
+    };
+    let runtime = crate::server_runtime();
+    let server = pet_store(&runtime);
+    let scratch = tempfile::tempdir().unwrap();
+    // A document that does not validate is not run: nothing is sent.
+    let published = dir.join("pet-coupons.arazzo.yaml");
+    let server_flag = format!("pet-coupons={}", server.url(""));
+    let refused = wayline(&[
+        "run",
+        path(&published),
+        "--workflow",
+        "apply-coupon",
+        "--server",
+        &server_flag,
+        "--input",
+        r#"my_pet_tags:=["puppy"]"#,
+    ]);
+    assert_eq!(code(&refused), 1);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("pet-coupons.arazzo.yaml:39:9: operation `getPetCoupons` of `pet-coupons` needs the path parameter `petId`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("not run: 1 problem"), "{stderr}");
+    assert_eq!(server.hits(), 0);
+
+    // Corrected (a copy beside its description), it runs and prints its outputs.
+    let text = std::fs::read_to_string(&published)
+        .unwrap()
+        .replace("name: pet_tags", "name: tags")
+        .replace("name: pet_id", "name: petId");
+    let corrected = scratch.path().join("pet-coupons.arazzo.yaml");
+    std::fs::write(&corrected, text).unwrap();
+    std::fs::copy(
+        dir.join("pet-coupons.openapi.yaml"),
+        scratch.path().join("pet-coupons.openapi.yaml"),
+    )
+    .unwrap();
+    let args = [
+        "run",
+        path(&corrected),
+        "--workflow",
+        "apply-coupon",
+        "--server",
+        &server_flag,
+        "--input",
+        r#"my_pet_tags:=["puppy"]"#,
+    ];
+    let ran = wayline(&args);
+    assert_eq!(code(&ran), 0, "{}", String::from_utf8_lossy(&ran.stderr));
+    let text = String::from_utf8_lossy(&ran.stdout);
+    assert!(text.contains("workflow apply-coupon"), "{text}");
+    assert!(text.contains("  workflow place-order"), "{text}");
+    assert!(text.contains("\"apply_coupon_pet_order_id\": 7"), "{text}");
+    let report = stdout_json(&wayline(&[&args[..], &["--format", "json"]].concat()));
+    assert_eq!(report["status"], "success");
+    assert_eq!(report["outputs"]["apply_coupon_pet_order_id"], 7);
+    assert_eq!(
+        report["run"]["step_results"][1]["output_data"]["my_coupon_code"],
+        "SAVE10"
+    );
+    assert_eq!(report["calls"][0]["workflow_id"], "place-order");
+
+    // What the command cannot use is refused before anything is sent.
+    let several = wayline(&["run", path(&corrected)]);
+    assert_eq!(code(&several), 2);
+    assert!(
+        String::from_utf8_lossy(&several.stderr)
+            .contains("the document has 3 workflows; choose one with --workflow (apply-coupon, buy-available-pet, place-order)")
+    );
+    let wrong_server = wayline(&[
+        "run",
+        path(&corrected),
+        "--workflow",
+        "apply-coupon",
+        "--server",
+        "pets=http://x",
+    ]);
+    assert_eq!(code(&wrong_server), 2);
+    assert!(
+        String::from_utf8_lossy(&wrong_server.stderr).contains("the document has no source `pets`"),
+        "{}",
+        String::from_utf8_lossy(&wrong_server.stderr)
+    );
+    let bad_inputs = wayline(&[
+        "run",
+        path(&corrected),
+        "--workflow",
+        "apply-coupon",
+        "--server",
+        &server_flag,
+        "--input",
+        "my_pet_tags=puppy",
+    ]);
+    assert_eq!(code(&bad_inputs), 2);
+    assert!(
+        String::from_utf8_lossy(&bad_inputs.stderr).contains("inputs of workflow `apply-coupon`"),
+        "{}",
+        String::from_utf8_lossy(&bad_inputs.stderr)
+    );
+}

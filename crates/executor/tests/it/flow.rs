@@ -9,9 +9,7 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use serde_json::json;
 use tokio::time::Instant;
-use wayline_core::{
-    HttpResponse, MemoryCatalog, RunStatus, ToolDefinition, Workflow,
-};
+use wayline_core::{HttpResponse, MemoryCatalog, RunStatus, ToolDefinition, Workflow};
 use wayline_executor::flow::{Call, Finished, Flow, Next, Starting, Verdict};
 use wayline_executor::{Engine, RunOptions, ScriptedTransport};
 
@@ -70,7 +68,8 @@ struct Script {
 
 impl Script {
     fn status(mut self, step: &'static str, statuses: &[u16]) -> Self {
-        self.statuses.insert(step, statuses.iter().copied().collect());
+        self.statuses
+            .insert(step, statuses.iter().copied().collect());
         self
     }
 
@@ -119,7 +118,11 @@ impl Flow for Script {
             Some(reply) => Verdict::failure(format!("status {}", reply.status)),
             None => Verdict::failure(finished.result.error.clone().unwrap_or_default()),
         };
-        match self.nexts.get_mut(finished.step_id).and_then(VecDeque::pop_front) {
+        match self
+            .nexts
+            .get_mut(finished.step_id)
+            .and_then(VecDeque::pop_front)
+        {
             Some(next) => verdict.then(next),
             None => verdict,
         }
@@ -188,7 +191,13 @@ async fn goto_back_runs_the_target_and_what_follows_again_each_time_in_the_recor
     assert_eq!(
         starts,
         [
-            "start a", "start b", "start c", "start b#2", "start c#2", "start b#3", "start c#3",
+            "start a",
+            "start b",
+            "start c",
+            "start b#2",
+            "start c#2",
+            "start b#3",
+            "start c#3",
             "start d"
         ]
     );
@@ -270,7 +279,10 @@ async fn a_step_the_flow_gives_no_inputs_fails_without_a_call_and_is_judged() {
         entries(&run),
         ["a success", "b success", "c failed", "d success"]
     );
-    assert_eq!(run.step_results[2].error.as_deref(), Some("no input for `c`"));
+    assert_eq!(
+        run.step_results[2].error.as_deref(),
+        Some("no input for `c`")
+    );
     assert_eq!(run.step_results[2].attempts, 0);
     assert!(script.judged.contains(&"c#1 None".to_owned()));
 }
@@ -323,5 +335,10 @@ async fn a_step_the_flow_runs_itself_is_judged_and_recorded_like_a_call() {
     assert_eq!(run.status, RunStatus::Success);
     assert_eq!(run.step_results[1].output_data, json!({"own": true}));
     assert_eq!(run.step_results[1].attempts, 0);
-    assert!(!events.lines().iter().any(|line| line.starts_with("attempt b ")));
+    assert!(
+        !events
+            .lines()
+            .iter()
+            .any(|line| line.starts_with("attempt b "))
+    );
 }

@@ -1,4 +1,7 @@
-//! `wayline run`: running a workflow (a file, or a saved one) for real, or as a dry run.
+//! `wayline run`: running a workflow (a file, or a saved one) for real, or as a dry run; an
+//! Arazzo document's workflows in [`arazzo`].
+
+mod arazzo;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,7 +11,7 @@ use wayline_executor::RunOptions;
 use wayline_knowledge::Recorder;
 use wayline_store::{Lifecycle, Stores};
 
-use crate::args::{Common, LearnArgs, ModelArgs, NotifyArgs, StoreArg};
+use crate::args::{Common, LearnArgs, ModelArgs, NotifyArgs, StoreArg, arazzo_text};
 use crate::assemble::{
     Environment, announce, engine_builder, execute, load_tools_to_call, notifications,
     open_knowledge, open_store, refuse_unknown_inputs, run_inputs, runtime, with_decider,
@@ -17,8 +20,10 @@ use crate::report::{
     Outcome, ReportFormat, fail, print_errors, print_json, print_plan, report_run, unreadable,
 };
 
-/// `wayline run` arguments.
+/// `wayline run` arguments. `--tools` is needed for a wayline workflow only (an Arazzo
+/// document's operations come from its sources), so it is checked when one is run.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("tools", |arg| arg.required(false)))]
 pub(crate) struct RunArgs {
     /// The workflow file (YAML or JSON).
     #[arg(required_unless_present = "workflow_id")]
@@ -62,6 +67,17 @@ pub(crate) struct RunArgs {
     /// The language model that answers the workflow's decision steps, if it has any.
     #[command(flatten)]
     pub(crate) model: ModelArgs,
+    /// An Arazzo document's workflow to run (default: its only one).
+    #[arg(long = "workflow", value_name = "ID", requires = "workflow")]
+    pub(crate) arazzo_workflow: Option<String>,
+    /// An Arazzo document's source description read from a local file, `NAME=FILE` (remote
+    /// descriptions are not fetched).
+    #[arg(long = "source", value_name = "NAME=FILE", requires = "workflow")]
+    pub(crate) sources: Vec<String>,
+    /// Where an Arazzo document's source is served, `NAME=URL` (default: the first server of
+    /// its description).
+    #[arg(long = "server", value_name = "NAME=URL", requires = "workflow")]
+    pub(crate) servers: Vec<String>,
 }
 
 pub(crate) fn run_command(args: RunArgs) -> Outcome {
@@ -71,6 +87,21 @@ pub(crate) fn run_command(args: RunArgs) -> Outcome {
 }
 
 fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
+    if let Some(path) = &args.workflow
+        && let Some(text) = arazzo_text(path)
+    {
+        return crate::run::arazzo::run_document(&args, path, &text);
+    }
+    if args.arazzo_workflow.is_some() || !args.sources.is_empty() || !args.servers.is_empty() {
+        return Err(unreadable(
+            "`--workflow`, `--source` and `--server` are for Arazzo documents; this is a wayline workflow",
+        ));
+    }
+    if args.common.tools.tools.is_empty() {
+        return Err(unreadable(
+            "a wayline workflow calls the tools of `--tools DIR`; give it (an Arazzo document needs none)",
+        ));
+    }
     let env = Environment::load(&args.common.tools.env_files)?;
     let registry = load_tools_to_call(&args.common.tools.tools, &env)?;
     let inputs = run_inputs(args.inputs_file.as_deref(), &args.common.inputs)?;
