@@ -89,7 +89,7 @@ enum Command {
         format: GraphFormat,
     },
     /// Run a workflow: live progress on stderr, a summary (or the run record) on stdout.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Test: run every workflow found (in parallel), each checked by its steps' `expect`; a
     /// line per workflow, a summary, and JUnit / TAP / JSON / GitHub reports and a HAR.
     Test(test::TestArgs),
@@ -160,7 +160,7 @@ fn main() -> ExitCode {
         Command::Completions { shell } => completions::completions_command(shell, Cli::command()),
         Command::Man { out } => completions::man_command(out.as_deref(), Cli::command()),
         Command::Tools(command) => tools::tools_command(command),
-        Command::Run(args) => run::run_command(args),
+        Command::Run(args) => run::run_command(*args),
         Command::Test(args) => test::test_command(args),
         Command::Runs(command) => runs::runs_command(command),
         Command::Workflow(command) => workflows::workflow_command(command),

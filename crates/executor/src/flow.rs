@@ -262,7 +262,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
                     Ok(future) => in_flight.push(future),
                     Err(done) => {
                         self.ready.release(position);
-                        if let Some(wait) = self.finish(position, done).await {
+                        if let Some(wait) = self.finish(position, *done).await {
                             timers.push(retry_timer(position, wait));
                         }
                     }
@@ -319,7 +319,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
 
     /// Starts the next execution of a step: asks the flow for its inputs and returns the
     /// future that runs it, or the execution already over (the flow gave no inputs).
-    fn start(&mut self, position: usize) -> Result<StepFuture<'r>, StepDone> {
+    fn start(&mut self, position: usize) -> Result<StepFuture<'r>, Box<StepDone>> {
         let prepared: &'r PreparedWorkflow = self.prepared;
         let shared: &'r RunShared<'r> = self.shared;
         let definition = &prepared.workflow.steps[position];
@@ -382,11 +382,11 @@ impl<'r, 'f> FlowRun<'r, 'f> {
                 result.status = StepStatus::Failed;
                 result.error = Some(reason);
                 result.finished_at = Some(Utc::now());
-                return Err(StepDone {
+                return Err(Box::new(StepDone {
                     result,
                     output: None,
                     reply: None,
-                });
+                }));
             }
         };
         let job = StepJob {

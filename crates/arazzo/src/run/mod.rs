@@ -8,7 +8,8 @@
 //! run store), and this module renders each step's parameters and body from the values so far,
 //! judges each response by the step's success criteria, keeps its outputs, and picks what
 //! follows by the step's and the workflow's actions (goto, retry, end, or on). A step that
-//! calls a workflow runs it as a run of its own; a workflow's `dependsOn` run first, once each.
+//! calls a workflow runs it as a run of its own; the workflows of a `dependsOn` run first, in
+//! order.
 
 mod compile;
 mod control;

@@ -4,5 +4,6 @@
 mod documents;
 mod examples;
 mod round_trip;
+mod running;
 mod sources;
 mod specification;

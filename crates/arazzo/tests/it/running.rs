@@ -1,0 +1,629 @@
+//! Running documents written for one rule each: the actions (end, goto, retry with its limit
+//! and delays, `Retry-After`), each kind of criterion, the expression forms steps read, workflows
+//! that call workflows and `dependsOn`, and which steps run at the same time. The API is a
+//! scripted transport; the clock is paused, so delays are exact and cost nothing.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value, json};
+use tokio::time::Instant;
+use wayline_arazzo::run::{Runner, WorkflowRun};
+use wayline_arazzo::sources::Sources;
+use wayline_core::{HttpRequest, HttpResponse, MemoryCatalog, RunStatus};
+use wayline_executor::{Engine, RunOptions, ScriptedTransport};
+
+/// An API of a few operations, each a path whose last segment is what it answers.
+const API: &str = r#"
+openapi: 3.1.0
+info: {title: Test API, version: '1'}
+servers: [{url: 'http://api.test'}]
+paths:
+  /items:
+    get:
+      operationId: listItems
+      parameters: [{name: kind, in: query, schema: {type: string}}, {name: X-Trace, in: header, schema: {type: string}}]
+      responses: {'200': {description: ok}}
+    post:
+      operationId: createItem
+      requestBody: {content: {application/json: {schema: {type: object}}}}
+      responses: {'201': {description: created}}
+  /items/{id}:
+    get:
+      operationId: getItem
+      parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+      responses: {'200': {description: ok}}
+  /status:
+    get:
+      operationId: getStatus
+      responses: {'200': {description: ok}}
+  /slow/{name}:
+    get:
+      operationId: slow
+      parameters: [{name: name, in: path, required: true, schema: {type: string}}]
+      responses: {'200': {description: ok}}
+"#;
+
+/// A document calling [`API`]: `arazzo`, `info` and `sourceDescriptions` added to `workflows`.
+fn document(workflows: &str) -> (wayline_arazzo::ArazzoDocument, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("api.yaml"), API).unwrap();
+    let text = format!(
+        "arazzo: 1.0.1\ninfo: {{title: T, version: '1'}}\nsourceDescriptions: [{{name: api, url: ./api.yaml, type: openapi}}]\n{workflows}"
+    );
+    let document = wayline_arazzo::load(&text, "t.arazzo.yaml").unwrap();
+    let problems: Vec<String> = wayline_arazzo::validate(&document)
+        .into_iter()
+        .filter(|problem| problem.is_error())
+        .map(|problem| problem.to_string())
+        .collect();
+    assert!(problems.is_empty(), "{problems:?}");
+    (document, dir)
+}
+
+type Answer = Box<dyn Fn(&HttpRequest) -> HttpResponse + Send + Sync>;
+
+/// The requests sent, in order, as `METHOD path?query`.
+#[derive(Clone, Default)]
+struct Sent(Arc<Mutex<Vec<String>>>);
+
+impl Sent {
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+async fn run(
+    workflows: &str,
+    workflow: &str,
+    inputs: Value,
+    answer: Answer,
+) -> (WorkflowRun, Sent) {
+    let (document, dir) = document(workflows);
+    let sources = Sources::load(&document, dir.path(), &IndexMap::<String, PathBuf>::new());
+    let runner = Runner::new(document, &sources, &IndexMap::new());
+    let sent = Sent::default();
+    let log = sent.clone();
+    let transport = ScriptedTransport::new().with_fallback(move |request| {
+        let target = request.url.trim_start_matches("http://api.test");
+        log.0
+            .lock()
+            .unwrap()
+            .push(format!("{} {target}", request.method));
+        Ok(answer(request))
+    });
+    let engine = Engine::builder(Arc::new(MemoryCatalog::new()))
+        .transport(Arc::new(transport))
+        .build();
+    let Value::Object(inputs) = inputs else {
+        panic!("inputs are an object")
+    };
+    let ran = runner
+        .run(&engine, workflow, inputs, RunOptions::new())
+        .await
+        .unwrap();
+    (ran, sent)
+}
+
+fn json_reply(status: u16, body: Value) -> HttpResponse {
+    let mut response = HttpResponse::new(status, body.to_string());
+    response
+        .headers
+        .push(("Content-Type".to_owned(), "application/json".to_owned()));
+    response
+}
+
+fn entries(ran: &WorkflowRun) -> Vec<String> {
+    ran.run
+        .step_results
+        .iter()
+        .map(|result| format!("{} {}", result.step_id, result.status.as_str()))
+        .collect()
+}
+
+fn outputs(ran: &WorkflowRun) -> Value {
+    Value::Object(ran.outputs.clone())
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_waits_retry_after_or_the_header_and_gives_up_at_its_limit() {
+    let workflows = "workflows:
+  - workflowId: w
+    steps:
+      - stepId: poll
+        operationId: getStatus
+        successCriteria: [{condition: $response.body.ready == true}]
+        onFailure:
+          - {name: again, type: retry, retryAfter: 2, retryLimit: 3}
+";
+    // Not ready twice (the second asks for 7 s with Retry-After), then ready.
+    let calls = Arc::new(Mutex::new(0));
+    let count = Arc::clone(&calls);
+    let started = Instant::now();
+    let (ran, sent) = run(
+        workflows,
+        "w",
+        json!({}),
+        Box::new(move |_| {
+            let mut calls = count.lock().unwrap();
+            *calls += 1;
+            match *calls {
+                1 => json_reply(200, json!({"ready": false})),
+                2 => {
+                    let mut reply = json_reply(200, json!({"ready": false}));
+                    reply
+                        .headers
+                        .push(("Retry-After".to_owned(), "7".to_owned()));
+                    reply
+                }
+                _ => json_reply(200, json!({"ready": true})),
+            }
+        }),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success);
+    assert_eq!(sent.lines().len(), 3);
+    assert_eq!(started.elapsed(), Duration::from_secs(2 + 7));
+    assert_eq!(
+        entries(&ran),
+        ["poll failed", "poll#2 failed", "poll#3 success"]
+    );
+
+    // Never ready: the first call and three retries, then the workflow fails saying why.
+    let started = Instant::now();
+    let (ran, sent) = run(
+        workflows,
+        "w",
+        json!({}),
+        Box::new(|_| json_reply(200, json!({"ready": false}))),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Failed);
+    assert_eq!(sent.lines().len(), 4);
+    assert_eq!(started.elapsed(), Duration::from_secs(6));
+    assert_eq!(
+        ran.run.step_results[3].error.as_deref(),
+        Some(
+            "success criterion `$response.body.ready == true` does not hold; action `again`: gave up after 3 retries"
+        )
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_without_a_limit_retries_once_and_without_a_delay_at_once() {
+    let workflows = "workflows:
+  - workflowId: w
+    steps:
+      - stepId: poll
+        operationId: getStatus
+        onFailure: [{name: again, type: retry}]
+";
+    let started = Instant::now();
+    let (ran, sent) = run(
+        workflows,
+        "w",
+        json!({}),
+        Box::new(|_| json_reply(503, json!({}))),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Failed);
+    assert_eq!(sent.lines().len(), 2);
+    assert_eq!(started.elapsed(), Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn goto_loops_until_a_criterion_and_end_stops_early() {
+    // Page through items: `more` goes back to `page` while the body says there is more (each
+    // page asks for the one its previous execution was told is next); the `stop` success
+    // action ends the workflow before `never` runs.
+    let workflows = "workflows:
+  - workflowId: w
+    steps:
+      - stepId: page
+        operationId: listItems
+        parameters: [{name: kind, in: query, value: 'page-{$steps.page.outputs.next}'}]
+        outputs: {more: $response.body.more, next: $response.body.next}
+      - stepId: count
+        operationId: getStatus
+        onSuccess:
+          - {name: more, type: goto, stepId: page, criteria: [{condition: $steps.page.outputs.more == true}]}
+          - {name: stop, type: end}
+      - stepId: never
+        operationId: getStatus
+";
+    let pages = Arc::new(Mutex::new(0));
+    let seen = Arc::clone(&pages);
+    let (ran, sent) = run(
+        workflows,
+        "w",
+        json!({}),
+        Box::new(move |request| {
+            if request.url.contains("/items") {
+                let mut pages = seen.lock().unwrap();
+                *pages += 1;
+                json_reply(200, json!({"more": *pages < 3, "next": *pages}))
+            } else {
+                json_reply(200, json!({}))
+            }
+        }),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success);
+    assert_eq!(
+        sent.lines(),
+        [
+            "GET /items?kind=page-null",
+            "GET /status",
+            "GET /items?kind=page-1",
+            "GET /status",
+            "GET /items?kind=page-2",
+            "GET /status"
+        ]
+    );
+    assert_eq!(
+        entries(&ran),
+        [
+            "page success",
+            "count success",
+            "never skipped",
+            "page#2 success",
+            "count#2 success",
+            "page#3 success",
+            "count#3 success"
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failure_goto_recovers_and_the_workflow_succeeds() {
+    let workflows = "workflows:
+  - workflowId: w
+    steps:
+      - stepId: fetch
+        operationId: getItem
+        parameters: [{name: id, in: path, value: $inputs.id}]
+        successCriteria: [{condition: $statusCode == 200}]
+        onFailure: [{name: create-it, type: goto, stepId: create, criteria: [{condition: $statusCode == 404}]}]
+        outputs: {name: $response.body.name}
+      - stepId: done
+        operationId: getStatus
+        onSuccess: [{name: finish, type: end}]
+      - stepId: create
+        operationId: createItem
+        requestBody: {payload: {id: $inputs.id, name: new}}
+        successCriteria: [{condition: $statusCode == 201}]
+        outputs: {name: $request.body#/name, sent: $request.body}
+    outputs:
+      created: $steps.create.outputs.name
+      sent: $steps.create.outputs.sent
+";
+    let (ran, sent) = run(
+        workflows,
+        "w",
+        json!({"id": "a1"}),
+        Box::new(|request| match request.method.as_str() {
+            "POST" => json_reply(201, json!({})),
+            _ => json_reply(404, json!({"error": "missing"})),
+        }),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    assert_eq!(sent.lines(), ["GET /items/a1", "POST /items"]);
+    assert_eq!(
+        entries(&ran),
+        ["fetch failed", "done skipped", "create success"]
+    );
+    assert_eq!(
+        outputs(&ran),
+        json!({"created": "new", "sent": {"id": "a1", "name": "new"}})
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_kind_of_criterion_and_what_cannot_be_evaluated() {
+    let step = |criterion: &str| {
+        format!(
+            "workflows:
+  - workflowId: w
+    steps:
+      - stepId: list
+        operationId: listItems
+        parameters: [{{name: X-Trace, in: header, value: t-42}}]
+        successCriteria: [{criterion}]
+"
+        )
+    };
+    let answer = || -> Answer {
+        Box::new(|request| {
+            let mut reply = json_reply(200, json!({"items": [{"id": 1, "kind": "book"}]}));
+            let trace = request
+                .headers
+                .iter()
+                .find(|header| header.name.eq_ignore_ascii_case("x-trace"))
+                .map(|header| header.value.clone())
+                .unwrap_or_default();
+            reply.headers.push(("X-Echo".to_owned(), trace));
+            reply
+        })
+    };
+    let cases = [
+        // String comparisons ignore case, as the specification says.
+        (
+            "{condition: \"$statusCode == 200 && $response.body.items[0].kind == 'BOOK'\"}",
+            true,
+        ),
+        ("{condition: $request.header.X-Trace == 't-42'}", true),
+        (
+            "{context: $response.header.X-Echo, condition: '^t-\\d+$', type: regex}",
+            true,
+        ),
+        (
+            "{context: $response.header.X-Echo, condition: '^x', type: regex}",
+            false,
+        ),
+        (
+            "{context: $response.body, condition: \"$.items[?@.kind == 'book']\", type: jsonpath}",
+            true,
+        ),
+        (
+            "{context: $response.body, condition: \"$.items[?@.kind == 'film']\", type: jsonpath}",
+            false,
+        ),
+    ];
+    for (criterion, holds) in cases {
+        let (ran, _) = run(&step(criterion), "w", json!({}), answer()).await;
+        let expected = if holds {
+            RunStatus::Success
+        } else {
+            RunStatus::Failed
+        };
+        assert_eq!(
+            ran.run.status, expected,
+            "{criterion}: {:?}",
+            ran.run.step_results[0].error
+        );
+    }
+    // XPath is not evaluated: the step fails saying so, never passes in silence.
+    let (ran, _) = run(
+        &step("{context: $response.body, condition: /items, type: xpath}"),
+        "w",
+        json!({}),
+        answer(),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Failed);
+    assert!(
+        ran.run.step_results[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("XPath criteria are not evaluated by wayline"),
+        "{:?}",
+        ran.run.step_results[0].error
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn expressions_read_inputs_outputs_requests_responses_and_the_url() {
+    let workflows = "workflows:
+  - workflowId: w
+    inputs: {type: object, properties: {kind: {type: string, default: tool}}}
+    steps:
+      - stepId: list
+        operationId: listItems
+        parameters:
+          - {name: kind, in: query, value: $inputs.kind}
+          - {name: X-Trace, in: header, value: 'trace-{$inputs.kind}'}
+        outputs:
+          first: $response.body#/items/0/id
+          all: $response.body
+          type: $response.header.content-type
+          status: $statusCode
+          url: $url
+          method: $method
+          query: $request.query.kind
+          trace: $request.header.X-Trace
+      - stepId: get
+        operationId: getItem
+        parameters: [{name: id, in: path, value: $steps.list.outputs.first}]
+        outputs:
+          path: $request.path.id
+          source: $sourceDescriptions.api.url
+    outputs:
+      every: $steps.list.outputs
+      path: $steps.get.outputs.path
+      source: $steps.get.outputs.source
+";
+    let (ran, sent) = run(
+        workflows,
+        "w",
+        json!({}),
+        Box::new(|_| json_reply(200, json!({"items": [{"id": "x9"}]}))),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    assert_eq!(sent.lines(), ["GET /items?kind=tool", "GET /items/x9"]);
+    assert_eq!(
+        outputs(&ran),
+        json!({
+            "every": {
+                "first": "x9",
+                "all": {"items": [{"id": "x9"}]},
+                "type": "application/json",
+                "status": 200,
+                "url": "http://api.test/items?kind=tool",
+                "method": "GET",
+                "query": "tool",
+                "trace": "trace-tool"
+            },
+            "path": "x9",
+            "source": "./api.yaml"
+        })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn depends_on_runs_first_and_its_values_are_read() {
+    let workflows = "workflows:
+  - workflowId: login
+    steps:
+      - stepId: token
+        operationId: getStatus
+        outputs: {token: $response.body.token}
+    outputs: {token: $steps.token.outputs.token}
+  - workflowId: use
+    dependsOn: [login]
+    steps:
+      - stepId: list
+        operationId: listItems
+        parameters: [{name: X-Trace, in: header, value: $workflows.login.outputs.token}]
+        outputs: {trace: $request.header.X-Trace}
+    outputs: {trace: $steps.list.outputs.trace}
+";
+    let (ran, sent) = run(
+        workflows,
+        "use",
+        json!({}),
+        Box::new(|_| json_reply(200, json!({"token": "tk-1"}))),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    assert_eq!(sent.lines(), ["GET /status", "GET /items"]);
+    assert_eq!(ran.dependencies.len(), 1);
+    assert_eq!(outputs(&ran), json!({"trace": "tk-1"}));
+
+    // A dependency that fails stops the workflow before any of its steps.
+    let (ran, sent) = run(
+        workflows,
+        "use",
+        json!({}),
+        Box::new(|_| json_reply(500, json!({}))),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Failed);
+    assert_eq!(sent.lines(), ["GET /status"]);
+    assert_eq!(entries(&ran), ["list skipped"]);
+    assert_eq!(
+        ran.run.step_results[0].error.as_deref(),
+        Some("not run: workflow `login`, which it depends on, failed")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_workflow_step_passes_parameters_and_reads_the_outputs_and_a_failed_call_fails_it() {
+    let workflows = "workflows:
+  - workflowId: outer
+    steps:
+      - stepId: call
+        workflowId: inner
+        parameters: [{name: id, value: $inputs.id}]
+        outputs: {name: $outputs.name}
+      - stepId: after
+        operationId: getItem
+        parameters: [{name: id, in: path, value: $steps.call.outputs.name}]
+    outputs:
+      name: $steps.call.outputs.name
+      inner: $workflows.inner.outputs.name
+      deep: $workflows.inner.steps.get.outputs.name
+  - workflowId: inner
+    inputs: {type: object, required: [id], properties: {id: {type: string}}}
+    steps:
+      - stepId: get
+        operationId: getItem
+        parameters: [{name: id, in: path, value: $inputs.id}]
+        successCriteria: [{condition: $statusCode == 200}]
+        outputs: {name: $response.body.name}
+    outputs: {name: $steps.get.outputs.name}
+";
+    let (ran, sent) = run(
+        workflows,
+        "outer",
+        json!({"id": "i1"}),
+        Box::new(|request| {
+            let id = request
+                .url
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            json_reply(200, json!({"name": format!("name-of-{id}")}))
+        }),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    assert_eq!(sent.lines(), ["GET /items/i1", "GET /items/name-of-i1"]);
+    assert_eq!(
+        outputs(&ran),
+        json!({"name": "name-of-i1", "inner": "name-of-i1", "deep": "name-of-i1"})
+    );
+    assert_eq!(ran.calls[0].run.id, format!("{}.call", ran.run.id));
+
+    // The inner workflow fails: the calling step fails, and (by default) so does the outer.
+    let (ran, _) = run(
+        workflows,
+        "outer",
+        json!({"id": "i1"}),
+        Box::new(|_| json_reply(404, json!({}))),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Failed);
+    assert_eq!(entries(&ran), ["call failed", "after skipped"]);
+    assert_eq!(
+        ran.run.step_results[0].error.as_deref(),
+        Some(format!("workflow `inner` failed (run {}.call)", ran.run.id).as_str())
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn steps_with_no_order_between_them_run_together_and_a_control_point_keeps_order() {
+    // `a` and `b` read nothing of each other: they run at once. `gate` may end the workflow,
+    // so it waits for both, and `c` waits for it.
+    let workflows = "workflows:
+  - workflowId: w
+    steps:
+      - {stepId: a, operationId: slow, parameters: [{name: name, in: path, value: a}]}
+      - {stepId: b, operationId: slow, parameters: [{name: name, in: path, value: b}]}
+      - stepId: gate
+        operationId: slow
+        parameters: [{name: name, in: path, value: gate}]
+        onSuccess: [{name: stop, type: end, criteria: [{condition: $statusCode == 204}]}]
+      - {stepId: c, operationId: slow, parameters: [{name: name, in: path, value: c}]}
+";
+    let (document, dir) = document(workflows);
+    let sources = Sources::load(&document, dir.path(), &IndexMap::new());
+    let server = wayline_executor::testing::MockServer::start(|_| {
+        wayline_executor::testing::Reply::json(200, json!({})).delay(Duration::from_millis(20))
+    })
+    .await
+    .unwrap();
+    let mut servers = IndexMap::new();
+    servers.insert("api".to_owned(), server.url(""));
+    let runner_at = Runner::new(document, &sources, &servers);
+    let engine = Engine::builder(Arc::new(MemoryCatalog::new()))
+        .transport(Arc::new(wayline_executor::ReqwestTransport::new().unwrap()))
+        .build();
+    let started = Instant::now();
+    let ran = runner_at
+        .run(&engine, "w", Map::new(), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(ran.run.status, RunStatus::Success);
+    // a and b together (20 ms), then gate, then c: three rounds, not four.
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(60) && elapsed < Duration::from_millis(80),
+        "{elapsed:?}"
+    );
+    let started_at = |id: &str| {
+        ran.run
+            .step_results
+            .iter()
+            .find(|result| result.step_id == id)
+            .and_then(|result| result.started_at)
+            .unwrap()
+    };
+    assert!(started_at("gate") >= started_at("a").max(started_at("b")));
+    assert!(started_at("c") >= started_at("gate"));
+}
