@@ -18,8 +18,7 @@
 //! whether a criterion holds, [`actions`] what follows a step, and [`flow`] which steps may run
 //! at the same time; [`view`] draws that plan. [`export`] writes a wayline workflow as Arazzo
 //! (with OpenAPI descriptions of its tools) and [`import`] reads one back where the mapping is
-//! exact. Execution on wayline's engine
-//! and export are built on these (issue 22, in steps).
+//! exact. [`run`] runs a document's workflows on wayline's engine.
 
 pub mod actions;
 mod check;

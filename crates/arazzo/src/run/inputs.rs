@@ -99,7 +99,7 @@ mod tests {
     fn defaults_fill_in_and_references_resolve() {
         let schema = json!({"type": "object", "properties": {"store": {"$ref": "#/components/inputs/store"}, "page": {"type": "integer", "default": 1}}});
         let inputs = check(&document(), Some(&schema), Map::new()).unwrap();
-        assert_eq!(Value::Object(inputs), json!({"page": 1}));
+        assert_eq!(Value::Object(inputs), json!({"store": "main", "page": 1}));
         let wrong = Map::from_iter([("store".to_owned(), json!(5))]);
         let problems = check(&document(), Some(&schema), wrong).unwrap_err();
         assert_eq!(problems.len(), 1, "{problems:?}");

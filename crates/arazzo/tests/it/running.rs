@@ -51,7 +51,7 @@ fn document(workflows: &str) -> (wayline_arazzo::ArazzoDocument, tempfile::TempD
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("api.yaml"), API).unwrap();
     let text = format!(
-        "arazzo: 1.0.1\ninfo: {{title: T, version: '1'}}\nsourceDescriptions: [{{name: api, url: ./api.yaml, type: openapi}}]\n{workflows}"
+        "arazzo: 1.1.0\ninfo: {{title: T, version: '1'}}\nsourceDescriptions: [{{name: api, url: ./api.yaml, type: openapi}}]\n{workflows}"
     );
     let document = wayline_arazzo::load(&text, "t.arazzo.yaml").unwrap();
     let problems: Vec<String> = wayline_arazzo::validate(&document)
@@ -626,4 +626,62 @@ async fn steps_with_no_order_between_them_run_together_and_a_control_point_keeps
     };
     assert!(started_at("gate") >= started_at("a").max(started_at("b")));
     assert!(started_at("c") >= started_at("gate"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn goto_a_workflow_passes_control_and_a_retry_that_runs_something_first_is_refused() {
+    let workflows = "workflows:
+  - workflowId: start
+    steps:
+      - stepId: check
+        operationId: getStatus
+        onSuccess:
+          - name: hand-over
+            type: goto
+            workflowId: finish
+            parameters: [{name: id, value: $response.body.id}]
+      - stepId: skipped
+        operationId: listItems
+  - workflowId: finish
+    inputs: {type: object, properties: {id: {type: string}}}
+    steps:
+      - stepId: get
+        operationId: getItem
+        parameters: [{name: id, in: path, value: $inputs.id}]
+  - workflowId: retrying
+    steps:
+      - stepId: first
+        operationId: getStatus
+        successCriteria: [{condition: $statusCode == 200}]
+        onFailure: [{name: renew, type: retry, stepId: renew-token, retryLimit: 2}]
+      - stepId: renew-token
+        operationId: listItems
+";
+    let (ran, sent) = run(
+        workflows,
+        "start",
+        json!({}),
+        Box::new(|_| json_reply(200, json!({"id": "z1"}))),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    assert_eq!(sent.lines(), ["GET /status", "GET /items/z1"]);
+    assert_eq!(entries(&ran), ["check success", "skipped skipped"]);
+    assert_eq!(ran.calls[0].workflow_id, "finish");
+
+    let (ran, sent) = run(
+        workflows,
+        "retrying",
+        json!({}),
+        Box::new(|_| json_reply(500, json!({}))),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Failed);
+    assert_eq!(sent.lines(), ["GET /status"]);
+    assert_eq!(
+        ran.run.step_results[0].error.as_deref(),
+        Some(
+            "success criterion `$statusCode == 200` does not hold; action `renew`: a retry that runs step `renew-token` first is not run by wayline yet; retry the step alone, or `goto` step `renew-token`"
+        )
+    );
 }
