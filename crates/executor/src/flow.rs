@@ -134,9 +134,10 @@ pub struct Finished<'a> {
     pub step_id: &'a str,
     /// Which execution of the step this was (1 for the first).
     pub execution: u32,
-    /// The engine's record of it: status by the engine's rules (an HTTP error status fails
-    /// unless the step's `expect.status` allows it), request, attempts, error; for a
-    /// [`Call::Own`], its value as the output.
+    /// The engine's record of it: request, attempts, error, and a status by the engine's
+    /// rules — except that any response status is a success unless the step's
+    /// `expect.status` says which it expects (the flow judges statuses, and transient ones are
+    /// not retried by the engine); for a [`Call::Own`], its value as the output.
     pub result: &'a StepResult,
     /// The response the step settled on; `None` when no response came (a transport failure,
     /// a policy block, inputs the flow could not give).
@@ -398,7 +399,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             started_at,
             run_stop: self.run_stop.clone(),
             record_id,
-            keep_reply: true,
+            judged_by_flow: true,
         };
         let span =
             tracing::info_span!("step", step_id = %definition.id, tool_id = %definition.tool_id);

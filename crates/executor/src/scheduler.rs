@@ -312,7 +312,7 @@ impl<'r> Scheduler<'r> {
             started_at,
             run_stop: self.run_stop.clone(),
             record_id: definition.id.clone(),
-            keep_reply: false,
+            judged_by_flow: false,
         };
         let span =
             tracing::info_span!("step", step_id = %definition.id, tool_id = %definition.tool_id);

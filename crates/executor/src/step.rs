@@ -44,9 +44,10 @@ pub(crate) struct StepJob<'r> {
     /// The id its record takes: the step's, or, for a step a flow runs again, the step's with
     /// the execution's number (`fetch#2`).
     pub(crate) record_id: String,
-    /// Whether the response the step settled on is kept for the caller (a flow's verdict
-    /// reads it); it is not otherwise, since bodies can be large.
-    pub(crate) keep_reply: bool,
+    /// Whether a flow judges the step: its last response is kept for the verdict (it is not
+    /// otherwise, since bodies can be large), and a status is the flow's to judge, not a
+    /// failed attempt, unless the step's `expect.status` says which it expects.
+    pub(crate) judged_by_flow: bool,
 }
 
 /// A finished step: its record, and its output for the steps after it (`None` unless it
@@ -385,7 +386,7 @@ async fn call(
         let status_message = result
             .as_ref()
             .ok()
-            .and_then(|reply| status_failure(assertions, reply));
+            .and_then(|reply| status_failure(assertions, reply, job.judged_by_flow));
         let error_text = match &result {
             Err(error) => Some(run.redactor.text(&error.to_string()).into_owned()),
             Ok(_) => status_message
@@ -418,7 +419,7 @@ async fn call(
         );
         let failed = match result {
             Ok(reply) => {
-                if job.keep_reply {
+                if job.judged_by_flow {
                     progress.reply = Some(reply.clone());
                 }
                 progress.status_check =
@@ -522,11 +523,17 @@ struct PollState {
 }
 
 /// Why a response's status fails its attempt, if it does: outside `expect.status` when the
-/// step says which it expects, else 400 and above (and the transient statuses).
-fn status_failure(assertions: Option<&Assertions>, reply: &HttpResponse) -> Option<String> {
+/// step says which it expects, else (unless a flow judges it) 400 and above and the transient
+/// statuses.
+fn status_failure(
+    assertions: Option<&Assertions>,
+    reply: &HttpResponse,
+    judged_by_flow: bool,
+) -> Option<String> {
     match assertions.and_then(Assertions::status) {
         Some(expected) if expected.matches(reply.status) => None,
         Some(expected) => Some(response::unexpected_status(reply, &expected.to_string())),
+        None if judged_by_flow => None,
         None => response::status_error(reply).or_else(|| {
             is_transient_status(reply.status).then(|| format!("HTTP {}", reply.status))
         }),

@@ -3,6 +3,8 @@
 //! description; the parameters the step sends, where it sends them; the body as one input), and
 //! edges from the concurrency plan ([`crate::flow::Plan`]).
 
+use std::collections::HashMap;
+
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use wayline_core::{MemoryCatalog, Step as CoreStep, ToolDefinition, Workflow as CoreWorkflow};
@@ -14,9 +16,6 @@ use crate::sources::{Source, Sources};
 
 /// The input that carries a step's request body.
 pub(crate) const BODY: &str = "body";
-
-/// Every status is a response the flow judges: success criteria decide, not the status.
-const ANY_STATUS: &str = "[1xx, 2xx, 3xx, 4xx, 5xx]";
 
 /// What one step does when it runs.
 #[derive(Debug, Clone)]
@@ -93,15 +92,20 @@ pub(crate) fn step_parameters(
     all
 }
 
-/// Compiles every workflow of `document`; the catalog holds one tool per operation step.
-/// `servers` gives a base URL for a source by name (else the description's first server).
+/// Compiles every workflow of `document`; the catalog holds a tool per operation and way of
+/// calling it (the parameters sent, where, and the body's type), shared by the steps that call
+/// it so (one tool for a chain of steps calling one operation: what the engine prepares and the
+/// knowledge counts is per tool). `servers` gives a base URL for a source by name (else the
+/// description's first server).
 pub(crate) fn compile(
     document: &ArazzoDocument,
     sources: &Sources,
     servers: &IndexMap<String, String>,
 ) -> (MemoryCatalog, IndexMap<String, Compiled>) {
     let components = document.components.as_ref();
-    let mut tools = Vec::new();
+    let mut tools: Vec<ToolDefinition> = Vec::new();
+    // A tool's document without its id → its id.
+    let mut shapes: HashMap<String, String> = HashMap::new();
     let mut compiled = IndexMap::new();
     for (index, workflow) in document.workflows.iter().enumerate() {
         let mut core = CoreWorkflow::new(
@@ -113,23 +117,36 @@ pub(crate) fn compile(
         );
         let mut actions = Vec::new();
         for step in &workflow.steps {
-            let tool_id = format!("{}.{}", workflow.workflow_id, step.step_id);
-            let (tool, action) = step_tool(
-                &tool_id,
+            let (mut tool, action, name) = step_tool(
                 step,
                 step_parameters(&workflow.parameters, &step.parameters, components),
                 sources,
                 servers,
             );
+            let shape = serde_json::to_string(&tool).unwrap_or_default();
+            let tool_id = match shapes.get(&shape) {
+                Some(id) => id.clone(),
+                None => {
+                    let taken = |id: &str| tools.iter().any(|tool| tool.id == id);
+                    let mut id = name.clone();
+                    let mut count = 1;
+                    while taken(&id) {
+                        count += 1;
+                        id = format!("{name}#{count}");
+                    }
+                    tool.id = id.clone();
+                    shapes.insert(shape, id.clone());
+                    tools.push(tool.clone());
+                    id
+                }
+            };
             let mut core_step = CoreStep::new(step.step_id.clone(), tool_id);
             for input in tool.input_names() {
                 core_step = core_step.map(input, Value::Null);
             }
-            core_step.expect = serde_norway::from_str(&format!("status: {ANY_STATUS}")).ok();
             core_step.timeout_ms = step.timeout;
             core_step.description = step.description.clone().unwrap_or_default();
             core.steps.push(core_step);
-            tools.push(tool);
             actions.push(action);
         }
         // A plan that deadlocks was reported by validation; the steps then keep their order.
@@ -158,24 +175,27 @@ pub(crate) fn compile(
     (MemoryCatalog::from_tools(tools), compiled)
 }
 
-/// The tool a step calls, and what the step does.
+/// The tool a step calls (its id still to give), what the step does, and the tool's name
+/// (`SOURCE.OPERATION`).
 fn step_tool(
-    tool_id: &str,
     step: &Step,
     parameters: Vec<Parameter>,
     sources: &Sources,
     servers: &IndexMap<String, String>,
-) -> (ToolDefinition, Action) {
+) -> (ToolDefinition, Action, String) {
+    // Steps that call no operation share one tool each kind, which is never called.
     let unrunnable = |reason: String| {
         (
-            ToolDefinition::new(tool_id, "http://unrunnable.invalid"),
+            ToolDefinition::new("", "http://unrunnable.invalid"),
             Action::Unrunnable(reason),
+            "unrunnable".to_owned(),
         )
     };
     if let Some(workflow) = &step.workflow_id {
         return (
-            ToolDefinition::new(tool_id, "http://workflow.invalid"),
+            ToolDefinition::new("", "http://workflow.invalid"),
             Action::Workflow(workflow.clone()),
+            "workflow-call".to_owned(),
         );
     }
     if step.channel_path.is_some() || step.is_async() {
@@ -282,7 +302,7 @@ fn step_tool(
         request["content_type"] = json!(content_type);
     }
     let document = json!({
-        "id": tool_id,
+        "id": "",
         "name": operation.id,
         "description": operation.summary,
         "base_url": base_url.trim_end_matches('/'),
@@ -297,6 +317,7 @@ fn step_tool(
                 parameters: carried,
                 content_type,
             },
+            format!("{}.{}", resolved.source, operation.id),
         ),
         Err(error) => unrunnable(format!("its request cannot be built: {error}")),
     }

@@ -177,7 +177,8 @@ impl Runner {
         &self.inner.document
     }
 
-    /// The tools made from the operations the steps call, one per step (`WORKFLOW.STEP`).
+    /// The tools made from the operations the steps call (`SOURCE.OPERATION`, then
+    /// `SOURCE.OPERATION#2`… for the same operation called with other parameters).
     pub fn catalog(&self) -> &Arc<MemoryCatalog> {
         &self.inner.catalog
     }
