@@ -65,7 +65,8 @@ fn overhead(c: &mut Criterion) {
         .build();
     let mut group = c.benchmark_group("overhead");
     for (label, steps, chained) in [("chain_300", 300, true), ("fan_out_200", 200, false)] {
-        let document = wayline_arazzo::load(&document(steps, chained), "bench.arazzo.yaml").unwrap();
+        let document =
+            wayline_arazzo::load(&document(steps, chained), "bench.arazzo.yaml").unwrap();
         let sources = Sources::load(&document, dir.path(), &IndexMap::<String, PathBuf>::new());
         let runner = Runner::new(document, &sources, &IndexMap::new());
         group.bench_function(format!("{label}/arazzo"), |b| {

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use saphyr_parser::{Event, Parser};
 use serde_json::Value;
 use wayline_core::document::{self, Format};
 
@@ -47,9 +48,42 @@ pub fn load(text: &str, origin: &str) -> Result<ArazzoDocument, Error> {
 }
 
 /// Whether `text` is an Arazzo document (YAML or JSON with an `arazzo` field at its root), as
-/// opposed to another description or a wayline workflow.
+/// opposed to another description or a wayline workflow. Read from the parser's events, up to
+/// the root's `arazzo` key, without building the document (the loader does that next).
 pub fn is_arazzo(text: &str) -> bool {
-    serde_norway::from_str::<Value>(text).is_ok_and(|value| value.get("arazzo").is_some())
+    // Containers open, and whether the root mapping expects a key next.
+    let mut depth = 0usize;
+    let mut expects_key = true;
+    for event in Parser::new_from_str(text) {
+        let Ok((event, _)) = event else {
+            return false;
+        };
+        match event {
+            Event::MappingStart(..) if depth == 0 => depth = 1,
+            Event::SequenceStart(..) if depth == 0 => return false,
+            Event::MappingStart(..) | Event::SequenceStart(..) => {
+                if depth == 1 {
+                    expects_key = !expects_key;
+                }
+                depth += 1;
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return false;
+                }
+            }
+            Event::Scalar(value, ..) if depth == 1 => {
+                if expects_key && value == "arazzo" {
+                    return true;
+                }
+                expects_key = !expects_key;
+            }
+            Event::Alias(_) if depth == 1 => expects_key = !expects_key,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Reads the Arazzo document in the file at `path`.
@@ -71,5 +105,36 @@ fn invalid(text: &str, origin: &str, mut problems: Vec<Problem>) -> Error {
     Error::Invalid {
         origin: origin.to_owned(),
         problems,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_arazzo_document_is_told_by_its_root_key_alone() {
+        let yes = [
+            "arazzo: 1.0.1\ninfo: {title: T}\n",
+            "info: {arazzo: nested, list: [a, {b: c}]}\nworkflows: []\narazzo: 1.1.0\n",
+            r#"{"info": {"title": "T"}, "arazzo": "1.0.1"}"#,
+            // A syntax error after the key is the loader's to report, as an Arazzo document's.
+            "arazzo: 1.0.1\ninfo: [unclosed\n",
+        ];
+        for text in yes {
+            assert!(is_arazzo(text), "{text}");
+        }
+        let no = [
+            "openapi: 3.1.0\ninfo: {arazzo: 1}\n",
+            "id: w\nsteps: [{arazzo: x}]\n",
+            "- arazzo: 1.0.1\n",
+            "info: {title: arazzo}\n",
+            "arazzo",
+            "",
+            "{a: [unclosed\n",
+        ];
+        for text in no {
+            assert!(!is_arazzo(text), "{text}");
+        }
     }
 }

@@ -88,7 +88,9 @@ fn write_documents(dir: &Path, base: &str) {
     let mut fan_arazzo = header.to_owned();
     let mut fan_wayline = "id: w\nname: fan\nsteps:\n".to_owned();
     for index in 0..200 {
-        fan_arazzo.push_str(&format!("      - {{stepId: s{index}, operationId: slow}}\n"));
+        fan_arazzo.push_str(&format!(
+            "      - {{stepId: s{index}, operationId: slow}}\n"
+        ));
         fan_wayline.push_str(&format!("  - {{id: s{index}, tool_id: slow}}\n"));
     }
     std::fs::write(dir.join("fan.arazzo.yaml"), fan_arazzo).unwrap();

@@ -191,15 +191,18 @@ fn validate_arazzo(
 ) -> Outcome {
     let origin = path.display().to_string();
     let loaded = wayline_arazzo::load(text, &origin).map(|document| {
-        let positions = wayline_arazzo::Positions::of(text);
         let mut problems = wayline_arazzo::validate(&document);
         let base = path.parent().unwrap_or(Path::new("."));
         let sources = wayline_arazzo::sources::Sources::load(&document, base, overrides);
         problems.extend(wayline_arazzo::sources::check_operations(
             &document, &sources,
         ));
-        for problem in &mut problems {
-            problem.locate(&positions);
+        // Located only when there is something to say: reading places costs a second parse.
+        if !problems.is_empty() {
+            let positions = wayline_arazzo::Positions::of(text);
+            for problem in &mut problems {
+                problem.locate(&positions);
+            }
         }
         problems.sort_by_key(|problem| (problem.line, problem.column));
         (document, problems)

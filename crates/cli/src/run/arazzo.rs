@@ -117,11 +117,13 @@ fn refuse_invalid(
     text: &str,
     origin: &str,
 ) -> Result<(), Outcome> {
-    let positions = wayline_arazzo::Positions::of(text);
     let mut problems = wayline_arazzo::validate(document);
     problems.extend(wayline_arazzo::sources::check_operations(document, sources));
-    for problem in &mut problems {
-        problem.locate(&positions);
+    if !problems.is_empty() {
+        let positions = wayline_arazzo::Positions::of(text);
+        for problem in &mut problems {
+            problem.locate(&positions);
+        }
     }
     problems.sort_by_key(|problem| (problem.line, problem.column));
     // A problem says whether it is a warning; an error is said as the other errors are.
