@@ -685,3 +685,80 @@ async fn goto_a_workflow_passes_control_and_a_retry_that_runs_something_first_is
         )
     );
 }
+
+/// Blocks every call of a tool whose method is `POST`, as a guard would block writes.
+#[derive(Debug)]
+struct NoWrites;
+
+impl wayline_core::StepPolicy for NoWrites {
+    fn check(&self, step: &wayline_core::StepRequest<'_>) -> wayline_core::Verdict {
+        match step.tool {
+            Some(tool) if tool.method.eq_ignore_ascii_case("POST") => {
+                wayline_core::Verdict::Block(format!("`{}` writes", step.tool_id))
+            }
+            _ => wayline_core::Verdict::Allow,
+        }
+    }
+}
+
+/// Keeps the events' step and tool ids, as the knowledge recorder reads them.
+#[derive(Debug, Default)]
+struct Seen(Mutex<Vec<String>>);
+
+impl wayline_core::RunObserver for Seen {
+    fn on_event(&self, event: &wayline_core::RunEvent<'_>) {
+        if let wayline_core::RunEvent::Attempt { step_id, tool_id, status, .. } = event {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{step_id} {tool_id} {status:?}"));
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_engines_policies_and_observers_see_every_step_of_a_document() {
+    let workflows = "workflows:
+  - workflowId: w
+    steps:
+      - stepId: read
+        operationId: listItems
+      - stepId: write
+        operationId: createItem
+        requestBody: {payload: {name: x}}
+        onFailure: [{name: blocked, type: goto, stepId: read-again}]
+      - stepId: read-again
+        operationId: listItems
+";
+    let (document, dir) = document(workflows);
+    let sources = Sources::load(&document, dir.path(), &IndexMap::new());
+    let runner = Runner::new(document, &sources, &IndexMap::new());
+    let sent = Sent::default();
+    let log = sent.clone();
+    let transport = ScriptedTransport::new().with_fallback(move |request| {
+        log.0.lock().unwrap().push(request.method.clone());
+        Ok(json_reply(200, json!([])))
+    });
+    let seen = Arc::new(Seen::default());
+    let engine = Engine::builder(Arc::new(MemoryCatalog::new()))
+        .transport(Arc::new(transport))
+        .policy(Arc::new(NoWrites))
+        .observer(Arc::clone(&seen) as Arc<dyn wayline_core::RunObserver>)
+        .build();
+    let ran = runner
+        .run(&engine, "w", Map::new(), RunOptions::new())
+        .await
+        .unwrap();
+    // The write was blocked before it was sent; the document's failure action took over.
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    assert_eq!(sent.lines(), ["GET", "GET"]);
+    assert_eq!(
+        ran.run.step_results[1].error.as_deref(),
+        Some("blocked by policy: `api.createItem` writes")
+    );
+    // Observers (the knowledge recorder among them) see each call under its operation's tool.
+    assert_eq!(
+        *seen.0.lock().unwrap(),
+        ["read api.listItems Some(200)", "read-again api.listItems Some(200)"]
+    );
+}
