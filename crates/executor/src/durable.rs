@@ -178,7 +178,9 @@ impl Engine {
         let span = tracing::info_span!("run", run_id = %run_id, workflow_id = %workflow.id, resumed = true);
         async {
             let inputs = record.user_inputs.clone();
-            let shared = self.shared(prepared, run_id.to_owned(), inputs).await;
+            let shared = self
+                .shared(prepared, run_id.to_owned(), inputs, Vec::new())
+                .await;
             Scheduler::resumed(prepared, &shared, record)
                 .run(options.cancel, options.deadline)
                 .await

@@ -152,7 +152,9 @@ impl Engine {
         let span =
             tracing::info_span!("flow", run_id = %run_id, workflow_id = %prepared.workflow.id);
         async {
-            let shared = self.shared(prepared, run_id, options.inputs).await;
+            let shared = self
+                .shared(prepared, run_id, options.inputs, options.masked)
+                .await;
             let mut run = FlowRun::new(prepared, &shared, flow);
             run.record.workflow_version = options.workflow_version;
             run.run(options.cancel, options.deadline).await
@@ -179,7 +181,7 @@ impl Engine {
         let span =
             tracing::info_span!("run", run_id = %run_id, workflow_id = %prepared.workflow.id);
         async {
-            let shared = self.shared(prepared, run_id, inputs).await;
+            let shared = self.shared(prepared, run_id, inputs, options.masked).await;
             let mut scheduler = Scheduler::new(prepared, &shared);
             scheduler.record.workflow_version = options.workflow_version;
             scheduler.run(options.cancel, options.deadline).await
@@ -188,17 +190,19 @@ impl Engine {
         .await
     }
 
-    /// What every step of a run shares: its id, inputs, tool configs and redactor.
+    /// What every step of a run shares: its id, inputs, tool configs and redactor (masking
+    /// the configs' secrets, the engine's masked values and the run's own).
     pub(crate) async fn shared<'e>(
         &'e self,
         prepared: &PreparedWorkflow,
         run_id: String,
         inputs: IndexMap<String, Value>,
+        masked: Vec<String>,
     ) -> RunShared<'e> {
         let configs = self.fetch_configs(prepared).await;
         let redactor =
             Redactor::for_configs(configs.values().flat_map(|config| config.iter().flatten()))
-                .with_values(self.inner.masked.iter().cloned());
+                .with_values(self.inner.masked.iter().cloned().chain(masked));
         RunShared {
             engine: &self.inner,
             run_id,
@@ -401,6 +405,9 @@ pub struct RunOptions {
     pub cancel: Option<CancelToken>,
     /// The saved workflow version being run, recorded in the run.
     pub workflow_version: Option<u32>,
+    /// Values this run masks wherever the record or events would show them, besides the
+    /// engine's (credentials passed as inputs, say).
+    pub masked: Vec<String>,
 }
 
 impl RunOptions {
@@ -442,6 +449,14 @@ impl RunOptions {
     /// Names the saved workflow version this run runs.
     pub fn workflow_version(mut self, version: u32) -> Self {
         self.workflow_version = Some(version);
+        self
+    }
+
+    /// Masks `values` in this run's record and events, as the tool configs' secrets are. A flow
+    /// run masks them in the record's inputs too; a graph run keeps its inputs as given, since
+    /// resuming it reads them from the record.
+    pub fn mask(mut self, values: impl IntoIterator<Item = String>) -> Self {
+        self.masked.extend(values);
         self
     }
 }

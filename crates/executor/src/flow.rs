@@ -203,6 +203,10 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         let count = prepared.steps.len();
         let mut record = Run::new(shared.run_id.clone(), prepared.workflow.id.clone());
         record.user_inputs = shared.inputs.clone();
+        // Credentials given as inputs stay out of the record (a flow run is not resumed from it).
+        for value in record.user_inputs.values_mut() {
+            shared.redactor.value(value);
+        }
         record.started_at = Some(Utc::now());
         let mut slot = vec![0; count];
         let mut rank = vec![0; count];

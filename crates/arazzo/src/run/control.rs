@@ -40,7 +40,17 @@ pub(super) struct Control<'a> {
     /// A workflow a `goto` passed control to, with its inputs.
     transfer: Option<(String, Map<String, Value>)>,
     calls: Rc<RefCell<Vec<WorkflowRun>>>,
+    /// How deep in workflow calls this run is.
     depth: usize,
+    /// Values masked in this run, and so in the runs of the workflows it calls.
+    masked: Vec<String>,
+}
+
+/// Where a run stands among the runs that led to it: how deep in workflow calls, and the
+/// values masked there (which the runs it leads to mask too).
+pub(super) struct Lineage {
+    pub(super) depth: usize,
+    pub(super) masked: Vec<String>,
 }
 
 /// A finished workflow, and where control went after it.
@@ -57,7 +67,7 @@ impl<'a> Control<'a> {
         inputs: Map<String, Value>,
         dependencies: &[WorkflowRun],
         calls: Rc<RefCell<Vec<WorkflowRun>>>,
-        depth: usize,
+        Lineage { depth, masked }: Lineage,
     ) -> Self {
         let document = &runner.inner.document;
         let workflow = &document.workflows[compiled.index];
@@ -85,6 +95,7 @@ impl<'a> Control<'a> {
             transfer: None,
             calls,
             depth,
+            masked,
         }
     }
 
@@ -206,7 +217,9 @@ impl<'a> Control<'a> {
         let runner = self.runner.clone();
         let engine = self.engine.clone();
         let calls = Rc::clone(&self.calls);
-        let options = RunOptions::new().run_id(format!("{run_id}.{}", step.step_id));
+        let options = RunOptions::new()
+            .run_id(format!("{run_id}.{}", step.step_id))
+            .mask(self.masked.iter().cloned());
         let depth = self.depth + 1;
         let id = id.to_owned();
         Ok(Call::Own(Box::pin(async move {

@@ -49,6 +49,64 @@ pub(crate) fn check(
     }
 }
 
+/// The values of `inputs` that are credentials, to be masked wherever the run shows them: an
+/// input the schema marks `format: password` or `writeOnly`, or whose name says it holds a secret
+/// (`token`, `client_secret`, `apiKey`…), and inside any input, the members so named.
+pub(crate) fn secrets(
+    document: &ArazzoDocument,
+    schema: Option<&Value>,
+    inputs: &Map<String, Value>,
+) -> Vec<String> {
+    let schema = schema.map(|schema| inline(document, schema, 0));
+    let marked = |name: &str| {
+        let Some(property) = schema
+            .as_ref()
+            .and_then(|schema| schema.get("properties")?.get(name))
+        else {
+            return false;
+        };
+        property.get("format").and_then(Value::as_str) == Some("password")
+            || property.get("writeOnly").and_then(Value::as_bool) == Some(true)
+    };
+    let mut found = Vec::new();
+    for (name, value) in inputs {
+        if marked(name) || wayline_core::secret::is_secret_name(name) {
+            texts(value, &mut found);
+        } else {
+            named(value, &mut found);
+        }
+    }
+    found
+}
+
+/// Every string (and number) in `value`.
+fn texts(value: &Value, found: &mut Vec<String>) {
+    match value {
+        Value::String(text) => found.push(text.clone()),
+        Value::Number(number) => found.push(number.to_string()),
+        Value::Array(items) => items.iter().for_each(|item| texts(item, found)),
+        Value::Object(map) => map.values().for_each(|item| texts(item, found)),
+        _ => {}
+    }
+}
+
+/// The values of the members of `value` whose names say they hold secrets, at any depth.
+fn named(value: &Value, found: &mut Vec<String>) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|item| named(item, found)),
+        Value::Object(map) => {
+            for (key, item) in map {
+                if wayline_core::secret::is_secret_name(key) {
+                    texts(item, found);
+                } else {
+                    named(item, found);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// `schema` with each `$ref` to `#/components/inputs/NAME` replaced by that schema.
 fn inline(document: &ArazzoDocument, schema: &Value, depth: usize) -> Value {
     match schema {
@@ -104,6 +162,22 @@ mod tests {
         let problems = check(&document(), Some(&schema), wrong).unwrap_err();
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].starts_with("/store: "), "{problems:?}");
+    }
+
+    #[test]
+    fn credentials_are_found_by_schema_and_by_name() {
+        let schema = json!({"type": "object", "properties": {"pin": {"type": "string", "format": "password"}, "key": {"writeOnly": true}}});
+        let inputs = json!({
+            "pin": "1234", "key": "k-9", "client_secret": "s3cret", "user": "ada",
+            "nested": {"apiKey": "nk", "name": "x"}, "count": 3
+        });
+        let Value::Object(inputs) = inputs else {
+            unreachable!()
+        };
+        assert_eq!(
+            secrets(&document(), Some(&schema), &inputs),
+            ["1234", "k-9", "s3cret", "nk"]
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ use crate::model::ArazzoDocument;
 use crate::runtime::WorkflowValues;
 use crate::sources::Sources;
 use compile::{Action, Compiled};
-use control::Control;
+use control::{Control, Lineage};
 
 /// How deep workflows may call workflows (a loop of calls stops here with an error).
 pub const MAX_DEPTH: usize = 16;
@@ -291,6 +291,10 @@ impl Runner {
                         problems,
                     }
                 })?;
+            // Credentials passed as inputs are masked in this run and in those it leads to.
+            let options =
+                options.mask(inputs::secrets(document, workflow.inputs.as_ref(), &inputs));
+            let masked = options.masked.clone();
             let mut dependencies = Vec::new();
             for dependency in &workflow.depends_on {
                 if dependencies
@@ -305,7 +309,7 @@ impl Runner {
                         engine.clone(),
                         dependency.clone(),
                         inputs.clone(),
-                        RunOptions::new(),
+                        RunOptions::new().mask(masked.iter().cloned()),
                         depth + 1,
                     )
                     .await?;
@@ -330,7 +334,10 @@ impl Runner {
                 inputs.clone(),
                 &dependencies,
                 Rc::clone(&calls),
-                depth,
+                Lineage {
+                    depth,
+                    masked: masked.clone(),
+                },
             );
             let run_inputs: IndexMap<String, Value> = inputs.clone().into_iter().collect();
             let run = engine
@@ -344,7 +351,7 @@ impl Runner {
                         engine.clone(),
                         target,
                         target_inputs,
-                        RunOptions::new(),
+                        RunOptions::new().mask(masked.iter().cloned()),
                         depth + 1,
                     )
                     .await;

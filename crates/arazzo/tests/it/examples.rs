@@ -437,9 +437,13 @@ async fn oauth_refreshes_a_token_got_by_the_authorization_code_workflow_it_calls
         json!({"access_token": "a-2", "refresh_token": "r-2", "expires_in": 120})
     );
     assert_eq!(ran.calls[0].workflow_id, "authorization-code-flow");
-    // The secret went out, but the record of the call keeps what the engine masks: here no
-    // tool config declares it, so the inputs show it as given.
-    assert_eq!(ran.calls[0].run.user_inputs["client_secret"], "s3cret");
+    // The secret went out in the form, but no record shows it: its name says it is one, so it
+    // is masked in both runs' inputs and in the requests they keep.
+    assert_eq!(ran.run.user_inputs["my_client_secret"], "***");
+    assert_eq!(ran.calls[0].run.user_inputs["client_secret"], "***");
+    let record = serde_json::to_string(&ran.calls[0].run).unwrap();
+    assert!(!record.contains("s3cret"), "{record}");
+    assert!(url_form(&requests[1].text())["client_secret"] == "s3cret");
 }
 
 #[tokio::test]

@@ -707,7 +707,13 @@ struct Seen(Mutex<Vec<String>>);
 
 impl wayline_core::RunObserver for Seen {
     fn on_event(&self, event: &wayline_core::RunEvent<'_>) {
-        if let wayline_core::RunEvent::Attempt { step_id, tool_id, status, .. } = event {
+        if let wayline_core::RunEvent::Attempt {
+            step_id,
+            tool_id,
+            status,
+            ..
+        } = event
+        {
             self.0
                 .lock()
                 .unwrap()
@@ -759,6 +765,9 @@ async fn the_engines_policies_and_observers_see_every_step_of_a_document() {
     // Observers (the knowledge recorder among them) see each call under its operation's tool.
     assert_eq!(
         *seen.0.lock().unwrap(),
-        ["read api.listItems Some(200)", "read-again api.listItems Some(200)"]
+        [
+            "read api.listItems Some(200)",
+            "read-again api.listItems Some(200)"
+        ]
     );
 }
