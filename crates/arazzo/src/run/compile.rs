@@ -192,6 +192,11 @@ fn step_tool(
         )
     };
     if let Some(workflow) = &step.workflow_id {
+        if workflow.starts_with("$sourceDescriptions.") {
+            return unrunnable(format!(
+                "it calls `{workflow}`, a workflow of another Arazzo document, which wayline does not run yet"
+            ));
+        }
         return (
             ToolDefinition::new("", "http://workflow.invalid"),
             Action::Workflow(workflow.clone()),

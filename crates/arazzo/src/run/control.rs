@@ -324,12 +324,7 @@ impl<'a> Control<'a> {
     }
 
     /// What follows: the engine's next move, or why the step fails after all.
-    fn follow(
-        &mut self,
-        chosen: Chosen,
-        position: usize,
-        failed: bool,
-    ) -> Result<EngineNext, String> {
+    fn follow(&mut self, chosen: Chosen, position: usize) -> Result<EngineNext, String> {
         let named = |what: &str| match &chosen.name {
             Some(name) => format!("action `{name}`: {what}"),
             None => what.to_owned(),
@@ -338,6 +333,11 @@ impl<'a> Control<'a> {
             Next::Continue => EngineNext::Continue,
             Next::End => EngineNext::End,
             Next::Goto(Target::Step(step)) => EngineNext::Goto(step),
+            Next::Goto(Target::Workflow { id, .. }) if id.starts_with("$sourceDescriptions.") => {
+                return Err(named(&format!(
+                    "`{id}` is a workflow of another Arazzo document, which wayline does not run yet"
+                )));
+            }
             Next::Goto(Target::Workflow { id, parameters }) => {
                 let mut inputs = Map::new();
                 let components = self.document.components.as_ref();
@@ -362,7 +362,6 @@ impl<'a> Control<'a> {
                 )));
             }
             Next::Retry { after, limit, .. } => {
-                debug_assert!(failed);
                 if self.retries[position] >= limit {
                     return Err(named(&format!(
                         "gave up after {limit} retr{}",
@@ -415,7 +414,7 @@ impl Flow for Control<'_> {
                     .insert(step.step_id.clone(), outputs.clone());
                 let next = after_success(self.document, workflow, step, &self.values)
                     .map_err(|error| format!("success action: {error}"))
-                    .and_then(|chosen| self.follow(chosen, position, false));
+                    .and_then(|chosen| self.follow(chosen, position));
                 match next {
                     Ok(next) => Verdict::success(Value::Object(outputs)).then(next),
                     Err(reason) => Verdict::failure(reason),
@@ -428,7 +427,7 @@ impl Flow for Control<'_> {
                     .and_then(|value| parse_retry_after(value, SystemTime::now()));
                 let next = after_failure(self.document, workflow, step, &self.values, retry_after)
                     .map_err(|error| format!("failure action: {error}"))
-                    .and_then(|chosen| self.follow(chosen, position, true));
+                    .and_then(|chosen| self.follow(chosen, position));
                 match next {
                     Ok(next) => Verdict::failure(reason).then(next),
                     Err(also) => Verdict::failure(format!("{reason}; {also}")),

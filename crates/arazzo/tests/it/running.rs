@@ -771,3 +771,29 @@ async fn the_engines_policies_and_observers_see_every_step_of_a_document() {
         ]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_workflow_of_another_arazzo_document_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("api.yaml"), API).unwrap();
+    std::fs::write(
+        dir.path().join("other.arazzo.yaml"),
+        "arazzo: 1.1.0\ninfo: {title: O, version: '1'}\nsourceDescriptions: [{name: api, url: ./api.yaml}]\nworkflows: [{workflowId: login, steps: [{stepId: s, operationId: getStatus}]}]\n",
+    )
+    .unwrap();
+    let text = "arazzo: 1.1.0\ninfo: {title: T, version: '1'}\nsourceDescriptions:\n  - {name: api, url: ./api.yaml}\n  - {name: other, url: ./other.arazzo.yaml, type: arazzo}\nworkflows:\n  - workflowId: w\n    steps:\n      - {stepId: first, operationId: $sourceDescriptions.api.getStatus}\n      - {stepId: login, workflowId: $sourceDescriptions.other.login}\n";
+    let document = wayline_arazzo::load(text, "t.arazzo.yaml").unwrap();
+    let sources = Sources::load(&document, dir.path(), &IndexMap::new());
+    let runner = Runner::new(document, &sources, &IndexMap::new());
+    let engine = Engine::builder(Arc::new(MemoryCatalog::new()))
+        .transport(Arc::new(ScriptedTransport::new()))
+        .build();
+    let error = runner
+        .run(&engine, "w", Map::new(), RunOptions::new())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "workflow `w` cannot run:\n  step `login`: it calls `$sourceDescriptions.other.login`, a workflow of another Arazzo document, which wayline does not run yet"
+    );
+}
