@@ -50,7 +50,7 @@ pub use notify::{FailedStep, NoticeKind, Notifier, NotifyError, NotifyErrorKind,
 pub use observer::{RunEvent, RunObserver};
 pub use policy::{AllowAll, StepPolicy, StepRequest, Verdict};
 pub use reference::Reference;
-pub use run::{AssertionResult, RequestSummary, Run, RunStatus, StepResult, StepStatus};
+pub use run::{AssertionResult, Jump, RequestSummary, Run, RunStatus, StepResult, StepStatus};
 pub use secret::{MemorySecrets, Secret, SecretProvider, TokenCommand, ToolConfig};
 pub use store::{
     Approval, RunPage, RunQuery, RunStore, RunSummary, StoreError, StoreErrorKind, StoredWorkflow,

@@ -128,6 +128,29 @@ pub struct StepResult {
     /// The step's `expect` checks, each passed or failed, in the order written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub assertions: Vec<AssertionResult>,
+    /// Where control went after it, in a flow run, when not on to the steps after it: kept so
+    /// that a resumed run takes the same path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jump: Option<Jump>,
+}
+
+/// Where control went after a step of a flow run (the executor's `flow` module), other than on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "to", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum Jump {
+    /// The run ended.
+    End,
+    /// To this step, which ran again with the steps after it.
+    Step {
+        /// The step's id.
+        step: String,
+    },
+    /// The same step again, after this wait.
+    Retry {
+        /// The wait, in milliseconds.
+        after_ms: u64,
+    },
 }
 
 /// One checked expectation of a step (see [`crate::expect`]).
@@ -241,6 +264,7 @@ impl StepResult {
             request: None,
             response_status: None,
             assertions: Vec::new(),
+            jump: None,
         }
     }
 }

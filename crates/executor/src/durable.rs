@@ -84,38 +84,16 @@ impl Engine {
         run_id: &str,
         options: ResumeOptions,
     ) -> Result<Run, Error> {
+        let (store, mut record) = self.stored_run(prepared, run_id).await?;
         let refuse = |reason: String| Error::Resume {
             run_id: run_id.to_owned(),
             reason,
-        };
-        let Some(store) = self.inner.run_store.as_deref() else {
-            return Err(refuse(
-                "this engine has no run store; build it with `EngineBuilder::run_store`".into(),
-            ));
         };
         let store_error = |error| Error::Store {
             run_id: run_id.to_owned(),
             error,
             run: None,
         };
-        let mut record = store
-            .run(run_id)
-            .await
-            .map_err(store_error)?
-            .ok_or_else(|| refuse("it is not in the run store".into()))?;
-        let workflow = &prepared.workflow;
-        if record.workflow_id != workflow.id {
-            return Err(refuse(format!(
-                "it ran workflow `{}`, not `{}`",
-                record.workflow_id, workflow.id
-            )));
-        }
-        if record.status != RunStatus::Running {
-            return Err(refuse(format!(
-                "it has already ended ({}); start a new run instead",
-                record.status.as_str()
-            )));
-        }
         if let Some(unknown) = record
             .step_results
             .iter()
@@ -175,13 +153,140 @@ impl Engine {
                 steps: unsafe_unknown,
             });
         }
-        let span = tracing::info_span!("run", run_id = %run_id, workflow_id = %workflow.id, resumed = true);
+        let span = tracing::info_span!("run", run_id = %run_id, workflow_id = %prepared.workflow.id, resumed = true);
         async {
             let inputs = record.user_inputs.clone();
             let shared = self
                 .shared(prepared, run_id.to_owned(), inputs, Vec::new())
                 .await;
             Scheduler::resumed(prepared, &shared, record)
+                .run(options.cancel, options.deadline)
+                .await
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+impl Engine {
+    /// The stored run `run_id`, checked to be a run of `prepared` that has not ended, and the
+    /// store it is in.
+    async fn stored_run(
+        &self,
+        prepared: &PreparedWorkflow,
+        run_id: &str,
+    ) -> Result<(&dyn wayline_core::RunStore, Run), Error> {
+        let refuse = |reason: String| Error::Resume {
+            run_id: run_id.to_owned(),
+            reason,
+        };
+        let Some(store) = self.inner.run_store.as_deref() else {
+            return Err(refuse(
+                "this engine has no run store; build it with `EngineBuilder::run_store`".into(),
+            ));
+        };
+        let record = store
+            .run(run_id)
+            .await
+            .map_err(|error| Error::Store {
+                run_id: run_id.to_owned(),
+                error,
+                run: None,
+            })?
+            .ok_or_else(|| refuse("it is not in the run store".into()))?;
+        let workflow = &prepared.workflow;
+        if record.workflow_id != workflow.id {
+            return Err(refuse(format!(
+                "it ran workflow `{}`, not `{}`",
+                record.workflow_id, workflow.id
+            )));
+        }
+        if record.status != RunStatus::Running {
+            return Err(refuse(format!(
+                "it has already ended ({}); start a new run instead",
+                record.status.as_str()
+            )));
+        }
+        Ok((store, record))
+    }
+
+    /// Continues `run_id`, a stored flow run of `prepared` that was interrupted, as `flow`
+    /// directs ([`crate::flow`]). Executions that finished are not repeated: they are replayed
+    /// in the order they finished (the flow restores its state from each through
+    /// [`Flow::restore`](crate::flow::Flow::restore), and the jumps they took are taken
+    /// again), and the run goes on from there. An execution in flight when the run stopped
+    /// runs again when that is safe (as [`Engine::resume`] decides); otherwise
+    /// `options.unknown` decides: stop (the default), run it again, or hand it to the flow as
+    /// a failure of unknown outcome. The run's inputs are its record's (masked values stay
+    /// masked: a flow that needs them has them already).
+    pub async fn resume_flow(
+        &self,
+        prepared: &PreparedWorkflow,
+        flow: &mut dyn crate::flow::Flow,
+        run_id: &str,
+        options: ResumeOptions,
+    ) -> Result<Run, Error> {
+        let (store, mut record) = self.stored_run(prepared, run_id).await?;
+        if let Some(unknown) = record.step_results.iter().find(|result| {
+            let (step, _) = crate::flow::parse_execution_id(&result.step_id);
+            !prepared.index.contains_key(step)
+        }) {
+            return Err(Error::Resume {
+                run_id: run_id.to_owned(),
+                reason: format!(
+                    "its step `{}` is not in the workflow any more; resume it with the version it ran",
+                    unknown.step_id
+                ),
+            });
+        }
+        let mut unsafe_unknown = Vec::new();
+        for result in &mut record.step_results {
+            let (step, _) = crate::flow::parse_execution_id(&result.step_id);
+            let position = prepared.index[step];
+            let in_flight = matches!(result.status, StepStatus::Running | StepStatus::Cancelled)
+                || (result.status == StepStatus::UnknownOutcome && result.finished_at.is_none());
+            if !in_flight {
+                continue;
+            }
+            if prepared.steps[position].safe_to_repeat() || options.unknown == UnknownSteps::Retry {
+                *result = StepResult::pending(result.step_id.clone());
+                continue;
+            }
+            result.status = StepStatus::UnknownOutcome;
+            if options.unknown == UnknownSteps::Skip {
+                result.finished_at = Some(chrono::Utc::now());
+                result.error = Some(
+                    "its outcome is unknown (it was running when the run stopped); judged as a failure on resume"
+                        .into(),
+                );
+            } else {
+                result.error = Some(
+                    "it was running when the run stopped; whether it took effect is unknown".into(),
+                );
+                unsafe_unknown.push(result.step_id.clone());
+            }
+        }
+        if !unsafe_unknown.is_empty() {
+            store
+                .finish_run(&record)
+                .await
+                .map_err(|error| Error::Store {
+                    run_id: run_id.to_owned(),
+                    error,
+                    run: None,
+                })?;
+            return Err(Error::UnknownOutcome {
+                run_id: run_id.to_owned(),
+                steps: unsafe_unknown,
+            });
+        }
+        let span = tracing::info_span!("flow", run_id = %run_id, workflow_id = %prepared.workflow.id, resumed = true);
+        async {
+            let inputs = record.user_inputs.clone();
+            let shared = self
+                .shared(prepared, run_id.to_owned(), inputs, Vec::new())
+                .await;
+            crate::flow::FlowRun::resumed(prepared, &shared, flow, record)
                 .run(options.cancel, options.deadline)
                 .await
         }

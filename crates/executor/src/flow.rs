@@ -26,7 +26,7 @@ use futures_util::stream::FuturesUnordered;
 use indexmap::IndexMap;
 use serde_json::Value;
 use tracing::Instrument;
-use wayline_core::{HttpResponse, Run, RunEvent, RunStatus, StepResult, StepStatus};
+use wayline_core::{HttpResponse, Jump, Run, RunEvent, RunStatus, StepResult, StepStatus};
 
 use crate::Error;
 use crate::cancel::{CancelToken, RunStop};
@@ -155,6 +155,14 @@ pub trait Flow {
 
     /// Judges a finished execution.
     fn settle(&mut self, finished: Finished<'_>) -> Verdict;
+
+    /// Takes in an execution that finished before the run was interrupted, as its record has
+    /// it (the verdict applied, `jump` saying where control went), when the run is resumed
+    /// ([`Engine::resume_flow`](crate::Engine::resume_flow)): in the order they finished, before
+    /// anything runs. A flow that keeps state (the outputs later steps read) rebuilds it here.
+    fn restore(&mut self, finished: Finished<'_>) {
+        let _ = finished;
+    }
 }
 
 type StepFuture<'r> = Pin<Box<dyn Future<Output = (usize, StepDone)> + 'r>>;
@@ -192,6 +200,13 @@ pub(crate) struct FlowRun<'r, 'f> {
     /// Set when a verdict ends the run: whether it failed, and why.
     ended: Option<Option<String>>,
     run_stop: RunStop,
+    /// True while a resumed run replays what its record says happened: nothing is queued or
+    /// announced then.
+    replaying: bool,
+    /// True when continuing a stored run rather than starting one.
+    resumed: bool,
+    /// Executions of unknown outcome a resumed run hands to the flow before anything runs.
+    unjudged: Vec<usize>,
 }
 
 impl<'r, 'f> FlowRun<'r, 'f> {
@@ -229,6 +244,134 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             ready: ReadyQueue::new(prepared, shared),
             ended: None,
             run_stop: RunStop::default(),
+            replaying: false,
+            resumed: false,
+            unjudged: Vec::new(),
+        }
+    }
+
+    /// Continues `record`, a stored flow run of `prepared` interrupted before it ended, each
+    /// entry an execution (`ID`, `ID#2`…). The caller has reset the executions that may run
+    /// again to `pending` and marked those that may not (`unknown_outcome`, finished), and
+    /// checked that every entry names a step of `prepared`. The finished executions are
+    /// replayed in the order they finished — the flow restores its state from each, and the
+    /// jumps they took are taken again — so the run goes on where it stopped; those of unknown
+    /// outcome are then judged by the flow like a failure.
+    pub(crate) fn resumed(
+        prepared: &'r PreparedWorkflow,
+        shared: &'r RunShared<'r>,
+        flow: &'f mut dyn Flow,
+        mut record: Run,
+    ) -> Self {
+        let count = prepared.steps.len();
+        let mut slot: Vec<Option<(usize, u32)>> = vec![None; count];
+        let mut executions = vec![0u32; count];
+        for (index, result) in record.step_results.iter().enumerate() {
+            let (step, execution) = parse_execution_id(&result.step_id);
+            let Some(&position) = prepared.index.get(step) else {
+                continue;
+            };
+            if slot[position].is_none_or(|(_, latest)| execution >= latest) {
+                slot[position] = Some((index, execution));
+            }
+            // An entry never started: made with the record, or passed over before it ran.
+            let never_started = result.status == StepStatus::Pending
+                || (result.status == StepStatus::Skipped && result.started_at.is_none());
+            let started = !never_started;
+            if started {
+                executions[position] = executions[position].max(execution);
+            }
+        }
+        let slot: Vec<usize> = (0..count)
+            .map(|position| match slot[position] {
+                Some((index, _)) => index,
+                None => {
+                    record.step_results.push(StepResult::pending(
+                        prepared.workflow.steps[position].id.clone(),
+                    ));
+                    record.step_results.len() - 1
+                }
+            })
+            .collect();
+        let mut rank = vec![0; count];
+        for (index, &position) in prepared.order.iter().enumerate() {
+            rank[position] = index;
+        }
+        let mut finished: Vec<usize> = (0..record.step_results.len())
+            .filter(|&index| {
+                let result = &record.step_results[index];
+                matches!(result.status, StepStatus::Success | StepStatus::Failed)
+                    && result.finished_at.is_some()
+            })
+            .collect();
+        finished.sort_by_key(|&index| (record.step_results[index].finished_at, index));
+        let unjudged: Vec<usize> = (0..count)
+            .filter(|&position| {
+                record.step_results[slot[position]].status == StepStatus::UnknownOutcome
+            })
+            .collect();
+        let mut run = FlowRun {
+            prepared,
+            shared,
+            flow,
+            record,
+            phase: vec![Phase::Waiting; count],
+            slot,
+            executions,
+            rank,
+            ready: ReadyQueue::new(prepared, shared),
+            ended: None,
+            run_stop: RunStop::default(),
+            replaying: true,
+            resumed: true,
+            unjudged: Vec::new(),
+        };
+        for index in finished {
+            run.replay(index);
+        }
+        run.replaying = false;
+        for position in 0..count {
+            if matches!(run.phase[position], Phase::Ready | Phase::Delayed) {
+                // A retry's wait passed while the run was down.
+                run.phase[position] = Phase::Waiting;
+            }
+        }
+        for position in unjudged {
+            run.phase[position] = Phase::Running;
+            run.unjudged.push(position);
+        }
+        run
+    }
+
+    /// Takes one finished execution in again: the flow restores from it, and its jump is taken.
+    fn replay(&mut self, index: usize) {
+        let result = self.record.step_results[index].clone();
+        let (step, execution) = parse_execution_id(&result.step_id);
+        let position = self.prepared.index[step];
+        self.phase[position] = Phase::Done;
+        self.flow.restore(Finished {
+            step_id: step,
+            execution,
+            result: &result,
+            reply: None,
+        });
+        match &result.jump {
+            None => {
+                for &next in &self.prepared.successors[position] {
+                    self.release(next);
+                }
+            }
+            Some(Jump::End) => self.end(
+                (result.status == StepStatus::Failed)
+                    .then(|| format!("step `{}` failed", result.step_id)),
+            ),
+            Some(Jump::Step { step: target }) => {
+                if let Some(&to) = self.prepared.index.get(target) {
+                    self.goto(position, to);
+                }
+            }
+            Some(Jump::Retry { .. }) => self.phase[position] = Phase::Delayed,
+            Some(_) => {}
         }
     }
 
@@ -241,23 +384,37 @@ impl<'r, 'f> FlowRun<'r, 'f> {
     ) -> Result<Run, Error> {
         let engine = self.shared.engine;
         if let Some(store) = &engine.run_store {
-            store
-                .create_run(&self.record)
-                .await
-                .map_err(|error| Error::Store {
-                    run_id: self.record.id.clone(),
-                    error,
-                    run: None,
-                })?;
+            let stored = if self.resumed {
+                store.finish_run(&self.record).await
+            } else {
+                store.create_run(&self.record).await
+            };
+            stored.map_err(|error| Error::Store {
+                run_id: self.record.id.clone(),
+                error,
+                run: None,
+            })?;
         }
         engine.emit(&RunEvent::RunStarted { run: &self.record });
+        let mut timers: FuturesUnordered<Timer> = FuturesUnordered::new();
+        for position in std::mem::take(&mut self.unjudged) {
+            let mut result = self.record.step_results[self.slot[position]].clone();
+            result.status = StepStatus::Failed;
+            let done = StepDone {
+                result,
+                output: None,
+                reply: None,
+            };
+            if let Some(wait) = self.finish(position, done).await {
+                timers.push(retry_timer(position, wait));
+            }
+        }
         self.release_all();
         self.run_stop = RunStop::new(cancel, deadline);
         let run_stop = self.run_stop.clone();
         let stopped = run_stop.stopped();
         tokio::pin!(stopped);
         let mut in_flight: FuturesUnordered<StepFuture<'r>> = FuturesUnordered::new();
-        let mut timers: FuturesUnordered<Timer> = FuturesUnordered::new();
         let stopped = loop {
             while self.ended.is_none() && in_flight.len() < engine.max_parallel {
                 let Some(position) = self.ready.pop() else {
@@ -330,16 +487,15 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         let definition = &prepared.workflow.steps[position];
         self.executions[position] += 1;
         let execution = self.executions[position];
-        let record_id = if execution == 1 {
-            definition.id.clone()
-        } else {
-            let id = format!("{}#{execution}", definition.id);
+        let record_id = execution_id(&definition.id, execution);
+        // The first execution's entry is made with the record; a later one's when it starts,
+        // unless a resumed run already has it (the execution that was in flight).
+        if self.record.step_results[self.slot[position]].step_id != record_id {
             self.record
                 .step_results
-                .push(StepResult::pending(id.clone()));
+                .push(StepResult::pending(record_id.clone()));
             self.slot[position] = self.record.step_results.len() - 1;
-            id
-        };
+        }
         self.phase[position] = Phase::Running;
         let started_at = Utc::now();
         {
@@ -450,6 +606,14 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         }
         result.output_data = verdict.output;
         shared.redactor.value(&mut result.output_data);
+        result.jump = match &verdict.next {
+            Next::Continue => None,
+            Next::End => Some(Jump::End),
+            Next::Goto(step) => Some(Jump::Step { step: step.clone() }),
+            Next::Retry(wait) => Some(Jump::Retry {
+                after_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            }),
+        };
         if result.finished_at.is_none() {
             result.finished_at = Some(Utc::now());
         }
@@ -576,7 +740,9 @@ impl<'r, 'f> FlowRun<'r, 'f> {
     fn make_ready(&mut self, position: usize) {
         if self.ended.is_none() {
             self.phase[position] = Phase::Ready;
-            self.ready.push(position);
+            if !self.replaying {
+                self.ready.push(position);
+            }
         }
     }
 
@@ -590,10 +756,12 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         result.status = StepStatus::Skipped;
         result.error = Some(reason);
         result.finished_at = Some(Utc::now());
-        self.shared.engine.emit(&RunEvent::StepFinished {
-            run_id: &self.shared.run_id,
-            result,
-        });
+        if !self.replaying {
+            self.shared.engine.emit(&RunEvent::StepFinished {
+                run_id: &self.shared.run_id,
+                result,
+            });
+        }
     }
 
     /// At the end: steps that never ran are passed over, saying why.
@@ -610,6 +778,26 @@ impl<'r, 'f> FlowRun<'r, 'f> {
                 self.pass_over(position, why.to_owned());
             }
         }
+    }
+}
+
+/// The record id of a step's `execution`: its id, then `ID#2`, `ID#3`…
+fn execution_id(step_id: &str, execution: u32) -> String {
+    if execution == 1 {
+        step_id.to_owned()
+    } else {
+        format!("{step_id}#{execution}")
+    }
+}
+
+/// The step id and execution of a record id (`fetch#3` → `fetch`, 3).
+pub(crate) fn parse_execution_id(record_id: &str) -> (&str, u32) {
+    match record_id.rsplit_once('#') {
+        Some((step, number)) => match number.parse::<u32>() {
+            Ok(execution) if execution > 1 => (step, execution),
+            _ => (record_id, 1),
+        },
+        None => (record_id, 1),
     }
 }
 

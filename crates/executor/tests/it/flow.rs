@@ -340,3 +340,158 @@ async fn a_step_the_flow_runs_itself_is_judged_and_recorded_like_a_call() {
             .any(|line| line.starts_with("attempt b "))
     );
 }
+
+/// Answers `/status/N` with N, but never answers the `hang_on`-th call of `/status/201`; counts
+/// the calls per path.
+#[derive(Debug, Default)]
+struct Stalling {
+    hang_on: usize,
+    calls: std::sync::Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl wayline_core::Transport for Stalling {
+    async fn send(
+        &self,
+        request: wayline_core::HttpRequest,
+    ) -> Result<HttpResponse, wayline_core::TransportError> {
+        let path = request.url.trim_start_matches("http://api.test").to_owned();
+        let seen = {
+            let mut calls = self.calls.lock().unwrap();
+            calls.push(path.clone());
+            calls.iter().filter(|call| **call == path).count()
+        };
+        if path == "/status/201" && seen == self.hang_on {
+            std::future::pending::<()>().await;
+        }
+        let status: u16 = path.rsplit('/').next().unwrap().parse().unwrap();
+        Ok(HttpResponse::new(
+            status,
+            format!(r#"{{"status": {status}}}"#),
+        ))
+    }
+}
+
+/// A script that also writes down what it restored.
+struct Restoring(Script, Vec<String>);
+
+impl Flow for Restoring {
+    fn call(&mut self, starting: Starting<'_>) -> Result<Call, String> {
+        self.0.call(starting)
+    }
+
+    fn settle(&mut self, finished: Finished<'_>) -> Verdict {
+        self.0.settle(finished)
+    }
+
+    fn restore(&mut self, finished: Finished<'_>) {
+        self.1.push(format!(
+            "{}#{} {:?}",
+            finished.step_id, finished.execution, finished.result.jump
+        ));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_flow_run_resumes_on_its_path_without_repeating_a_finished_execution() {
+    let store = Arc::new(wayline_store::MemoryStore::new());
+    let transport = Arc::new(Stalling {
+        hang_on: 2,
+        ..Stalling::default()
+    });
+    let mut tool = ToolDefinition::new("call", "http://api.test");
+    tool.path = "/status/{status}".to_owned();
+    let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools([tool])))
+        .transport(transport.clone())
+        .run_store(store.clone())
+        .build();
+    let prepared = engine.prepare(&chain()).unwrap();
+    // `c` (status 201) goes back to `b` once; its second execution never gets an answer, and
+    // the process "dies" (the run is dropped) while it waits.
+    let mut script = Script::default()
+        .status("c", &[201, 201, 201])
+        .then("c", vec![Next::Goto("b".to_owned())]);
+    // (Within the step's own timeout of 30 s.)
+    let interrupted = tokio::time::timeout(
+        Duration::from_secs(10),
+        engine.run_flow(&prepared, &mut script, RunOptions::new().run_id("r1")),
+    )
+    .await;
+    assert!(interrupted.is_err(), "the run should hang");
+    let stored = wayline_core::RunStore::run(store.as_ref(), "r1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.status, RunStatus::Running);
+    assert_eq!(
+        entries(&stored),
+        [
+            "a success",
+            "b success",
+            "c success",
+            "d pending",
+            "b#2 success",
+            "c#2 running"
+        ]
+    );
+    assert_eq!(
+        stored.step_results[2].jump,
+        Some(wayline_core::Jump::Step {
+            step: "b".to_owned()
+        })
+    );
+
+    // Resumed with a script that no longer jumps: `c#2` (a GET, safe to repeat) runs again,
+    // then `d`; nothing that finished is called again.
+    let before = transport.calls.lock().unwrap().len();
+    let mut resumed = Restoring(Script::default().status("c", &[201]), Vec::new());
+    let run = engine
+        .resume_flow(
+            &prepared,
+            &mut resumed,
+            "r1",
+            wayline_executor::ResumeOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Success);
+    assert_eq!(
+        entries(&run),
+        [
+            "a success",
+            "b success",
+            "c success",
+            "d success",
+            "b#2 success",
+            "c#2 success"
+        ]
+    );
+    assert_eq!(
+        transport.calls.lock().unwrap()[before..],
+        ["/status/201".to_owned(), "/status/200".to_owned()]
+    );
+    // The flow took in what had finished, in the order it finished, with the jumps taken.
+    assert_eq!(
+        resumed.1,
+        [
+            "a#1 None",
+            "b#1 None",
+            "c#1 Some(Step { step: \"b\" })",
+            "b#2 None"
+        ]
+    );
+    // A run that ended is not resumed.
+    let again = engine
+        .resume_flow(
+            &prepared,
+            &mut resumed,
+            "r1",
+            wayline_executor::ResumeOptions::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        again.to_string().contains("it has already ended (success)"),
+        "{again}"
+    );
+}
