@@ -45,6 +45,8 @@ pub struct ResumeOptions {
     pub deadline: Option<std::time::Duration>,
     /// A token that cancels the run.
     pub cancel: Option<CancelToken>,
+    /// Values masked in the resumed run, besides the engine's (see [`RunOptions::mask`](crate::RunOptions::mask)).
+    pub masked: Vec<String>,
 }
 
 impl ResumeOptions {
@@ -71,6 +73,13 @@ impl ResumeOptions {
     #[must_use]
     pub fn cancel(mut self, token: CancelToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+
+    /// Masks `values` in the resumed run's record and events.
+    #[must_use]
+    pub fn mask(mut self, values: impl IntoIterator<Item = String>) -> Self {
+        self.masked.extend(values);
         self
     }
 }
@@ -157,7 +166,7 @@ impl Engine {
         async {
             let inputs = record.user_inputs.clone();
             let shared = self
-                .shared(prepared, run_id.to_owned(), inputs, Vec::new())
+                .shared(prepared, run_id.to_owned(), inputs, options.masked)
                 .await;
             Scheduler::resumed(prepared, &shared, record)
                 .run(options.cancel, options.deadline)
@@ -284,7 +293,7 @@ impl Engine {
         async {
             let inputs = record.user_inputs.clone();
             let shared = self
-                .shared(prepared, run_id.to_owned(), inputs, Vec::new())
+                .shared(prepared, run_id.to_owned(), inputs, options.masked)
                 .await;
             crate::flow::FlowRun::resumed(prepared, &shared, flow, record)
                 .run(options.cancel, options.deadline)

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
-use wayline_core::{HttpResponse, Run};
+use wayline_core::{HttpResponse, Jump, Run, StepStatus};
 use wayline_executor::flow::{Call, Finished, Flow, Next as EngineNext, Starting, Verdict};
 use wayline_executor::{Engine, RunOptions, parse_retry_after};
 
@@ -207,7 +207,7 @@ impl<'a> Control<'a> {
     }
 
     /// The work of a step that calls a workflow: that workflow's run, kept in `calls`.
-    fn workflow_call(&self, step: &Step, id: &str, run_id: &str) -> Result<Call, String> {
+    fn workflow_call(&self, step: &Step, id: &str, starting: Starting<'_>) -> Result<Call, String> {
         let mut inputs = Map::new();
         for parameter in step_parameters(&[], &step.parameters, self.document.components.as_ref()) {
             let value = select(&parameter.value, &self.values)
@@ -218,13 +218,13 @@ impl<'a> Control<'a> {
         let engine = self.engine.clone();
         let calls = Rc::clone(&self.calls);
         let options = RunOptions::new()
-            .run_id(format!("{run_id}.{}", step.step_id))
+            .run_id(called_run_id(starting))
             .mask(self.masked.iter().cloned());
         let depth = self.depth + 1;
         let id = id.to_owned();
         Ok(Call::Own(Box::pin(async move {
             let ran = runner
-                .run_at(engine, id, inputs, options, depth)
+                .run_at(engine, id, inputs, options, super::Depth::Nested(depth))
                 .await
                 .map_err(|error| error.to_string())?;
             let run_id = ran.run.id.clone();
@@ -392,8 +392,30 @@ impl Flow for Control<'_> {
                 self.sent[position] = Some(sent);
                 Ok(Call::Tool(inputs))
             }
-            Action::Workflow(id) => self.workflow_call(step, id, starting.run_id),
+            Action::Workflow(id) => self.workflow_call(step, id, starting),
             Action::Unrunnable(why) => Err(why.clone()),
+        }
+    }
+
+    fn restore(&mut self, finished: Finished<'_>) {
+        let Some(&position) = self.positions.get(finished.step_id) else {
+            return;
+        };
+        let result = finished.result;
+        if result.response_status.is_some() {
+            self.last_status = result.response_status;
+        }
+        match (&result.jump, result.status) {
+            (Some(Jump::Retry { .. }), _) => self.retries[position] += 1,
+            (_, StepStatus::Success) => {
+                self.retries[position] = 0;
+                if let Value::Object(outputs) = &result.output_data {
+                    self.values
+                        .steps
+                        .insert(finished.step_id.to_owned(), outputs.clone());
+                }
+            }
+            _ => {}
         }
     }
 
@@ -436,6 +458,19 @@ impl Flow for Control<'_> {
         };
         self.forget_exchange();
         verdict
+    }
+}
+
+/// The run id of the workflow a step's execution calls: the caller's run id and the step's
+/// (`RUN.STEP`, then `RUN.STEP#2`… for later executions).
+fn called_run_id(starting: Starting<'_>) -> String {
+    if starting.execution == 1 {
+        format!("{}.{}", starting.run_id, starting.step_id)
+    } else {
+        format!(
+            "{}.{}#{}",
+            starting.run_id, starting.step_id, starting.execution
+        )
     }
 }
 

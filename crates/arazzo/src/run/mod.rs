@@ -118,6 +118,16 @@ pub enum RunError {
         /// Each step (`workflow.step` when in a workflow it calls), and why.
         steps: Vec<(String, String)>,
     },
+    /// The stored run cannot be resumed as this workflow (see [`Runner::resume`]).
+    #[error("run `{run_id}` of workflow `{workflow}` is not resumed: {reason}")]
+    NotResumable {
+        /// The run.
+        run_id: String,
+        /// The workflow.
+        workflow: String,
+        /// Why.
+        reason: String,
+    },
     /// Workflows called workflows deeper than [`MAX_DEPTH`].
     #[error(
         "workflow `{0}` is called more than {MAX_DEPTH} workflows deep; do the workflows call each other in a loop?"
@@ -152,6 +162,14 @@ fn nearest_hint(nearest: &Option<String>) -> String {
 }
 
 type Pending = Pin<Box<dyn Future<Output = Result<WorkflowRun, RunError>>>>;
+
+/// How a workflow run starts: nested this many workflow calls deep (0 at the top), or resumed
+/// from the run store (always at the top).
+#[derive(Debug, Clone, Copy)]
+enum Depth {
+    Nested(usize),
+    Resumed,
+}
 
 impl Runner {
     /// Compiles `document`'s workflows against its `sources` (read by
@@ -204,7 +222,50 @@ impl Runner {
     ) -> Result<WorkflowRun, RunError> {
         self.check_runnable(workflow_id)?;
         self.clone()
-            .run_at(engine.clone(), workflow_id.to_owned(), inputs, options, 0)
+            .run_at(
+                engine.clone(),
+                workflow_id.to_owned(),
+                inputs,
+                options,
+                Depth::Nested(0),
+            )
+            .await
+    }
+
+    /// Goes on with run `run_id` of workflow `workflow_id`, interrupted before it ended, in the
+    /// engine's run store (an engine built with one): the steps that finished are not called
+    /// again, their outputs are read from the record, and the gotos and retries they took are
+    /// taken again; a step that was in flight runs again when it is safe to repeat (else the
+    /// run stops, [`wayline_executor::Error::UnknownOutcome`]). Give the same `inputs` as the
+    /// first time: the record masks credentials. `options` gives the cancel token and the
+    /// deadline. Not yet resumed: a workflow with `dependsOn` (the values of the workflows it
+    /// depends on are not in its record).
+    pub async fn resume(
+        &self,
+        engine: &Engine,
+        workflow_id: &str,
+        run_id: &str,
+        inputs: Map<String, Value>,
+        options: RunOptions,
+    ) -> Result<WorkflowRun, RunError> {
+        self.check_runnable(workflow_id)?;
+        let compiled = &self.inner.workflows[workflow_id];
+        let workflow = &self.inner.document.workflows[compiled.index];
+        if !workflow.depends_on.is_empty() {
+            return Err(RunError::NotResumable {
+                run_id: run_id.to_owned(),
+                workflow: workflow_id.to_owned(),
+                reason: "it depends on other workflows (`dependsOn`), whose values its record does not keep; run it again".to_owned(),
+            });
+        }
+        self.clone()
+            .run_at(
+                engine.clone(),
+                workflow_id.to_owned(),
+                inputs,
+                options.run_id(run_id),
+                Depth::Resumed,
+            )
             .await
     }
 
@@ -266,16 +327,21 @@ impl Runner {
         }
     }
 
-    /// Runs a workflow (its dependencies first) `depth` calls deep.
+    /// Runs a workflow (its dependencies first) `depth` calls deep, or resumes the run its
+    /// options name.
     fn run_at(
         self,
         engine: Engine,
         workflow_id: String,
         inputs: Map<String, Value>,
         options: RunOptions,
-        depth: usize,
+        depth: Depth,
     ) -> Pending {
         Box::pin(async move {
+            let (depth, resuming) = match depth {
+                Depth::Resumed => (0, true),
+                Depth::Nested(depth) => (depth, false),
+            };
             if depth > MAX_DEPTH {
                 return Err(RunError::TooDeep(workflow_id));
             }
@@ -310,7 +376,7 @@ impl Runner {
                         dependency.clone(),
                         inputs.clone(),
                         RunOptions::new().mask(masked.iter().cloned()),
-                        depth + 1,
+                        Depth::Nested(depth + 1),
                     )
                     .await?;
                 let failed = !ran.succeeded();
@@ -339,10 +405,24 @@ impl Runner {
                     masked: masked.clone(),
                 },
             );
-            let run_inputs: IndexMap<String, Value> = inputs.clone().into_iter().collect();
-            let run = engine
-                .run_flow(&prepared, &mut control, options.inputs(run_inputs))
-                .await?;
+            let run = if resuming {
+                let mut resume = wayline_executor::ResumeOptions::new().mask(masked.clone());
+                if let Some(cancel) = options.cancel.clone() {
+                    resume = resume.cancel(cancel);
+                }
+                if let Some(deadline) = options.deadline {
+                    resume = resume.deadline(deadline);
+                }
+                let run_id = options.run_id.clone().unwrap_or_default();
+                engine
+                    .resume_flow(&prepared, &mut control, &run_id, resume)
+                    .await?
+            } else {
+                let run_inputs: IndexMap<String, Value> = inputs.clone().into_iter().collect();
+                engine
+                    .run_flow(&prepared, &mut control, options.inputs(run_inputs))
+                    .await?
+            };
             let mut finished = control.finish(run, dependencies);
             if let Some((target, target_inputs)) = finished.transfer.take() {
                 let transferred = self
@@ -352,7 +432,7 @@ impl Runner {
                         target,
                         target_inputs,
                         RunOptions::new().mask(masked.iter().cloned()),
-                        depth + 1,
+                        Depth::Nested(depth + 1),
                     )
                     .await;
                 match transferred {

@@ -66,7 +66,7 @@ fn document(workflows: &str) -> (wayline_arazzo::ArazzoDocument, tempfile::TempD
 type Answer = Box<dyn Fn(&HttpRequest) -> HttpResponse + Send + Sync>;
 
 /// The requests sent, in order, as `METHOD path?query`.
-#[derive(Clone, Default)]
+#[derive(Clone, Debug, Default)]
 struct Sent(Arc<Mutex<Vec<String>>>);
 
 impl Sent {
@@ -795,5 +795,136 @@ async fn a_workflow_of_another_arazzo_document_is_refused_before_anything_runs()
     assert_eq!(
         error.to_string(),
         "workflow `w` cannot run:\n  step `login`: it calls `$sourceDescriptions.other.login`, a workflow of another Arazzo document, which wayline does not run yet"
+    );
+}
+
+/// Answers as `answer` does, but never answers the first call whose URL contains `hang`.
+#[derive(Debug)]
+struct Hanging {
+    hang: &'static str,
+    hung: Mutex<bool>,
+    sent: Sent,
+}
+
+#[async_trait::async_trait]
+impl wayline_core::Transport for Hanging {
+    async fn send(
+        &self,
+        request: HttpRequest,
+    ) -> Result<HttpResponse, wayline_core::TransportError> {
+        let target = request.url.trim_start_matches("http://api.test").to_owned();
+        let trace = request
+            .headers
+            .iter()
+            .find(|header| header.name.eq_ignore_ascii_case("x-trace"))
+            .map(|header| format!(" X-Trace={}", header.value))
+            .unwrap_or_default();
+        self.sent
+            .0
+            .lock()
+            .unwrap()
+            .push(format!("{} {target}{trace}", request.method));
+        let first = {
+            let mut hung = self.hung.lock().unwrap();
+            let first = target.contains(self.hang) && !*hung;
+            *hung |= first;
+            first
+        };
+        if first {
+            std::future::pending::<()>().await;
+        }
+        Ok(json_reply(200, json!({"token": "tk-1", "n": 3})))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_run_resumes_reading_the_outputs_of_the_steps_that_finished() {
+    let workflows = "workflows:
+  - workflowId: w
+    inputs: {type: object, properties: {password: {type: string}}}
+    steps:
+      - stepId: login
+        operationId: getStatus
+        outputs: {token: $response.body.token}
+      - stepId: list
+        operationId: listItems
+        parameters: [{name: X-Trace, in: header, value: $steps.login.outputs.token}]
+        outputs: {n: $response.body.n}
+    outputs: {n: $steps.list.outputs.n, token: $steps.login.outputs.token}
+";
+    let (document, dir) = document(workflows);
+    let sources = Sources::load(&document, dir.path(), &IndexMap::new());
+    let runner = Runner::new(document, &sources, &IndexMap::new());
+    let store = Arc::new(wayline_store::MemoryStore::new());
+    let sent = Sent::default();
+    let engine = Engine::builder(Arc::new(MemoryCatalog::new()))
+        .transport(Arc::new(Hanging {
+            hang: "/items",
+            hung: Mutex::new(false),
+            sent: sent.clone(),
+        }))
+        .run_store(store.clone())
+        .build();
+    let inputs = || {
+        let Value::Object(inputs) = json!({"password": "pw-123456"}) else {
+            unreachable!()
+        };
+        inputs
+    };
+    // The process "dies" while `list` waits for its answer.
+    let interrupted = tokio::time::timeout(
+        Duration::from_secs(10),
+        runner.run(&engine, "w", inputs(), RunOptions::new().run_id("r1")),
+    )
+    .await;
+    assert!(interrupted.is_err(), "the run should hang");
+    assert_eq!(sent.lines(), ["GET /status", "GET /items X-Trace=tk-1"]);
+    let stored = wayline_core::RunStore::run(store.as_ref(), "r1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.user_inputs["password"], "***");
+
+    let ran = runner
+        .resume(&engine, "w", "r1", inputs(), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    // `login` was not called again; `list` read its output from the record.
+    assert_eq!(
+        sent.lines(),
+        [
+            "GET /status",
+            "GET /items X-Trace=tk-1",
+            "GET /items X-Trace=tk-1"
+        ]
+    );
+    assert_eq!(outputs(&ran), json!({"n": 3, "token": "tk-1"}));
+
+    // A run that ended is not resumed; nor is one of a workflow that has `dependsOn`.
+    let error = runner
+        .resume(&engine, "w", "r1", inputs(), RunOptions::new())
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("it has already ended"),
+        "{error}"
+    );
+    let (dependent, dir) = self::document(
+        "workflows:
+  - {workflowId: first, steps: [{stepId: s, operationId: getStatus}]}
+  - {workflowId: then, dependsOn: [first], steps: [{stepId: s, operationId: getStatus}]}
+",
+    );
+    let sources = Sources::load(&dependent, dir.path(), &IndexMap::new());
+    let error = Runner::new(dependent, &sources, &IndexMap::new())
+        .resume(&engine, "then", "r2", Map::new(), RunOptions::new())
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("it depends on other workflows (`dependsOn`)"),
+        "{error}"
     );
 }

@@ -76,7 +76,17 @@ pub(super) fn run_document(args: &RunArgs, path: &Path, text: &str) -> Result<Ou
         options = options.deadline(std::time::Duration::from_millis(ms));
     }
     let ran = cancellable(&runtime, |cancel| {
-        runner.run(&engine, &workflow_id, inputs, options.cancel(cancel))
+        let options = options.cancel(cancel);
+        async {
+            match &args.resume {
+                Some(run_id) => {
+                    runner
+                        .resume(&engine, &workflow_id, run_id, inputs, options)
+                        .await
+                }
+                None => runner.run(&engine, &workflow_id, inputs, options).await,
+            }
+        }
     });
     if let (Some(recorder), Some(sut)) = (&recorder, &args.learn.sut) {
         match runtime.block_on(recorder.flush()) {

@@ -78,6 +78,15 @@ pub(crate) struct RunArgs {
     /// its description).
     #[arg(long = "server", value_name = "NAME=URL", requires = "workflow")]
     pub(crate) servers: Vec<String>,
+    /// Go on with this interrupted run of an Arazzo document's workflow, from `--store` (give
+    /// the same inputs; a wayline workflow's run resumes with `wayline runs resume`).
+    #[arg(
+        long,
+        value_name = "RUN_ID",
+        requires = "store",
+        conflicts_with = "run_id"
+    )]
+    pub(crate) resume: Option<String>,
 }
 
 pub(crate) fn run_command(args: RunArgs) -> Outcome {
@@ -95,6 +104,11 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     if args.arazzo_workflow.is_some() || !args.sources.is_empty() || !args.servers.is_empty() {
         return Err(unreadable(
             "`--workflow`, `--source` and `--server` are for Arazzo documents; this is a wayline workflow",
+        ));
+    }
+    if args.resume.is_some() {
+        return Err(unreadable(
+            "`--resume` is for Arazzo documents; a wayline workflow's run resumes with `wayline runs resume RUN_ID`",
         ));
     }
     if args.common.tools.tools.is_empty() {

@@ -442,3 +442,76 @@ async fn the_default_store_lives_in_wayline_home_and_history_filters_by_time() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("RFC 3339"));
 }
+
+/// The four-step chain of [`api`] as an Arazzo document, each step sending the one before's
+/// output; its OpenAPI description beside it.
+fn arazzo_chain(dir: &tempfile::TempDir) -> String {
+    let api = "openapi: 3.1.0\ninfo: {title: Chain, version: '1'}\npaths:\n  /a: {get: {operationId: a, responses: {'200': {description: ok}}}}\n  /b: {get: {operationId: b, parameters: [{name: x, in: query, schema: {type: integer}}], responses: {'200': {description: ok}}}}\n  /c: {get: {operationId: c, parameters: [{name: y, in: query, schema: {type: integer}}], responses: {'200': {description: ok}}}}\n  /d: {get: {operationId: d, parameters: [{name: z, in: query, schema: {type: integer}}], responses: {'200': {description: ok}}}}\n";
+    std::fs::write(dir.path().join("chain.openapi.yaml"), api).unwrap();
+    let document = "arazzo: 1.0.1\ninfo: {title: Chain, version: '1'}\nsourceDescriptions: [{name: api, url: ./chain.openapi.yaml}]\nworkflows:\n  - workflowId: chain\n    steps:\n      - {stepId: a, operationId: a, outputs: {n: $response.body#/n}}\n      - {stepId: b, operationId: b, parameters: [{name: x, in: query, value: $steps.a.outputs.n}], outputs: {n: $response.body#/n}}\n      - {stepId: c, operationId: c, parameters: [{name: y, in: query, value: $steps.b.outputs.n}], outputs: {n: $response.body#/n}}\n      - {stepId: d, operationId: d, parameters: [{name: z, in: query, value: $steps.c.outputs.n}], outputs: {n: $response.body#/n}}\n    outputs: {last: $steps.d.outputs.n, from: $steps.a.outputs.n}\n";
+    let path = dir.path().join("chain.arazzo.yaml");
+    std::fs::write(&path, document).unwrap();
+    path.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_arazzo_run_resumes_without_repeating_finished_steps() {
+    let (server, calls) = api(true).await;
+    let dir = tempfile::tempdir().unwrap();
+    let document = arazzo_chain(&dir);
+    let store = dir.path().join("wayline.db").display().to_string();
+    let source = format!("api={}", server.url(""));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args([
+            "run", &document, "--server", &source, "--store", &store, "--run-id", "crash-2",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    until_inside_c(&calls).await;
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let resumed = wayline(
+        [
+            "run", &document, "--server", &source, "--store", &store, "--resume", "crash-2",
+            "--format", "json",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&resumed.stdout).unwrap();
+    {
+        let calls = calls.lock().unwrap();
+        assert_eq!(
+            (calls["/a"], calls["/b"]),
+            (1, 1),
+            "finished steps ran once"
+        );
+        assert_eq!(
+            (calls["/c"], calls["/d"]),
+            (2, 1),
+            "c was in flight (a GET)"
+        );
+    }
+    // The outputs read what steps finished before the kill gave.
+    assert_eq!(report["outputs"], serde_json::json!({"last": 2, "from": 2}));
+    assert_eq!(report["run"]["id"], "crash-2");
+
+    // A wayline workflow's run resumes with `runs resume`, not `run --resume`.
+    let (tools, workflow) = setup(&server, &dir);
+    let refused = wayline(
+        [
+            "run", &workflow, "--tools", &tools, "--store", &store, "--resume", "crash-2",
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await;
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("wayline runs resume"));
+}
