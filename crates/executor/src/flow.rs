@@ -516,7 +516,28 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             Ok(Call::Tool(inputs)) => inputs,
             Ok(Call::Own(work)) => {
                 let mut result = self.record.step_results[self.slot[position]].clone();
+                let store = shared.engine.run_store.as_deref();
+                let run_id = shared.run_id.clone();
                 return Ok(Box::pin(async move {
+                    // Work of its own may act anywhere: marked running first, so a crash leaves
+                    // it of unknown outcome rather than not started.
+                    if let Some(store) = store
+                        && let Err(error) = store.save_step(&run_id, &result).await
+                    {
+                        result.status = StepStatus::Failed;
+                        result.error = Some(format!(
+                            "not started: the run store could not record it: {error}"
+                        ));
+                        result.finished_at = Some(Utc::now());
+                        return (
+                            position,
+                            StepDone {
+                                result,
+                                output: None,
+                                reply: None,
+                            },
+                        );
+                    }
                     match work.await {
                         Ok(output) => {
                             result.status = StepStatus::Success;

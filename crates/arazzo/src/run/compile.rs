@@ -197,8 +197,12 @@ fn step_tool(
                 "it calls `{workflow}`, a workflow of another Arazzo document, which wayline does not run yet"
             ));
         }
+        // Never called; not safe to repeat, as the workflow it stands for may not be: a run
+        // interrupted while it ran does not run it again on resume without being told to.
+        let mut stand_in = ToolDefinition::new("", "http://workflow.invalid");
+        stand_in.idempotent = Some(false);
         return (
-            ToolDefinition::new("", "http://workflow.invalid"),
+            stand_in,
             Action::Workflow(workflow.clone()),
             "workflow-call".to_owned(),
         );
