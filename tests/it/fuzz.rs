@@ -507,6 +507,43 @@ fn arazzo_seeds() -> Vec<String> {
 
 #[test]
 fn fuzz_arazzo_documents() {
+    // The seed's description, so that mutated documents also run (against a scripted API that
+    // answers everything, on a paused clock: retries and deadlines cost nothing).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("api.yaml"),
+        "openapi: 3.1.0\ninfo: {title: A, version: '1'}\nservers: [{url: 'http://api.test'}]\npaths:\n  /a: {get: {operationId: getA, responses: {'200': {description: ok}}}}\n  /b/{id}: {get: {operationId: getB, parameters: [{name: id, in: path, required: true, schema: {type: string}}], responses: {'200': {description: ok}}}}\n",
+    )
+    .unwrap();
+    // The examples' descriptions beside it (copied for the test, as the documents name them).
+    if let Some(examples) = fixture("arazzo/examples/1.0.0") {
+        for name in [
+            "pet-coupons.openapi.yaml",
+            "oauth.openapi.yaml",
+            "bnpl-openapi.yaml",
+        ] {
+            std::fs::copy(examples.join(name), dir.path().join(name)).unwrap();
+        }
+    }
+    let local: indexmap::IndexMap<String, std::path::PathBuf> =
+        [("BnplApi".to_owned(), dir.path().join("bnpl-openapi.yaml"))].into();
+    let servers: indexmap::IndexMap<String, String> = ["pet-coupons", "BnplApi", "api"]
+        .map(|name| (name.to_owned(), "http://api.test".to_owned()))
+        .into();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let engine = wayline::executor::Engine::builder(std::sync::Arc::new(
+        wayline::core::MemoryCatalog::new(),
+    ))
+    .transport(std::sync::Arc::new(
+        wayline::executor::ScriptedTransport::new()
+            .with_fallback(|_| Ok(wayline::core::HttpResponse::new(200, r#"{"id": 1}"#))),
+    ))
+    .max_executions(200)
+    .build();
     run(texts(arazzo_seeds(), ARAZZO_FIELDS), |text| {
         let _ = wayline::arazzo::Positions::of(text);
         if let Ok(document) = wayline::arazzo::load(text, "doc.arazzo.yaml") {
@@ -521,6 +558,18 @@ fn fuzz_arazzo_documents() {
                         wayline::arazzo::view::View::Text,
                     );
                 }
+            }
+            let sources = wayline::arazzo::sources::Sources::load(&document, dir.path(), &local);
+            let ids: Vec<String> = document
+                .workflows
+                .iter()
+                .map(|workflow| workflow.workflow_id.clone())
+                .collect();
+            let runner = wayline::arazzo::run::Runner::new(document, &sources, &servers);
+            for id in ids {
+                let options = wayline::executor::RunOptions::new()
+                    .deadline(std::time::Duration::from_secs(3600));
+                let _ = runtime.block_on(runner.run(&engine, &id, Map::new(), options));
             }
         }
     });

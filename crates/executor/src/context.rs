@@ -36,6 +36,8 @@ pub(crate) struct EngineInner {
     pub(crate) per_host_limit: Option<usize>,
     pub(crate) defaults: Defaults,
     pub(crate) max_retry_after: Duration,
+    /// Most step executions a flow run makes.
+    pub(crate) max_executions: u32,
     pub(crate) expression_budget: ExpressionBudget,
     /// Values masked besides the tool configs' secrets ([`crate::EngineBuilder::mask`]).
     pub(crate) masked: Vec<String>,

@@ -78,6 +78,7 @@ pub struct EngineBuilder {
     per_host_limit: Option<usize>,
     defaults: Defaults,
     max_retry_after: Duration,
+    max_executions: u32,
     expression_budget: ExpressionBudget,
     masked: Vec<String>,
 }
@@ -93,6 +94,9 @@ impl fmt::Debug for EngineBuilder {
 
 /// Steps running at once unless set (see [`EngineBuilder::max_parallel`]).
 pub const DEFAULT_MAX_PARALLEL: usize = 8;
+
+/// Step executions a flow run makes at most unless set (see [`EngineBuilder::max_executions`]).
+pub const DEFAULT_MAX_EXECUTIONS: u32 = 10_000;
 
 impl Engine {
     /// Starts building an engine that takes tools from `catalog`.
@@ -117,6 +121,7 @@ impl Engine {
                 check_schemas: false,
             },
             max_retry_after: Duration::from_secs(60),
+            max_executions: DEFAULT_MAX_EXECUTIONS,
             expression_budget: ExpressionBudget::default(),
             masked: Vec::new(),
         }
@@ -322,6 +327,13 @@ impl EngineBuilder {
         self
     }
 
+    /// Most step executions a flow run makes (default [`DEFAULT_MAX_EXECUTIONS`]); past it
+    /// the run fails saying so, so a `goto` that loops forever ends.
+    pub fn max_executions(mut self, count: u32) -> Self {
+        self.max_executions = count.max(1);
+        self
+    }
+
     /// Longest `Retry-After` honoured (default 60 s); a server asking for more fails the step.
     pub fn max_retry_after(mut self, wait: Duration) -> Self {
         self.max_retry_after = wait;
@@ -368,6 +380,7 @@ impl EngineBuilder {
                 per_host_limit: self.per_host_limit,
                 defaults: self.defaults,
                 max_retry_after: self.max_retry_after,
+                max_executions: self.max_executions,
                 expression_budget: self.expression_budget,
                 masked: self.masked,
             }),

@@ -207,6 +207,8 @@ pub(crate) struct FlowRun<'r, 'f> {
     resumed: bool,
     /// Executions of unknown outcome a resumed run hands to the flow before anything runs.
     unjudged: Vec<usize>,
+    /// Executions started in this process (held to the engine's `max_executions`).
+    started: u32,
 }
 
 impl<'r, 'f> FlowRun<'r, 'f> {
@@ -247,6 +249,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             replaying: false,
             resumed: false,
             unjudged: Vec::new(),
+            started: 0,
         }
     }
 
@@ -325,6 +328,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             replaying: true,
             resumed: true,
             unjudged: Vec::new(),
+            started: 0,
         };
         for index in finished {
             run.replay(index);
@@ -420,6 +424,11 @@ impl<'r, 'f> FlowRun<'r, 'f> {
                 let Some(position) = self.ready.pop() else {
                     break;
                 };
+                if self.started >= engine.max_executions {
+                    self.ready.release(position);
+                    self.refuse_execution(position, engine.max_executions);
+                    break;
+                }
                 match self.start(position) {
                     Ok(future) => in_flight.push(future),
                     Err(done) => {
@@ -485,6 +494,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         let prepared: &'r PreparedWorkflow = self.prepared;
         let shared: &'r RunShared<'r> = self.shared;
         let definition = &prepared.workflow.steps[position];
+        self.started += 1;
         self.executions[position] += 1;
         let execution = self.executions[position];
         let record_id = execution_id(&definition.id, execution);
@@ -693,6 +703,29 @@ impl<'r, 'f> FlowRun<'r, 'f> {
                 None
             }
         }
+    }
+
+    /// Ends the run because it made `limit` executions: the execution that would have come
+    /// next is recorded as not run, saying why.
+    fn refuse_execution(&mut self, position: usize, limit: u32) {
+        let reason = format!(
+            "the run made {limit} step executions, the most this engine allows: does a `goto` or a retry loop forever?"
+        );
+        let id = execution_id(
+            &self.prepared.workflow.steps[position].id,
+            self.executions[position] + 1,
+        );
+        let mut refused = StepResult::pending(id);
+        refused.status = StepStatus::Skipped;
+        refused.error = Some(format!("not run: {reason}"));
+        refused.finished_at = Some(Utc::now());
+        self.shared.engine.emit(&RunEvent::StepFinished {
+            run_id: &self.shared.run_id,
+            result: &refused,
+        });
+        self.record.step_results.push(refused);
+        self.phase[position] = Phase::Passed;
+        self.end(Some(reason));
     }
 
     /// Ends the run: nothing more starts. `failure` says why it failed, if it did.

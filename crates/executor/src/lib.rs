@@ -54,7 +54,7 @@ pub use cancel::CancelToken;
 pub use digest::DigestTransport;
 pub use dry_run::{PlannedStep, dry_run};
 pub use durable::{ResumeOptions, UnknownSteps};
-pub use engine::{DEFAULT_MAX_PARALLEL, Engine, EngineBuilder, RunOptions};
+pub use engine::{DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_PARALLEL, Engine, EngineBuilder, RunOptions};
 pub use error::Error;
 pub use eval::{ExpressionBudget, MAX_BUILT_BYTES, MAX_EVALUATION_TIME, MAX_ITERATIONS};
 #[cfg(feature = "http")]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use serde_json::json;
 use tokio::time::Instant;
-use wayline_core::{HttpResponse, MemoryCatalog, RunStatus, ToolDefinition, Workflow};
+use wayline_core::{HttpResponse, MemoryCatalog, RunStatus, StepStatus, ToolDefinition, Workflow};
 use wayline_executor::flow::{Call, Finished, Flow, Next, Starting, Verdict};
 use wayline_executor::{Engine, RunOptions, ScriptedTransport};
 
@@ -493,5 +493,41 @@ async fn an_interrupted_flow_run_resumes_on_its_path_without_repeating_a_finishe
     assert!(
         again.to_string().contains("it has already ended (success)"),
         "{again}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_goto_that_loops_forever_ends_at_the_engines_limit_saying_why() {
+    let engine_with_limit = {
+        let mut tool = ToolDefinition::new("call", "http://api.test");
+        tool.path = "/status/{status}".to_owned();
+        Engine::builder(Arc::new(MemoryCatalog::from_tools([tool])))
+            .transport(Arc::new(
+                ScriptedTransport::new().with_fallback(|_| Ok(HttpResponse::new(200, "{}"))),
+            ))
+            .max_executions(20)
+            .build()
+    };
+    let prepared = engine_with_limit.prepare(&chain()).unwrap();
+    let mut script = Script::default().then("c", vec![Next::Goto("b".to_owned()); 100]);
+    let run = engine_with_limit
+        .run_flow(&prepared, &mut script, RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+    let started = run
+        .step_results
+        .iter()
+        .filter(|result| result.started_at.is_some())
+        .count();
+    assert_eq!(started, 20);
+    let last = run.step_results.last().unwrap();
+    assert_eq!(last.status, StepStatus::Skipped);
+    assert!(
+        last.error
+            .as_deref()
+            .unwrap()
+            .contains("the run made 20 step executions, the most this engine allows"),
+        "{last:?}"
     );
 }
