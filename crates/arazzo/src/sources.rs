@@ -104,6 +104,31 @@ impl Sources {
             .map(|(name, source)| (name.as_str(), source))
     }
 
+    /// Why `written` (`$sourceDescriptions.NAME.ID`) names no workflow of the Arazzo document
+    /// source `NAME` holds, when that document was read; `None` when it does, or cannot be
+    /// known here (another kind of reference, a source not read).
+    fn missing_workflow(&self, written: &str) -> Option<String> {
+        let (name, id) = written
+            .strip_prefix("$sourceDescriptions.")?
+            .split_once('.')?;
+        let Source::Arazzo { document, .. } = self.entries.get(name)? else {
+            return None;
+        };
+        let ids = document
+            .workflows
+            .iter()
+            .map(|workflow| workflow.workflow_id.as_str());
+        if ids.clone().any(|known| known == id) {
+            return None;
+        }
+        let hint = nearest(id, ids)
+            .map(|near| format!(" (did you mean `{near}`?)"))
+            .unwrap_or_default();
+        Some(format!(
+            "the Arazzo document of source `{name}` has no workflow `{id}`{hint}"
+        ))
+    }
+
     /// The operation `step` calls. `Ok(None)`: it cannot be known here (the source was not
     /// read, or the step calls a workflow or an AsyncAPI channel); `Err`: what is wrong.
     pub fn operation(&self, step: &Step) -> Result<Option<Resolved<'_>>, NotFound> {
@@ -346,6 +371,15 @@ pub fn check_operations(document: &ArazzoDocument, sources: &Sources) -> Vec<Pro
                     path_filled(&mut problems, &at, &given, resolved);
                 }
                 Ok(None) => {}
+            }
+            if let Some(written) = &step.workflow_id
+                && let Some(message) = sources.missing_workflow(written)
+            {
+                problems.push(Problem::new(
+                    Rule::UnknownTarget,
+                    format!("{at}/workflowId"),
+                    message,
+                ));
             }
         }
     }

@@ -176,3 +176,35 @@ workflows:
         problems[0].message
     );
 }
+
+#[test]
+fn a_workflow_named_in_another_arazzo_document_must_be_there() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("other.arazzo.yaml"),
+        "arazzo: 1.1.0\ninfo: {title: O, version: '1'}\nsourceDescriptions: [{name: api, url: ./api.yaml}]\nworkflows: [{workflowId: login, steps: [{stepId: s, operationId: op}]}]\n",
+    )
+    .unwrap();
+    let text = |id: &str| {
+        format!(
+            "arazzo: 1.1.0\ninfo: {{title: T, version: '1'}}\nsourceDescriptions: [{{name: other, url: ./other.arazzo.yaml, type: arazzo}}]\nworkflows:\n  - workflowId: w\n    steps:\n      - {{stepId: s, workflowId: '$sourceDescriptions.other.{id}'}}\n"
+        )
+    };
+    let found = |id: &str| {
+        let document = load(&text(id), "t.arazzo.yaml").unwrap();
+        let sources = Sources::load(&document, dir.path(), &IndexMap::new());
+        check_operations(&document, &sources)
+            .into_iter()
+            .map(|problem| (problem.pointer, problem.message))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(found("login"), []);
+    assert_eq!(
+        found("logn"),
+        [(
+            "/workflows/0/steps/0/workflowId".to_owned(),
+            "the Arazzo document of source `other` has no workflow `logn` (did you mean `login`?)"
+                .to_owned()
+        )]
+    );
+}
