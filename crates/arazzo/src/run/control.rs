@@ -36,6 +36,8 @@ pub(super) struct Control<'a> {
     sent: Vec<Option<Exchange>>,
     /// Retries of each step since it last succeeded.
     retries: Vec<u64>,
+    /// Steps a retry runs first → the step retried after them.
+    returns: HashMap<usize, usize>,
     last_status: Option<u16>,
     /// A workflow a `goto` passed control to, with its inputs.
     transfer: Option<(String, Map<String, Value>)>,
@@ -91,6 +93,7 @@ impl<'a> Control<'a> {
                 .collect(),
             sent: vec![None; count],
             retries: vec![0; count],
+            returns: HashMap::new(),
             last_status: None,
             transfer: None,
             calls,
@@ -351,17 +354,18 @@ impl<'a> Control<'a> {
                 EngineNext::End
             }
             Next::Retry {
-                first: Some(first), ..
+                first: Some(Target::Workflow { id, .. }),
+                ..
             } => {
-                let what = match first {
-                    Target::Step(step) => format!("step `{step}`"),
-                    Target::Workflow { id, .. } => format!("workflow `{id}`"),
-                };
                 return Err(named(&format!(
-                    "a retry that runs {what} first is not run by wayline yet; retry the step alone, or `goto` {what}"
+                    "a retry that runs workflow `{id}` first is not run by wayline yet; retry the step alone, or `goto` the workflow"
                 )));
             }
-            Next::Retry { after, limit, .. } => {
+            Next::Retry {
+                after,
+                limit,
+                first,
+            } => {
                 if self.retries[position] >= limit {
                     return Err(named(&format!(
                         "gave up after {limit} retr{}",
@@ -369,7 +373,18 @@ impl<'a> Control<'a> {
                     )));
                 }
                 self.retries[position] += 1;
-                EngineNext::Retry(after)
+                match first {
+                    // The step runs first; once it succeeds, control comes back here (its own
+                    // success actions give way), without the wait.
+                    Some(Target::Step(first)) => {
+                        let Some(&runs_first) = self.positions.get(first.as_str()) else {
+                            return Err(named(&format!("no step `{first}` in the workflow")));
+                        };
+                        self.returns.insert(runs_first, position);
+                        EngineNext::Goto(first)
+                    }
+                    _ => EngineNext::Retry(after),
+                }
             }
         })
     }
@@ -434,9 +449,12 @@ impl Flow for Control<'_> {
                 self.values
                     .steps
                     .insert(step.step_id.clone(), outputs.clone());
-                let next = after_success(self.document, workflow, step, &self.values)
-                    .map_err(|error| format!("success action: {error}"))
-                    .and_then(|chosen| self.follow(chosen, position));
+                let next = match self.returns.remove(&position) {
+                    Some(retried) => Ok(EngineNext::Goto(workflow.steps[retried].step_id.clone())),
+                    None => after_success(self.document, workflow, step, &self.values)
+                        .map_err(|error| format!("success action: {error}"))
+                        .and_then(|chosen| self.follow(chosen, position)),
+                };
                 match next {
                     Ok(next) => Verdict::success(Value::Object(outputs)).then(next),
                     Err(reason) => Verdict::failure(reason),

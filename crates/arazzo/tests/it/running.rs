@@ -629,7 +629,7 @@ async fn steps_with_no_order_between_them_run_together_and_a_control_point_keeps
 }
 
 #[tokio::test(start_paused = true)]
-async fn goto_a_workflow_passes_control_and_a_retry_that_runs_something_first_is_refused() {
+async fn goto_a_workflow_passes_control_and_a_retry_can_run_a_step_first() {
     let workflows = "workflows:
   - workflowId: start
     steps:
@@ -653,9 +653,16 @@ async fn goto_a_workflow_passes_control_and_a_retry_that_runs_something_first_is
       - stepId: first
         operationId: getStatus
         successCriteria: [{condition: $statusCode == 200}]
+        onSuccess: [{name: done, type: end}]
         onFailure: [{name: renew, type: retry, stepId: renew-token, retryLimit: 2}]
       - stepId: renew-token
         operationId: listItems
+  - workflowId: retrying-a-workflow
+    steps:
+      - stepId: first
+        operationId: getStatus
+        successCriteria: [{condition: $statusCode == 200}]
+        onFailure: [{name: renew, type: retry, workflowId: finish, retryLimit: 2}]
 ";
     let (ran, sent) = run(
         workflows,
@@ -669,9 +676,34 @@ async fn goto_a_workflow_passes_control_and_a_retry_that_runs_something_first_is
     assert_eq!(entries(&ran), ["check success", "skipped skipped"]);
     assert_eq!(ran.calls[0].workflow_id, "finish");
 
+    // `first` is refused until `renew-token` has been called: the retry runs `renew-token`
+    // first, then `first` again, which ends the workflow.
+    let renewed = Arc::new(Mutex::new(false));
     let (ran, sent) = run(
         workflows,
         "retrying",
+        json!({}),
+        Box::new(move |request| {
+            let mut renewed = renewed.lock().unwrap();
+            if request.url.ends_with("/items") {
+                *renewed = true;
+                return json_reply(200, json!({}));
+            }
+            json_reply(if *renewed { 200 } else { 401 }, json!({}))
+        }),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    assert_eq!(sent.lines(), ["GET /status", "GET /items", "GET /status"]);
+    assert_eq!(
+        entries(&ran),
+        ["first failed", "renew-token success", "first#2 success"]
+    );
+
+    // Running a workflow first is not built: the step fails saying so.
+    let (ran, sent) = run(
+        workflows,
+        "retrying-a-workflow",
         json!({}),
         Box::new(|_| json_reply(500, json!({}))),
     )
@@ -681,7 +713,7 @@ async fn goto_a_workflow_passes_control_and_a_retry_that_runs_something_first_is
     assert_eq!(
         ran.run.step_results[0].error.as_deref(),
         Some(
-            "success criterion `$statusCode == 200` does not hold; action `renew`: a retry that runs step `renew-token` first is not run by wayline yet; retry the step alone, or `goto` step `renew-token`"
+            "success criterion `$statusCode == 200` does not hold; action `renew`: a retry that runs workflow `finish` first is not run by wayline yet; retry the step alone, or `goto` the workflow"
         )
     );
 }
