@@ -273,10 +273,12 @@ fn step_tool(
                 input
             }
             Some(ParameterLocation::Querystring) => {
-                return unrunnable(
-                    "a `querystring` parameter is not sent by wayline yet; write its fields as `query` parameters"
-                        .to_owned(),
-                );
+                // The whole query string, as written (its `&` and `=` kept, what a URL cannot
+                // hold percent-encoded): a placeholder after the path.
+                let input = format!("querystring_{index}");
+                path = format!("{path}?{{{input}}}");
+                path_params.push(input.clone());
+                input
             }
             _ => {
                 return unrunnable(format!(

@@ -166,6 +166,17 @@ impl<'a> Control<'a> {
                     sent.query.push((parameter.name.clone(), as_text(&value)));
                     inputs.insert(input.clone(), value);
                 }
+                Some(ParameterLocation::Querystring) => {
+                    let text = as_text(&value);
+                    sent.query
+                        .extend(text.split('&').filter(|pair| !pair.is_empty()).map(|pair| {
+                            match pair.split_once('=') {
+                                Some((name, value)) => (name.to_owned(), value.to_owned()),
+                                None => (pair.to_owned(), String::new()),
+                            }
+                        }));
+                    inputs.insert(input.clone(), Value::String(text));
+                }
                 _ => {
                     sent.path.insert(parameter.name.clone(), value.clone());
                     inputs.insert(input.clone(), value);

@@ -960,3 +960,31 @@ async fn an_interrupted_run_resumes_reading_the_outputs_of_the_steps_that_finish
         "{error}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_querystring_parameter_is_the_whole_query_string() {
+    let workflows = "workflows:
+  - workflowId: w
+    inputs: {type: object, properties: {category: {type: string}}}
+    steps:
+      - stepId: search
+        operationId: getStatus
+        parameters:
+          - {name: fullQuery, in: querystring, value: 'category={$inputs.category}&inStock=true'}
+        outputs: {asked: $request.query.category}
+    outputs: {asked: $steps.search.outputs.asked}
+";
+    let (ran, sent) = run(
+        workflows,
+        "w",
+        json!({"category": "old books"}),
+        Box::new(|_| json_reply(200, json!({}))),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    assert_eq!(
+        sent.lines(),
+        ["GET /status?category=old%20books&inStock=true"]
+    );
+    assert_eq!(outputs(&ran), json!({"asked": "old books"}));
+}
