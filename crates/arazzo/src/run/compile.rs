@@ -29,6 +29,13 @@ pub(crate) enum Action {
     },
     /// Runs a workflow of this document.
     Workflow(String),
+    /// Runs a workflow of the Arazzo document a source description names.
+    External {
+        /// The source description.
+        source: String,
+        /// The workflow's id there.
+        workflow: String,
+    },
     /// Cannot run, and why (an AsyncAPI channel, an operation not found, a source not read).
     Unrunnable(String),
 }
@@ -192,20 +199,28 @@ fn step_tool(
         )
     };
     if let Some(workflow) = &step.workflow_id {
-        if workflow.starts_with("$sourceDescriptions.") {
-            return unrunnable(format!(
-                "it calls `{workflow}`, a workflow of another Arazzo document, which wayline does not run yet"
-            ));
-        }
+        let action = match workflow.strip_prefix("$sourceDescriptions.") {
+            Some(rest) => {
+                let (source, id) = rest.split_once('.').unwrap_or((rest, ""));
+                match sources.get(source) {
+                    Some(Source::Arazzo { .. }) => Action::External {
+                        source: source.to_owned(),
+                        workflow: id.to_owned(),
+                    },
+                    _ => {
+                        return unrunnable(format!(
+                            "it calls `{workflow}`, but source `{source}` is not an Arazzo document that was read"
+                        ));
+                    }
+                }
+            }
+            None => Action::Workflow(workflow.clone()),
+        };
         // Never called; not safe to repeat, as the workflow it stands for may not be: a run
         // interrupted while it ran does not run it again on resume without being told to.
         let mut stand_in = ToolDefinition::new("", "http://workflow.invalid");
         stand_in.idempotent = Some(false);
-        return (
-            stand_in,
-            Action::Workflow(workflow.clone()),
-            "workflow-call".to_owned(),
-        );
+        return (stand_in, action, "workflow-call".to_owned());
     }
     if step.channel_path.is_some() || step.is_async() {
         return unrunnable(

@@ -221,14 +221,20 @@ impl<'a> Control<'a> {
     }
 
     /// The work of a step that calls a workflow: that workflow's run, kept in `calls`.
-    fn workflow_call(&self, step: &Step, id: &str, starting: Starting<'_>) -> Result<Call, String> {
+    fn workflow_call(
+        &self,
+        step: &Step,
+        runner: &Runner,
+        id: &str,
+        starting: Starting<'_>,
+    ) -> Result<Call, String> {
         let mut inputs = Map::new();
         for parameter in step_parameters(&[], &step.parameters, self.document.components.as_ref()) {
             let value = select(&parameter.value, &self.values)
                 .map_err(|error| format!("parameter `{}`: {error}", parameter.name))?;
             inputs.insert(parameter.name.clone(), value);
         }
-        let runner = self.runner.clone();
+        let runner = runner.clone();
         let engine = self.engine.clone();
         let calls = Rc::clone(&self.calls);
         let options = RunOptions::new()
@@ -255,7 +261,7 @@ impl<'a> Control<'a> {
         position: usize,
     ) -> Result<(), String> {
         match &self.compiled.actions[position] {
-            Action::Workflow(id) => {
+            Action::Workflow(id) | Action::External { workflow: id, .. } => {
                 let run_id = finished.result.output_data["run_id"].as_str();
                 let called = self.calls.borrow();
                 let Some(ran) = called
@@ -418,7 +424,13 @@ impl Flow for Control<'_> {
                 self.sent[position] = Some(sent);
                 Ok(Call::Tool(inputs))
             }
-            Action::Workflow(id) => self.workflow_call(step, id, starting),
+            Action::Workflow(id) => self.workflow_call(step, self.runner, id, starting),
+            Action::External { source, workflow } => match self.runner.other(source) {
+                Some(other) => self.workflow_call(step, other, workflow, starting),
+                None => Err(format!(
+                    "source `{source}` names an Arazzo document that could not be compiled (does it name this one back?)"
+                )),
+            },
             Action::Unrunnable(why) => Err(why.clone()),
         }
     }

@@ -47,7 +47,12 @@ struct Inner {
     document: ArazzoDocument,
     catalog: Arc<MemoryCatalog>,
     workflows: IndexMap<String, Compiled>,
+    /// The Arazzo documents its source descriptions name, compiled, by source name.
+    others: IndexMap<String, Runner>,
 }
+
+/// How deep Arazzo documents may name each other as sources (a loop stops here).
+const MAX_DOCUMENTS_DEEP: usize = 8;
 
 impl fmt::Debug for Runner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -180,14 +185,47 @@ impl Runner {
         sources: &Sources,
         servers: &IndexMap<String, String>,
     ) -> Runner {
+        Runner::compile(document, sources, servers, &mut Vec::new())
+    }
+
+    /// [`Runner::new`], and each Arazzo document a source names compiled with its own sources
+    /// (read beside it), unless it is one of `within` (a loop of documents) or too deep.
+    fn compile(
+        document: ArazzoDocument,
+        sources: &Sources,
+        servers: &IndexMap<String, String>,
+        within: &mut Vec<std::path::PathBuf>,
+    ) -> Runner {
         let (catalog, workflows) = compile::compile(&document, sources, servers);
+        let mut others = IndexMap::new();
+        for (name, source) in sources.iter() {
+            let crate::sources::Source::Arazzo { path, document } = source else {
+                continue;
+            };
+            let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
+            if within.contains(&canonical) || within.len() >= MAX_DOCUMENTS_DEEP {
+                continue;
+            }
+            within.push(canonical);
+            let base = path.parent().unwrap_or(std::path::Path::new("."));
+            let their_sources = Sources::load(document, base, &IndexMap::new());
+            let other = Runner::compile((**document).clone(), &their_sources, servers, within);
+            within.pop();
+            others.insert(name.to_owned(), other);
+        }
         Runner {
             inner: Arc::new(Inner {
                 document,
                 catalog: Arc::new(catalog),
                 workflows,
+                others,
             }),
         }
+    }
+
+    /// The runner of the Arazzo document source `name` holds, when it was read.
+    fn other(&self, name: &str) -> Option<&Runner> {
+        self.inner.others.get(name)
     }
 
     /// The document.
@@ -298,14 +336,31 @@ impl Runner {
                 }
             }
             for (position, action) in compiled.actions.iter().enumerate() {
-                if let Action::Unrunnable(why) = action {
-                    let step = &workflow.steps[position].step_id;
-                    let name = if id == workflow_id {
-                        step.clone()
-                    } else {
-                        format!("{id}.{step}")
-                    };
-                    steps.push((name, why.clone()));
+                let step = &workflow.steps[position].step_id;
+                let name = if id == workflow_id {
+                    step.clone()
+                } else {
+                    format!("{id}.{step}")
+                };
+                match action {
+                    Action::Unrunnable(why) => steps.push((name, why.clone())),
+                    Action::External { source, workflow } => {
+                        let checked = match self.other(source) {
+                            Some(other) => other.check_runnable(workflow),
+                            // A document that names this one back: checked where it began.
+                            None => Ok(()),
+                        };
+                        match checked {
+                            Ok(()) => {}
+                            Err(RunError::Unrunnable { steps: theirs, .. }) => {
+                                steps.extend(theirs.into_iter().map(|(step, why)| {
+                                    (format!("{name} → {source}.{workflow}.{step}"), why)
+                                }));
+                            }
+                            Err(error) => steps.push((name, error.to_string())),
+                        }
+                    }
+                    _ => {}
                 }
             }
         }

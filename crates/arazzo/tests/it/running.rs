@@ -805,28 +805,57 @@ async fn the_engines_policies_and_observers_see_every_step_of_a_document() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_workflow_of_another_arazzo_document_is_refused_before_anything_runs() {
+async fn a_step_runs_a_workflow_of_another_arazzo_document_with_that_documents_sources() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("api.yaml"), API).unwrap();
+    std::fs::create_dir(dir.path().join("auth")).unwrap();
+    // The other document, in its own directory, with its own description of the API.
+    std::fs::write(dir.path().join("auth/api.yaml"), API).unwrap();
     std::fs::write(
-        dir.path().join("other.arazzo.yaml"),
-        "arazzo: 1.1.0\ninfo: {title: O, version: '1'}\nsourceDescriptions: [{name: api, url: ./api.yaml}]\nworkflows: [{workflowId: login, steps: [{stepId: s, operationId: getStatus}]}]\n",
+        dir.path().join("auth/login.arazzo.yaml"),
+        "arazzo: 1.1.0\ninfo: {title: O, version: '1'}\nsourceDescriptions: [{name: api, url: ./api.yaml}]\nworkflows:\n  - workflowId: login\n    steps: [{stepId: s, operationId: getStatus, outputs: {token: $response.body.token}}]\n    outputs: {token: $steps.s.outputs.token}\n",
     )
     .unwrap();
-    let text = "arazzo: 1.1.0\ninfo: {title: T, version: '1'}\nsourceDescriptions:\n  - {name: api, url: ./api.yaml}\n  - {name: other, url: ./other.arazzo.yaml, type: arazzo}\nworkflows:\n  - workflowId: w\n    steps:\n      - {stepId: first, operationId: $sourceDescriptions.api.getStatus}\n      - {stepId: login, workflowId: $sourceDescriptions.other.login}\n";
-    let document = wayline_arazzo::load(text, "t.arazzo.yaml").unwrap();
-    let sources = Sources::load(&document, dir.path(), &IndexMap::new());
-    let runner = Runner::new(document, &sources, &IndexMap::new());
+    std::fs::write(dir.path().join("api.yaml"), API).unwrap();
+    let text = |called: &str| {
+        format!(
+            "arazzo: 1.1.0\ninfo: {{title: T, version: '1'}}\nsourceDescriptions:\n  - {{name: api, url: ./api.yaml}}\n  - {{name: auth, url: ./auth/login.arazzo.yaml, type: arazzo}}\nworkflows:\n  - workflowId: w\n    steps:\n      - {{stepId: login, workflowId: '$sourceDescriptions.auth.{called}', outputs: {{token: $outputs.token}}}}\n      - {{stepId: list, operationId: $sourceDescriptions.api.listItems, parameters: [{{name: X-Trace, in: header, value: $steps.login.outputs.token}}]}}\n    outputs: {{token: $steps.login.outputs.token}}\n"
+        )
+    };
+    let runner = |called: &str| {
+        let document = wayline_arazzo::load(&text(called), "t.arazzo.yaml").unwrap();
+        let sources = Sources::load(&document, dir.path(), &IndexMap::new());
+        Runner::new(document, &sources, &IndexMap::new())
+    };
+    let sent = Sent::default();
+    let log = sent.clone();
     let engine = Engine::builder(Arc::new(MemoryCatalog::new()))
-        .transport(Arc::new(ScriptedTransport::new()))
+        .transport(Arc::new(ScriptedTransport::new().with_fallback(
+            move |request| {
+                log.0.lock().unwrap().push(request.url.clone());
+                Ok(json_reply(200, json!({"token": "tk-9"})))
+            },
+        )))
         .build();
-    let error = runner
+    let ran = runner("login")
+        .run(&engine, "w", Map::new(), RunOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    assert_eq!(
+        sent.lines(),
+        ["http://api.test/status", "http://api.test/items"]
+    );
+    assert_eq!(ran.calls[0].workflow_id, "login");
+    assert_eq!(outputs(&ran), json!({"token": "tk-9"}));
+
+    // A workflow the other document does not have: refused before anything runs.
+    let error = runner("logn")
         .run(&engine, "w", Map::new(), RunOptions::new())
         .await
         .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "workflow `w` cannot run:\n  step `login`: it calls `$sourceDescriptions.other.login`, a workflow of another Arazzo document, which wayline does not run yet"
+        "workflow `w` cannot run:\n  step `login`: no workflow `logn` in the document (did you mean `login`?)"
     );
 }
 
