@@ -40,12 +40,24 @@ pub(super) struct Control<'a> {
     returns: HashMap<usize, usize>,
     last_status: Option<u16>,
     /// A workflow a `goto` passed control to, with its inputs.
-    transfer: Option<(String, Map<String, Value>)>,
+    transfer: Option<Called>,
+    /// Per step, a workflow a retry runs before the step's next execution.
+    first: Vec<Option<Called>>,
+    /// Per step, whether its current execution is such a workflow's run.
+    running_first: Vec<bool>,
     calls: Rc<RefCell<Vec<WorkflowRun>>>,
     /// How deep in workflow calls this run is.
     depth: usize,
     /// Values masked in this run, and so in the runs of the workflows it calls.
     masked: Vec<String>,
+}
+
+/// A workflow to run (of this document or another), and its inputs.
+#[derive(Clone)]
+pub(super) struct Called {
+    pub(super) runner: Runner,
+    pub(super) workflow: String,
+    pub(super) inputs: Map<String, Value>,
 }
 
 /// Where a run stands among the runs that led to it: how deep in workflow calls, and the
@@ -58,7 +70,7 @@ pub(super) struct Lineage {
 /// A finished workflow, and where control went after it.
 pub(super) struct Ended {
     pub(super) run: WorkflowRun,
-    pub(super) transfer: Option<(String, Map<String, Value>)>,
+    pub(super) transfer: Option<Called>,
 }
 
 impl<'a> Control<'a> {
@@ -96,6 +108,8 @@ impl<'a> Control<'a> {
             returns: HashMap::new(),
             last_status: None,
             transfer: None,
+            first: vec![None; count],
+            running_first: vec![false; count],
             calls,
             depth,
             masked,
@@ -234,23 +248,38 @@ impl<'a> Control<'a> {
                 .map_err(|error| format!("parameter `{}`: {error}", parameter.name))?;
             inputs.insert(parameter.name.clone(), value);
         }
-        let runner = runner.clone();
+        let called = Called {
+            runner: runner.clone(),
+            workflow: id.to_owned(),
+            inputs,
+        };
+        Ok(self.call_workflow(called, starting))
+    }
+
+    /// The run of `called` as the work of the execution `starting`, kept in `calls`.
+    fn call_workflow(&self, called: Called, starting: Starting<'_>) -> Call {
         let engine = self.engine.clone();
         let calls = Rc::clone(&self.calls);
         let options = RunOptions::new()
             .run_id(called_run_id(starting))
             .mask(self.masked.iter().cloned());
         let depth = self.depth + 1;
-        let id = id.to_owned();
-        Ok(Call::Own(Box::pin(async move {
-            let ran = runner
-                .run_at(engine, id, inputs, options, super::Depth::Nested(depth))
+        Call::Own(Box::pin(async move {
+            let ran = called
+                .runner
+                .run_at(
+                    engine,
+                    called.workflow,
+                    called.inputs,
+                    options,
+                    super::Depth::Nested(depth),
+                )
                 .await
                 .map_err(|error| error.to_string())?;
             let run_id = ran.run.id.clone();
             calls.borrow_mut().push(ran);
             Ok(json!({ "run_id": run_id }))
-        })))
+        }))
     }
 
     /// Whether a finished step succeeded, and why not.
@@ -343,6 +372,37 @@ impl<'a> Control<'a> {
         Ok(outputs)
     }
 
+    /// The workflow `written` names (of this document, or `$sourceDescriptions.NAME.ID` of
+    /// another), with `parameters` rendered as its inputs.
+    fn called(
+        &self,
+        written: &str,
+        parameters: &[crate::model::Reusable<crate::model::Parameter>],
+    ) -> Result<Called, String> {
+        let (runner, workflow) = match written.strip_prefix("$sourceDescriptions.") {
+            Some(rest) => {
+                let (source, id) = rest.split_once('.').unwrap_or((rest, ""));
+                let runner = self.runner.other(source).ok_or_else(|| {
+                    format!("source `{source}` is not an Arazzo document that was read")
+                })?;
+                (runner.clone(), id.to_owned())
+            }
+            None => (self.runner.clone(), written.to_owned()),
+        };
+        let mut inputs = Map::new();
+        let components = self.document.components.as_ref();
+        for parameter in step_parameters(&[], parameters, components) {
+            let value = select(&parameter.value, &self.values)
+                .map_err(|error| format!("parameter `{}`: {error}", parameter.name))?;
+            inputs.insert(parameter.name.clone(), value);
+        }
+        Ok(Called {
+            runner,
+            workflow,
+            inputs,
+        })
+    }
+
     /// What follows: the engine's next move, or why the step fails after all.
     fn follow(&mut self, chosen: Chosen, position: usize) -> Result<EngineNext, String> {
         let named = |what: &str| match &chosen.name {
@@ -353,30 +413,9 @@ impl<'a> Control<'a> {
             Next::Continue => EngineNext::Continue,
             Next::End => EngineNext::End,
             Next::Goto(Target::Step(step)) => EngineNext::Goto(step),
-            Next::Goto(Target::Workflow { id, .. }) if id.starts_with("$sourceDescriptions.") => {
-                return Err(named(&format!(
-                    "`{id}` is a workflow of another Arazzo document, which wayline does not run yet"
-                )));
-            }
             Next::Goto(Target::Workflow { id, parameters }) => {
-                let mut inputs = Map::new();
-                let components = self.document.components.as_ref();
-                for parameter in step_parameters(&[], &parameters, components) {
-                    let value = select(&parameter.value, &self.values).map_err(|error| {
-                        named(&format!("parameter `{}`: {error}", parameter.name))
-                    })?;
-                    inputs.insert(parameter.name.clone(), value);
-                }
-                self.transfer = Some((id, inputs));
+                self.transfer = Some(self.called(&id, &parameters).map_err(|why| named(&why))?);
                 EngineNext::End
-            }
-            Next::Retry {
-                first: Some(Target::Workflow { id, .. }),
-                ..
-            } => {
-                return Err(named(&format!(
-                    "a retry that runs workflow `{id}` first is not run by wayline yet; retry the step alone, or `goto` the workflow"
-                )));
             }
             Next::Retry {
                 after,
@@ -400,7 +439,14 @@ impl<'a> Control<'a> {
                         self.returns.insert(runs_first, position);
                         EngineNext::Goto(first)
                     }
-                    _ => EngineNext::Retry(after),
+                    // The workflow runs as the step's next execution, after the wait; the step
+                    // itself then runs again at once.
+                    Some(Target::Workflow { id, parameters }) => {
+                        self.first[position] =
+                            Some(self.called(&id, &parameters).map_err(|why| named(&why))?);
+                        EngineNext::Retry(after)
+                    }
+                    None => EngineNext::Retry(after),
                 }
             }
         })
@@ -414,6 +460,10 @@ impl Flow for Control<'_> {
             .get(starting.step_id)
             .ok_or_else(|| format!("no step `{}` in the workflow", starting.step_id))?;
         let step = &self.workflow.steps[position];
+        if let Some(called) = self.first[position].take() {
+            self.running_first[position] = true;
+            return Ok(self.call_workflow(called, starting));
+        }
         match &self.compiled.actions[position] {
             Action::Operation {
                 parameters,
@@ -463,6 +513,9 @@ impl Flow for Control<'_> {
         };
         let workflow = self.workflow;
         let step = &workflow.steps[position];
+        if std::mem::take(&mut self.running_first[position]) {
+            return self.after_first(&finished);
+        }
         let judged = self
             .judge(step, &finished, position)
             .and_then(|()| self.outputs(step));
@@ -512,6 +565,39 @@ fn called_run_id(starting: Starting<'_>) -> String {
             "{}.{}#{}",
             starting.run_id, starting.step_id, starting.execution
         )
+    }
+}
+
+impl Control<'_> {
+    /// The verdict on the run of a workflow a retry ran before the step: on to the step's
+    /// retry at once when it succeeded (its values kept for `$workflows.ID.…`), the end of
+    /// the workflow when it did not.
+    fn after_first(&mut self, finished: &Finished<'_>) -> Verdict {
+        let run_id = finished.result.output_data["run_id"].as_str();
+        let called = self.calls.borrow();
+        let Some(ran) = called
+            .iter()
+            .rev()
+            .find(|ran| Some(ran.run.id.as_str()) == run_id)
+        else {
+            return Verdict::failure(format!(
+                "the workflow a retry runs first did not run: {}",
+                finished
+                    .result
+                    .error
+                    .as_deref()
+                    .unwrap_or("no reason given")
+            ));
+        };
+        remember(&mut self.values, ran);
+        if !ran.succeeded() {
+            return Verdict::failure(format!(
+                "workflow `{}`, which a retry runs first, failed (run {})",
+                ran.workflow_id, ran.run.id
+            ));
+        }
+        Verdict::success(json!({"ran_first": ran.workflow_id, "run_id": ran.run.id}))
+            .then(EngineNext::Retry(std::time::Duration::ZERO))
     }
 }
 

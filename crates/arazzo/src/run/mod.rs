@@ -331,7 +331,25 @@ impl Runner {
                 .chain(targets)
                 .chain(workflow.depends_on.iter().cloned())
             {
-                if !seen.contains(&called) {
+                if let Some(rest) = called.strip_prefix("$sourceDescriptions.") {
+                    // An action's workflow in another document: checked there.
+                    let (source, other_id) = rest.split_once('.').unwrap_or((rest, ""));
+                    let checked = match self.other(source) {
+                        Some(other) => other.check_runnable(other_id),
+                        // Not a document that was read (validation says so), or one naming
+                        // this one back (checked where it began): the action says why if taken.
+                        None => Ok(()),
+                    };
+                    match checked {
+                        Ok(()) => {}
+                        Err(RunError::Unrunnable { steps: theirs, .. }) => {
+                            steps.extend(theirs.into_iter().map(|(step, why)| {
+                                (format!("{id} → {source}.{other_id}.{step}"), why)
+                            }));
+                        }
+                        Err(error) => steps.push((format!("{id} → {called}"), error.to_string())),
+                    }
+                } else if !seen.contains(&called) {
                     seen.push(called);
                 }
             }
@@ -479,13 +497,13 @@ impl Runner {
                     .await?
             };
             let mut finished = control.finish(run, dependencies);
-            if let Some((target, target_inputs)) = finished.transfer.take() {
-                let transferred = self
-                    .clone()
+            if let Some(called) = finished.transfer.take() {
+                let transferred = called
+                    .runner
                     .run_at(
                         engine.clone(),
-                        target,
-                        target_inputs,
+                        called.workflow,
+                        called.inputs,
                         RunOptions::new().mask(masked.iter().cloned()),
                         Depth::Nested(depth + 1),
                     )
