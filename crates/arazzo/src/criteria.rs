@@ -1,7 +1,7 @@
-//! Whether a Criterion Object holds: simple conditions, regular expressions and JSONPath
-//! queries over a context, as the specification's "Condition Evaluation" says. XPath is not
-//! evaluated (no maintained XPath 3.1 engine in Rust): such a criterion is an error that says
-//! so, never a silent pass.
+//! Whether a Criterion Object holds: simple conditions, regular expressions, JSONPath queries
+//! and XPath 3.1 queries (feature `xpath`, by Xee; decision 106) over a context, as the
+//! specification's "Condition Evaluation" says. What cannot be evaluated (a JSON Pointer
+//! "criterion", XPath in a build without it) is an error that says so, never a silent pass.
 
 use serde_json::Value;
 
@@ -37,6 +37,14 @@ pub enum CriterionError {
         "{0} criteria are not evaluated by wayline; write the check as a simple, regex or jsonpath criterion"
     )]
     Unsupported(&'static str),
+    /// An XPath criterion whose context is not an XML document.
+    #[error("the context `{context}` of an XPath criterion is not an XML document: {reason}")]
+    NotXml {
+        /// The context as written.
+        context: String,
+        /// Why it does not parse as XML.
+        reason: String,
+    },
     /// A regex, JSONPath or XPath criterion without `context`.
     #[error("a {0} criterion needs `context`: the runtime expression it applies to")]
     NoContext(&'static str),
@@ -78,7 +86,7 @@ pub fn passes(criterion: &Criterion, values: &Values) -> Result<bool, CriterionE
             kind: ExpressionKind::Jsonpointer,
             ..
         })) => return Err(CriterionError::Unsupported("JSON Pointer")),
-        Some(_) => return Err(CriterionError::Unsupported("XPath")),
+        Some(_) => "xpath",
     };
     let context = criterion
         .context
@@ -90,6 +98,24 @@ pub fn passes(criterion: &Criterion, values: &Values) -> Result<bool, CriterionE
     })?;
     let subject = values.resolve(&expression).unwrap_or(Value::Null);
     let condition = substitute(&criterion.condition, values)?;
+    if kind == "xpath" {
+        // The context is XML text: a body kept as text, or a string value.
+        if subject.is_null() {
+            return Ok(false);
+        }
+        return crate::xpath::holds(&as_text(&subject), &condition).map_err(|error| match error {
+            crate::xpath::XPathError::NotBuilt => CriterionError::Unsupported("XPath"),
+            crate::xpath::XPathError::Document(reason) => CriterionError::NotXml {
+                context: context.to_owned(),
+                reason,
+            },
+            crate::xpath::XPathError::Query(reason) => CriterionError::Invalid {
+                condition: condition.clone(),
+                kind: "XPath query",
+                reason,
+            },
+        });
+    }
     if kind == "regex" {
         let pattern = regex::Regex::new(&condition).map_err(|error| CriterionError::Invalid {
             condition: condition.clone(),
@@ -199,14 +225,56 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "xpath")]
+    #[test]
+    fn xpath_criteria_query_an_xml_body() {
+        let mut values = values();
+        values.response = Some(Exchange::new(
+            vec![],
+            Some(Value::String(
+                "<pets><pet status='available'>rex</pet><pet status='sold'>ada</pet></pets>"
+                    .to_owned(),
+            )),
+        ));
+        let holds = |condition: &str| {
+            passes(
+                &criterion(
+                    json!({"condition": condition, "context": "$response.body", "type": "xpath"}),
+                ),
+                &values,
+            )
+        };
+        assert_eq!(holds("/pets/pet[@status = '{$inputs.status}']"), Ok(true));
+        assert_eq!(holds("/pets/pet[@status = 'lost']"), Ok(false));
+        assert_eq!(holds("count(//pet) = 2"), Ok(true));
+        let versioned = criterion(
+            json!({"condition": "//pet", "context": "$response.body", "type": {"type": "xpath", "version": "xpath-30"}}),
+        );
+        assert_eq!(passes(&versioned, &values), Ok(true));
+    }
+
     #[test]
     fn what_cannot_be_evaluated_is_an_error_not_a_pass() {
         let values = values();
+        // The body is JSON, not XML.
         let xpath =
             criterion(json!({"condition": "/a", "context": "$response.body", "type": "xpath"}));
+        #[cfg(feature = "xpath")]
+        assert!(matches!(
+            passes(&xpath, &values),
+            Err(CriterionError::NotXml { .. })
+        ));
+        #[cfg(not(feature = "xpath"))]
         assert_eq!(
             passes(&xpath, &values),
             Err(CriterionError::Unsupported("XPath"))
+        );
+        let pointer = criterion(
+            json!({"condition": "/a", "context": "$response.body", "type": {"type": "jsonpointer", "version": "rfc6901"}}),
+        );
+        assert_eq!(
+            passes(&pointer, &values),
+            Err(CriterionError::Unsupported("JSON Pointer"))
         );
         let bad_regex =
             criterion(json!({"condition": "(", "context": "$response.body", "type": "regex"}));

@@ -39,6 +39,7 @@ pub mod runtime;
 pub mod sources;
 mod validate;
 pub mod view;
+mod xpath;
 
 pub use error::Error;
 pub use load::{is_arazzo, load, load_file};

@@ -453,16 +453,26 @@ impl Validator<'_> {
                 &criterion.kind,
                 Some(CriterionType::Named(CriterionKind::Xpath))
                     | Some(CriterionType::Versioned(ExpressionType {
-                        kind: ExpressionKind::Xpath | ExpressionKind::Jsonpointer,
+                        kind: ExpressionKind::Xpath,
                         ..
                     }))
             );
-            if xpath {
+            let pointer = matches!(
+                &criterion.kind,
+                Some(CriterionType::Versioned(ExpressionType {
+                    kind: ExpressionKind::Jsonpointer,
+                    ..
+                }))
+            );
+            if pointer || (xpath && !cfg!(feature = "xpath")) {
+                let what = if pointer { "JSON Pointer" } else { "XPath" };
                 self.problems.push(
                     Problem::new(
                         Rule::Unsupported,
                         format!("{here}/type"),
-                        "wayline does not evaluate XPath criteria: a run fails where this one is checked; write it as a simple, regex or jsonpath criterion",
+                        format!(
+                            "{what} criteria are not evaluated by this build of wayline: a run fails where this one is checked; write it as a simple, regex or jsonpath criterion"
+                        ),
                     )
                     .warning(),
                 );

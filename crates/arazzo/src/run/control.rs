@@ -733,7 +733,25 @@ pub(super) fn select(selectable: &Selectable, values: &Values) -> Result<Value, 
                         ),
                     })
                 }
-                _ => Err("XPath selectors are not evaluated by wayline".to_owned()),
+                ExpressionKind::Xpath => {
+                    let found = crate::xpath::select(&as_text(&subject), &selector.selector)
+                        .map_err(|error| match error {
+                            crate::xpath::XPathError::NotBuilt => {
+                                "XPath selectors are not evaluated by this build of wayline (feature `xpath`)".to_owned()
+                            }
+                            crate::xpath::XPathError::Document(reason) => {
+                                format!("`{}` is not an XML document: {reason}", selector.context)
+                            }
+                            crate::xpath::XPathError::Query(reason) => {
+                                format!("`{}`: {reason}", selector.selector)
+                            }
+                        })?;
+                    Ok(match found.as_slice() {
+                        [] => Value::Null,
+                        [one] => Value::String(one.clone()),
+                        many => Value::Array(many.iter().cloned().map(Value::String).collect()),
+                    })
+                }
             }
         }
     }

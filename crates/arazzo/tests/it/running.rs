@@ -385,7 +385,8 @@ async fn each_kind_of_criterion_and_what_cannot_be_evaluated() {
             ran.run.step_results[0].error
         );
     }
-    // XPath is not evaluated: the step fails saying so, never passes in silence.
+    // XPath over a JSON body cannot be evaluated: the step fails saying so, never passes in
+    // silence.
     let (ran, _) = run(
         &step("{context: $response.body, condition: /items, type: xpath}"),
         "w",
@@ -399,9 +400,40 @@ async fn each_kind_of_criterion_and_what_cannot_be_evaluated() {
             .error
             .as_deref()
             .unwrap()
-            .contains("XPath criteria are not evaluated by wayline"),
+            .contains("the context `$response.body` of an XPath criterion is not an XML document"),
         "{:?}",
         ran.run.step_results[0].error
+    );
+    // Over an XML body it is: a criterion, and a selector of the 1.1 kind.
+    let xml = || -> Answer {
+        Box::new(|_| {
+            let mut reply = HttpResponse::new(
+                200,
+                "<items><item kind='book'>Dune</item><item kind='film'>Alien</item></items>",
+            );
+            reply
+                .headers
+                .push(("Content-Type".to_owned(), "application/xml".to_owned()));
+            reply
+        })
+    };
+    let xpath_step = "workflows:
+  - workflowId: w
+    steps:
+      - stepId: list
+        operationId: listItems
+        successCriteria:
+          - {context: $response.body, condition: \"count(/items/item[@kind = 'book']) = 1\", type: xpath}
+        outputs:
+          book: {context: $response.body, selector: \"/items/item[@kind = 'book']\", type: xpath}
+          all: {context: $response.body, selector: /items/item/text(), type: xpath}
+    outputs: {book: $steps.list.outputs.book, all: $steps.list.outputs.all}
+";
+    let (ran, _) = run(xpath_step, "w", json!({}), xml()).await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    assert_eq!(
+        outputs(&ran),
+        json!({"book": "Dune", "all": ["Dune", "Alien"]})
     );
 }
 
