@@ -14,6 +14,7 @@
 mod compile;
 mod control;
 mod inputs;
+mod render;
 
 use std::cell::RefCell;
 use std::fmt;
