@@ -92,6 +92,9 @@ pub struct ToolDefinition {
     /// The code a `code` tool runs in a sandbox (extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<CodeConfig>,
+    /// The MCP server tool an `mcp` tool calls (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpConfig>,
     /// JSON Schemas of its responses by status — a code (`200`), a class (`4XX`) or `default`
     /// — as an OpenAPI import embeds them; a step (or `wayline test --check-schema`) checks
     /// the body it gets against the one for its status (extension).
@@ -142,6 +145,7 @@ impl ToolDefinition {
             tags: Vec::new(),
             command: None,
             code: None,
+            mcp: None,
             response_schemas: IndexMap::new(),
         }
     }
@@ -194,11 +198,11 @@ impl ToolDefinition {
 
     /// True when calling the tool a second time cannot do harm the first call did not: what
     /// the tool says of itself (`idempotent`, `destructive`, an `idempotency_key`) outranks
-    /// what its method suggests, and `cli` and `code` tools are repeatable only when they say
+    /// what its method suggests, and `cli`, `code` and `mcp` tools are repeatable only when they say
     /// they are idempotent. The engine uses this to decide whether a step may run again after
     /// a crash; the planner, whether a step may poll.
     pub fn safe_to_repeat(&self) -> bool {
-        if matches!(self.kind, ToolKind::Cli | ToolKind::Code) {
+        if matches!(self.kind, ToolKind::Cli | ToolKind::Code | ToolKind::Mcp) {
             return self.idempotent == Some(true);
         }
         if self.idempotency_key.is_some() || self.idempotent == Some(true) {
@@ -428,6 +432,40 @@ pub enum ToolKind {
     Cli,
     /// Code run in a sandbox.
     Code,
+    /// A tool of an MCP (Model Context Protocol) server.
+    Mcp,
+}
+
+/// What an `mcp` tool calls: a tool of an MCP server. The server is named here and defined
+/// where credentials may live (its command line or URL, in the tool-configs file), so a tool
+/// file holds no secret.
+///
+/// ```yaml
+/// id: fs_read
+/// name: Read a file
+/// kind: mcp
+/// mcp: {server: files, tool: read_file}
+/// idempotent: true
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct McpConfig {
+    /// The server, by name.
+    pub server: String,
+    /// The tool on it.
+    pub tool: String,
+}
+
+impl McpConfig {
+    /// Tool `tool` of server `server`.
+    pub fn new(server: impl Into<String>, tool: impl Into<String>) -> Self {
+        McpConfig {
+            server: server.into(),
+            tool: tool.into(),
+        }
+    }
 }
 
 /// Retry policy for transient failures (a tool's default, or a step's override).

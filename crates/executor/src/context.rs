@@ -11,6 +11,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use wayline_core::code::CodeRunner;
 use wayline_core::decide::Decider;
+use wayline_core::mcp::McpClient;
 use wayline_core::{
     RunEvent, RunObserver, RunStore, SecretProvider, StepPolicy, ToolCatalog, ToolConfig, Transport,
 };
@@ -31,6 +32,7 @@ pub(crate) struct EngineInner {
     pub(crate) policies: Vec<Arc<dyn StepPolicy>>,
     pub(crate) run_store: Option<Arc<dyn RunStore>>,
     pub(crate) code_runner: Option<Arc<dyn CodeRunner>>,
+    pub(crate) mcp_client: Option<Arc<dyn McpClient>>,
     pub(crate) decider: Option<Arc<dyn Decider>>,
     pub(crate) max_parallel: usize,
     pub(crate) per_host_limit: Option<usize>,

@@ -108,6 +108,18 @@ pub fn dry_run(
                         ));
                     }
                 }
+                (_, Some(tool)) if tool.kind == ToolKind::Mcp => {
+                    if let Some(mcp) = &tool.mcp {
+                        let mut arguments = wayline_core::secret::mask_secret_names(
+                            &Value::Object(inputs.clone().into_iter().collect()),
+                        );
+                        redactor.value(&mut arguments);
+                        planned.notes.push(format!(
+                            "calls tool `{}` of MCP server `{}` with {arguments}",
+                            mcp.tool, mcp.server
+                        ));
+                    }
+                }
                 (_, Some(tool)) if tool.kind == ToolKind::Cli => {
                     if let Some(config) = &tool.command {
                         match command::invocation(config, &inputs) {

@@ -12,6 +12,7 @@ use serde_json::Value;
 use tracing::Instrument;
 use wayline_core::code::CodeRunner;
 use wayline_core::decide::Decider;
+use wayline_core::mcp::McpClient;
 use wayline_core::{
     RetryPolicy, Run, RunObserver, RunStore, SecretProvider, StepPolicy, ToolCatalog, ToolConfig,
     Transport, Workflow,
@@ -73,6 +74,7 @@ pub struct EngineBuilder {
     policies: Vec<Arc<dyn StepPolicy>>,
     run_store: Option<Arc<dyn RunStore>>,
     code_runner: Option<Arc<dyn CodeRunner>>,
+    mcp_client: Option<Arc<dyn McpClient>>,
     decider: Option<Arc<dyn Decider>>,
     max_parallel: usize,
     per_host_limit: Option<usize>,
@@ -110,6 +112,7 @@ impl Engine {
             policies: Vec::new(),
             run_store: None,
             code_runner: None,
+            mcp_client: None,
             decider: None,
             max_parallel: DEFAULT_MAX_PARALLEL,
             per_host_limit: None,
@@ -117,6 +120,7 @@ impl Engine {
                 retry: RetryPolicy::new(3),
                 timeout: Duration::from_secs(30),
                 code_steps: false,
+                mcp_steps: false,
                 decisions: false,
                 check_schemas: false,
             },
@@ -293,6 +297,14 @@ impl EngineBuilder {
         self
     }
 
+    /// Calls the tools of MCP steps (tools of kind `mcp`) with `client`. Without one, a
+    /// workflow with an MCP step is refused when prepared.
+    pub fn mcp_client(mut self, client: Arc<dyn McpClient>) -> Self {
+        self.mcp_client = Some(client);
+        self.defaults.mcp_steps = true;
+        self
+    }
+
     /// Answers decision steps with `decider` — a language model
     /// (`wayline_planner::decide::ModelDecider`) or a [`ScriptedDecider`](wayline_core::ScriptedDecider).
     /// Without one, a workflow with a decision step is refused when prepared.
@@ -375,6 +387,7 @@ impl EngineBuilder {
                 policies: self.policies,
                 run_store: self.run_store,
                 code_runner: self.code_runner,
+                mcp_client: self.mcp_client,
                 decider: self.decider,
                 max_parallel: self.max_parallel,
                 per_host_limit: self.per_host_limit,

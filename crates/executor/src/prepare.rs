@@ -25,6 +25,8 @@ pub(crate) struct Defaults {
     pub(crate) timeout: Duration,
     /// True when the engine has a code runner.
     pub(crate) code_steps: bool,
+    /// True when the engine has an MCP client.
+    pub(crate) mcp_steps: bool,
     /// True when the engine has a decider.
     pub(crate) decisions: bool,
     /// True when every response is checked against its tool's response schema, if it has one.
@@ -214,6 +216,16 @@ pub(crate) fn prepare(
                 "a code step calls a tool of kind `code`; `{}` is not one",
                 tool.id
             )),
+            (_, Some(tool)) if tool.kind == ToolKind::Mcp && !defaults.mcp_steps => fail(format!(
+                "tool `{}` is an MCP tool, and this engine has no MCP client; build it with `mcp_client`",
+                tool.id
+            )),
+            (_, Some(tool)) if tool.kind == ToolKind::Mcp && tool.mcp.is_none() => {
+                fail(format!(
+                    "tool `{}` is an `mcp` tool without `mcp` (the server and tool it calls)",
+                    tool.id
+                ));
+            }
             (_, Some(tool)) if tool.kind == ToolKind::Code && tool.code.is_none() => {
                 fail(format!("tool `{}` is a `code` tool without `code`", tool.id));
             }

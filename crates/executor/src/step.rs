@@ -10,6 +10,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use wayline_core::code::{CodeError, CodeErrorKind, CodeRequest};
 use wayline_core::decide::DecisionRequest;
+use wayline_core::mcp::{McpCall, McpError, McpErrorKind};
 use wayline_core::secret::mask_secret_names;
 use wayline_core::tool::ToolKind;
 use wayline_core::{
@@ -317,6 +318,7 @@ enum Invoke {
     Http(HttpRequest),
     Cli(Invocation, u64),
     Code(CodeRequest),
+    Mcp(McpCall),
 }
 
 async fn call(
@@ -348,6 +350,22 @@ async fn call(
             request.step_id = job.step.id.clone();
             Invoke::Code(request)
         }
+        (ToolKind::Mcp, _, _) => {
+            let Some(mcp) = &tool.mcp else {
+                return Err(format!("tool `{}` is an `mcp` tool without `mcp`", tool.id).into());
+            };
+            let arguments = Value::Object(
+                job.inputs
+                    .iter()
+                    .map(|(name, value)| (name.clone(), value.clone()))
+                    .collect(),
+            );
+            let mut call = McpCall::new(mcp.server.clone(), mcp.tool.clone(), arguments);
+            call.timeout = prepared.timeout;
+            call.run_id = run.run_id.clone();
+            call.step_id = job.step.id.clone();
+            Invoke::Mcp(call)
+        }
         _ => {
             let key = tool
                 .idempotency_key
@@ -369,7 +387,7 @@ async fn call(
             tool.idempotency_key.is_some(),
             failure,
         ),
-        Invoke::Cli(..) | Invoke::Code(_) => tool.idempotent == Some(true),
+        Invoke::Cli(..) | Invoke::Code(_) | Invoke::Mcp(_) => tool.idempotent == Some(true),
     };
     let mut rng = fastrand::Rng::with_seed(seed(&run.run_id, &job.step.id));
     let mut failures_in_a_row = 0u32;
@@ -463,7 +481,9 @@ async fn call(
                     retryable: kind.is_transient() && resend(Some(kind)),
                     message: match &invoke {
                         Invoke::Http(_) => format!("HTTP request failed: {error}"),
-                        Invoke::Cli(..) | Invoke::Code(_) => error.message().to_owned(),
+                        Invoke::Cli(..) | Invoke::Code(_) | Invoke::Mcp(_) => {
+                            error.message().to_owned()
+                        }
                     },
                     retry_after: None,
                 }
@@ -657,6 +677,55 @@ async fn attempt_once(job: &StepJob<'_>, invoke: &Invoke) -> Result<HttpResponse
         }
         Invoke::Cli(invocation, max_output) => command::run(invocation, *max_output, timeout).await,
         Invoke::Code(request) => run_code(job, request.clone()).await,
+        Invoke::Mcp(call) => run_mcp(job, call.clone()).await,
+    }
+}
+
+/// Calls an MCP step's tool with the engine's client: what the tool gave becomes a JSON response
+/// body ([`wayline_core::McpOutcome::output`]); a tool that says it failed (`isError`) fails the step with its
+/// text, and is not called again; the client's failures are transport errors of the matching
+/// kind (only an unreachable server is transient).
+async fn run_mcp(job: &StepJob<'_>, call: McpCall) -> Result<HttpResponse, TransportError> {
+    let Some(client) = job.run.engine.mcp_client.as_ref() else {
+        return Err(TransportError::new(
+            TransportErrorKind::InvalidRequest,
+            "this engine has no MCP client",
+        ));
+    };
+    let tool = format!("{}/{}", call.server, call.tool);
+    // The client honours the timeout; this bounds one that does not.
+    let limit = call.timeout.saturating_add(Duration::from_secs(5));
+    let outcome = tokio::time::timeout(limit, client.call(call))
+        .await
+        .unwrap_or_else(|_| {
+            Err(McpError::new(
+                McpErrorKind::Timeout,
+                format!("no answer within {} ms", limit.as_millis()),
+            ))
+        });
+    match outcome {
+        Ok(outcome) if outcome.is_error => Err(TransportError::new(
+            TransportErrorKind::Other,
+            format!("mcp: tool `{tool}` failed: {}", outcome.text_content()),
+        )),
+        Ok(outcome) => {
+            let body = serde_json::to_vec(&outcome.output()).map_err(|error| {
+                TransportError::new(TransportErrorKind::Other, error.to_string())
+            })?;
+            Ok(HttpResponse::new(200, body).with_header("content-type", "application/json"))
+        }
+        Err(error) => {
+            let kind = match error.kind() {
+                McpErrorKind::Timeout => TransportErrorKind::Timeout,
+                McpErrorKind::Unavailable => TransportErrorKind::Connect,
+                McpErrorKind::Invalid => TransportErrorKind::InvalidRequest,
+                _ => TransportErrorKind::Other,
+            };
+            Err(TransportError::new(
+                kind,
+                format!("mcp: tool `{tool}`: {}", error.message()),
+            ))
+        }
     }
 }
 

@@ -53,6 +53,7 @@ impl CatalogEntry {
             ToolKind::Http => "http",
             ToolKind::Cli => "cli",
             ToolKind::Code => "code",
+            ToolKind::Mcp => "mcp",
         };
         let endpoint = (tool.kind == ToolKind::Http).then(|| {
             let base = tool.base_url.trim_end_matches('/');

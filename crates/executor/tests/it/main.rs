@@ -7,6 +7,7 @@ mod expectations;
 mod faults;
 mod flow;
 mod jsonpath_cts;
+mod mcp;
 mod polling;
 mod scheduling;
 mod semantics;
