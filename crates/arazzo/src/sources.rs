@@ -108,9 +108,7 @@ impl Sources {
     /// source `NAME` holds, when that document was read; `None` when it does, or cannot be
     /// known here (another kind of reference, a source not read).
     fn missing_workflow(&self, written: &str) -> Option<String> {
-        let (name, id) = written
-            .strip_prefix("$sourceDescriptions.")?
-            .split_once('.')?;
+        let (name, id) = source_reference(written).filter(|(_, id)| !id.is_empty())?;
         let Source::Arazzo { document, .. } = self.entries.get(name)? else {
             return None;
         };
@@ -141,23 +139,21 @@ impl Sources {
     }
 
     fn by_id(&self, written: &str) -> Result<Option<Resolved<'_>>, String> {
-        let (candidates, id): (Vec<(&String, &Source)>, &str) =
-            match written.strip_prefix("$sourceDescriptions.") {
-                Some(rest) => {
-                    let (name, id) = rest.split_once('.').unwrap_or((rest, ""));
-                    let Some(source) = self.entries.get_key_value(name) else {
-                        return Ok(None); // reported by validation: no such source
-                    };
-                    (vec![source], id)
-                }
-                None => (
-                    self.entries
-                        .iter()
-                        .filter(|(_, source)| !matches!(source, Source::Arazzo { .. }))
-                        .collect(),
-                    written,
-                ),
-            };
+        let (candidates, id): (Vec<(&String, &Source)>, &str) = match source_reference(written) {
+            Some((name, id)) => {
+                let Some(source) = self.entries.get_key_value(name) else {
+                    return Ok(None); // reported by validation: no such source
+                };
+                (vec![source], id)
+            }
+            None => (
+                self.entries
+                    .iter()
+                    .filter(|(_, source)| !matches!(source, Source::Arazzo { .. }))
+                    .collect(),
+                written,
+            ),
+        };
         let mut unread = false;
         let mut known: Vec<&str> = Vec::new();
         for (name, source) in &candidates {
@@ -313,6 +309,13 @@ fn read(path: &Path, kind: Option<SourceKind>) -> Source {
             reason: error.to_string(),
         },
     }
+}
+
+/// `$sourceDescriptions.NAME.ID` read as the source's name and the id in it (empty when the
+/// text names the source alone); `None` for anything else.
+pub(crate) fn source_reference(written: &str) -> Option<(&str, &str)> {
+    let rest = written.strip_prefix("$sourceDescriptions.")?;
+    Some(rest.split_once('.').unwrap_or((rest, "")))
 }
 
 /// The problems of the operations `document`'s steps call, as far as `sources` were read: an

@@ -33,7 +33,7 @@ use crate::cancel::{CancelToken, RunStop};
 use crate::context::RunShared;
 use crate::prepare::PreparedWorkflow;
 use crate::ready::ReadyQueue;
-use crate::scheduler::stop_record;
+use crate::scheduler::{close_record, open_record, stop_record};
 use crate::step::{self, StepDone, StepJob};
 
 /// Where control goes after a step.
@@ -387,19 +387,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         deadline: Option<Duration>,
     ) -> Result<Run, Error> {
         let engine = self.shared.engine;
-        if let Some(store) = &engine.run_store {
-            let stored = if self.resumed {
-                store.finish_run(&self.record).await
-            } else {
-                store.create_run(&self.record).await
-            };
-            stored.map_err(|error| Error::Store {
-                run_id: self.record.id.clone(),
-                error,
-                run: None,
-            })?;
-        }
-        engine.emit(&RunEvent::RunStarted { run: &self.record });
+        open_record(self.shared, &self.record, self.resumed).await?;
         let mut timers: FuturesUnordered<Timer> = FuturesUnordered::new();
         for position in std::mem::take(&mut self.unjudged) {
             let mut result = self.record.step_results[self.slot[position]].clone();
@@ -467,25 +455,13 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             stop_record(&mut self.record, self.shared, reason);
         }
         self.pass_over_the_rest();
-        self.record.status = match (&stopped, &self.ended) {
+        let status = match (&stopped, &self.ended) {
             (Some(_), _) if self.run_stop.cancelled() => RunStatus::Cancelled,
             (Some(_), _) => RunStatus::TimedOut,
             (None, Some(Some(_))) => RunStatus::Failed,
             _ => RunStatus::Success,
         };
-        self.record.finished_at = Some(Utc::now());
-        engine.emit(&RunEvent::RunFinished { run: &self.record });
-        tracing::info!(status = ?self.record.status, "flow run finished");
-        if let Some(store) = &engine.run_store
-            && let Err(error) = store.finish_run(&self.record).await
-        {
-            return Err(Error::Store {
-                run_id: self.record.id.clone(),
-                error,
-                run: Some(Box::new(self.record)),
-            });
-        }
-        Ok(self.record)
+        close_record(self.shared, self.record, status).await
     }
 
     /// Starts the next execution of a step: asks the flow for its inputs and returns the

@@ -141,19 +141,7 @@ impl<'r> Scheduler<'r> {
         deadline: Option<Duration>,
     ) -> Result<Run, Error> {
         let engine = self.shared.engine;
-        if let Some(store) = &engine.run_store {
-            let stored = if self.resumed {
-                store.finish_run(&self.record).await
-            } else {
-                store.create_run(&self.record).await
-            };
-            stored.map_err(|error| Error::Store {
-                run_id: self.record.id.clone(),
-                error,
-                run: None,
-            })?;
-        }
-        engine.emit(&RunEvent::RunStarted { run: &self.record });
+        open_record(self.shared, &self.record, self.resumed).await?;
         // Collected first: settling a step below releases its dependents itself.
         let startable: Vec<usize> = (0..self.prepared.steps.len())
             .filter(|&position| {
@@ -212,20 +200,7 @@ impl<'r> Scheduler<'r> {
         } else {
             RunStatus::Success
         };
-        self.record.status = status;
-        self.record.finished_at = Some(Utc::now());
-        engine.emit(&RunEvent::RunFinished { run: &self.record });
-        tracing::info!(status = ?self.record.status, "run finished");
-        if let Some(store) = &engine.run_store
-            && let Err(error) = store.finish_run(&self.record).await
-        {
-            return Err(Error::Store {
-                run_id: self.record.id.clone(),
-                error,
-                run: Some(Box::new(self.record)),
-            });
-        }
-        Ok(self.record)
+        close_record(self.shared, self.record, status).await
     }
 
     fn push_ready(&mut self, position: usize) {
@@ -395,6 +370,54 @@ impl<'r> Scheduler<'r> {
     fn stop(&mut self, reason: &str) {
         stop_record(&mut self.record, self.shared, reason);
     }
+}
+
+/// Opens a run's record: stored (a new run; a resumed one, updated) and announced. An `Err`
+/// means the store failed and nothing ran.
+pub(crate) async fn open_record(
+    shared: &RunShared<'_>,
+    record: &Run,
+    resumed: bool,
+) -> Result<(), Error> {
+    let engine = shared.engine;
+    if let Some(store) = &engine.run_store {
+        let stored = if resumed {
+            store.finish_run(record).await
+        } else {
+            store.create_run(record).await
+        };
+        stored.map_err(|error| Error::Store {
+            run_id: record.id.clone(),
+            error,
+            run: None,
+        })?;
+    }
+    engine.emit(&RunEvent::RunStarted { run: record });
+    Ok(())
+}
+
+/// Closes a run's record with its final `status`: announced and stored. An `Err` carries the
+/// record the store could not save.
+pub(crate) async fn close_record(
+    shared: &RunShared<'_>,
+    mut record: Run,
+    status: RunStatus,
+) -> Result<Run, Error> {
+    let engine = shared.engine;
+    record.status = status;
+    record.finished_at = Some(Utc::now());
+    engine.emit(&RunEvent::RunFinished { run: &record });
+    tracing::info!(status = ?record.status, "run finished");
+    if let Some(store) = &engine.run_store
+        && let Err(error) = store.finish_run(&record).await
+    {
+        return Err(Error::Store {
+            run_id: record.id.clone(),
+            error,
+            run: Some(Box::new(record)),
+        });
+    }
+    Ok(record)
 }
 
 /// Ends a stopped run's record: running steps are cancelled, steps not started are skipped.

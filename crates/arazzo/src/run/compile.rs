@@ -12,7 +12,7 @@ use wayline_registry::openapi::ApiSpec;
 
 use crate::flow::Plan;
 use crate::model::{ArazzoDocument, Components, Parameter, ParameterLocation, Reusable, Step};
-use crate::sources::{Source, Sources};
+use crate::sources::{Source, Sources, source_reference};
 
 /// The input that carries a step's request body.
 pub(crate) const BODY: &str = "body";
@@ -199,21 +199,18 @@ fn step_tool(
         )
     };
     if let Some(workflow) = &step.workflow_id {
-        let action = match workflow.strip_prefix("$sourceDescriptions.") {
-            Some(rest) => {
-                let (source, id) = rest.split_once('.').unwrap_or((rest, ""));
-                match sources.get(source) {
-                    Some(Source::Arazzo { .. }) => Action::External {
-                        source: source.to_owned(),
-                        workflow: id.to_owned(),
-                    },
-                    _ => {
-                        return unrunnable(format!(
-                            "it calls `{workflow}`, but source `{source}` is not an Arazzo document that was read"
-                        ));
-                    }
+        let action = match source_reference(workflow) {
+            Some((source, id)) => match sources.get(source) {
+                Some(Source::Arazzo { .. }) => Action::External {
+                    source: source.to_owned(),
+                    workflow: id.to_owned(),
+                },
+                _ => {
+                    return unrunnable(format!(
+                        "it calls `{workflow}`, but source `{source}` is not an Arazzo document that was read"
+                    ));
                 }
-            }
+            },
             None => Action::Workflow(workflow.clone()),
         };
         // Never called; not safe to repeat, as the workflow it stands for may not be: a run
@@ -354,8 +351,8 @@ fn why_unresolved(step: &Step, sources: &Sources) -> String {
     let named = step
         .operation_id
         .as_deref()
-        .and_then(|id| id.strip_prefix("$sourceDescriptions."))
-        .and_then(|rest| rest.split_once('.'))
+        .and_then(source_reference)
+        .filter(|(_, id)| !id.is_empty())
         .map(|(source, _)| source);
     let reasons: Vec<String> = sources
         .iter()

@@ -291,13 +291,7 @@ impl<'a> Control<'a> {
     ) -> Result<(), String> {
         match &self.compiled.actions[position] {
             Action::Workflow(id) | Action::External { workflow: id, .. } => {
-                let run_id = finished.result.output_data["run_id"].as_str();
-                let called = self.calls.borrow();
-                let Some(ran) = called
-                    .iter()
-                    .rev()
-                    .find(|ran| Some(ran.run.id.as_str()) == run_id)
-                else {
+                let Some(ran) = called_run(&self.calls, finished) else {
                     return Err(finished
                         .result
                         .error
@@ -306,11 +300,11 @@ impl<'a> Control<'a> {
                 };
                 self.values.status = ran.last_status;
                 self.values.outputs = ran.outputs.clone();
-                remember(&mut self.values, ran);
+                remember(&mut self.values, &ran);
                 if !ran.succeeded() {
                     return Err(format!("workflow `{id}` failed (run {})", ran.run.id));
                 }
-                drop(called);
+                drop(ran);
                 self.criteria(step)
             }
             _ => {
@@ -379,9 +373,8 @@ impl<'a> Control<'a> {
         written: &str,
         parameters: &[crate::model::Reusable<crate::model::Parameter>],
     ) -> Result<Called, String> {
-        let (runner, workflow) = match written.strip_prefix("$sourceDescriptions.") {
-            Some(rest) => {
-                let (source, id) = rest.split_once('.').unwrap_or((rest, ""));
+        let (runner, workflow) = match crate::sources::source_reference(written) {
+            Some((source, id)) => {
                 let runner = self.runner.other(source).ok_or_else(|| {
                     format!("source `{source}` is not an Arazzo document that was read")
                 })?;
@@ -573,13 +566,7 @@ impl Control<'_> {
     /// retry at once when it succeeded (its values kept for `$workflows.ID.…`), the end of
     /// the workflow when it did not.
     fn after_first(&mut self, finished: &Finished<'_>) -> Verdict {
-        let run_id = finished.result.output_data["run_id"].as_str();
-        let called = self.calls.borrow();
-        let Some(ran) = called
-            .iter()
-            .rev()
-            .find(|ran| Some(ran.run.id.as_str()) == run_id)
-        else {
+        let Some(ran) = called_run(&self.calls, finished) else {
             return Verdict::failure(format!(
                 "the workflow a retry runs first did not run: {}",
                 finished
@@ -589,7 +576,7 @@ impl Control<'_> {
                     .unwrap_or("no reason given")
             ));
         };
-        remember(&mut self.values, ran);
+        remember(&mut self.values, &ran);
         if !ran.succeeded() {
             return Verdict::failure(format!(
                 "workflow `{}`, which a retry runs first, failed (run {})",
@@ -599,6 +586,18 @@ impl Control<'_> {
         Verdict::success(json!({"ran_first": ran.workflow_id, "run_id": ran.run.id}))
             .then(EngineNext::Retry(std::time::Duration::ZERO))
     }
+}
+
+/// The run of the workflow a finished execution ran (its output names the run).
+fn called_run<'c>(
+    calls: &'c RefCell<Vec<WorkflowRun>>,
+    finished: &Finished<'_>,
+) -> Option<std::cell::Ref<'c, WorkflowRun>> {
+    let run_id = finished.result.output_data["run_id"].as_str()?;
+    std::cell::Ref::filter_map(calls.borrow(), |called| {
+        called.iter().rev().find(|ran| ran.run.id == run_id)
+    })
+    .ok()
 }
 
 /// Keeps what `$workflows.ID.…` reads of a workflow that ran (and of those it depended on).

@@ -332,9 +332,8 @@ impl Runner {
                 .chain(targets)
                 .chain(workflow.depends_on.iter().cloned())
             {
-                if let Some(rest) = called.strip_prefix("$sourceDescriptions.") {
+                if let Some((source, other_id)) = crate::sources::source_reference(&called) {
                     // An action's workflow in another document: checked there.
-                    let (source, other_id) = rest.split_once('.').unwrap_or((rest, ""));
                     let checked = match self.other(source) {
                         Some(other) => other.check_runnable(other_id),
                         // Not a document that was read (validation says so), or one naming

@@ -17,6 +17,8 @@ use wayline_executor::testing::{MockServer, RecordedRequest, Reply};
 use wayline_executor::{Engine, ReqwestTransport, RunOptions};
 use wayline_testkit::fixture;
 
+use crate::entries;
+
 /// An example document and the directory it is in.
 fn example(name: &str) -> Option<(ArazzoDocument, PathBuf)> {
     let dir = fixture("arazzo/examples/1.0.0")?;
@@ -112,14 +114,6 @@ fn calls(requests: &[RecordedRequest]) -> Vec<String> {
     requests
         .iter()
         .map(|request| format!("{} {}", request.method, request.target))
-        .collect()
-}
-
-fn entries(ran: &WorkflowRun) -> Vec<String> {
-    ran.run
-        .step_results
-        .iter()
-        .map(|result| format!("{} {}", result.step_id, result.status.as_str()))
         .collect()
 }
 

@@ -15,6 +15,8 @@ use wayline_arazzo::sources::Sources;
 use wayline_core::{HttpRequest, HttpResponse, MemoryCatalog, RunStatus};
 use wayline_executor::{Engine, RunOptions, ScriptedTransport};
 
+use crate::entries;
+
 /// An API of a few operations, each a path whose last segment is what it answers.
 const API: &str = r#"
 openapi: 3.1.0
@@ -113,14 +115,6 @@ fn json_reply(status: u16, body: Value) -> HttpResponse {
         .headers
         .push(("Content-Type".to_owned(), "application/json".to_owned()));
     response
-}
-
-fn entries(ran: &WorkflowRun) -> Vec<String> {
-    ran.run
-        .step_results
-        .iter()
-        .map(|result| format!("{} {}", result.step_id, result.status.as_str()))
-        .collect()
 }
 
 fn outputs(ran: &WorkflowRun) -> Value {
