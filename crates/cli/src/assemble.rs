@@ -17,6 +17,7 @@ use wayline_executor::{
     CancelToken, Engine, EngineBuilder, ReqwestTransport, ReqwestTransportBuilder, RunOptions,
 };
 use wayline_knowledge::{KnowledgeStore, SqliteKnowledge, YamlKnowledge};
+use wayline_mcp::McpServers;
 use wayline_planner::decide::ModelDecider;
 use wayline_planner::llm::{LanguageModel, OpenAiConfig, OpenAiModel};
 use wayline_registry::{ToolConfigs, ToolRegistry};
@@ -225,6 +226,7 @@ pub(crate) struct EngineParts {
     /// The HTTP transport.
     pub(crate) transport: Arc<dyn Transport>,
     code: Option<Arc<dyn CodeRunner>>,
+    mcp: Option<Arc<McpServers>>,
     /// Values masked besides the configs' secrets (the env files').
     pub(crate) masked: Vec<String>,
 }
@@ -238,12 +240,22 @@ impl EngineParts {
     ) -> Result<EngineParts, Outcome> {
         let configs = load_configs(tools.config.as_deref(), &registry, env)?;
         let code = code_runner(&registry, &configs)?;
+        let mcp = mcp_client(&registry, &configs, tools.config.as_deref())?;
+        let mut masked = env.file_values();
+        masked.extend(
+            configs
+                .mcp_servers()
+                .values()
+                .flat_map(|server| server.secrets())
+                .map(|secret| secret.expose().to_owned()),
+        );
         Ok(EngineParts {
             registry,
             configs: Arc::new(configs),
             transport: Arc::new(tool_transport(&tools.network)?),
             code,
-            masked: env.file_values(),
+            mcp,
+            masked,
         })
     }
 
@@ -257,8 +269,43 @@ impl EngineParts {
         if let Some(runner) = &self.code {
             builder = builder.code_runner(Arc::clone(runner));
         }
+        if let Some(mcp) = &self.mcp {
+            builder = builder.mcp_client(mcp.clone());
+        }
         builder
     }
+}
+
+/// The MCP client for the `mcp` tools of `registry`, if there are any: over the servers the
+/// tool-configs file defines, each started or reached on its first call. Every server a tool
+/// names must be defined there.
+fn mcp_client(
+    registry: &ToolRegistry,
+    configs: &ToolConfigs,
+    path: Option<&Path>,
+) -> Result<Option<Arc<McpServers>>, Outcome> {
+    let mut missing = Vec::new();
+    let mut any = false;
+    for tool in registry.tools().filter(|tool| tool.kind == ToolKind::Mcp) {
+        any = true;
+        if let Some(mcp) = &tool.mcp
+            && !configs.mcp_servers().contains_key(&mcp.server)
+        {
+            missing.push(format!("`{}` (tool `{}`)", mcp.server, tool.id));
+        }
+    }
+    if !missing.is_empty() {
+        let file = path.map_or_else(
+            || "a tool-configs file (--config FILE)".to_owned(),
+            |path| path.display().to_string(),
+        );
+        return Err(unreadable(format!(
+            "MCP server {} is not defined; define it under `mcp_servers` in {file} (a `command` \
+             for stdio, or a `url`)",
+            missing.join(", ")
+        )));
+    }
+    Ok(any.then(|| Arc::new(McpServers::new(configs.mcp_servers().clone()))))
 }
 
 /// A runner over a local provider whose data directory is removed with it.

@@ -47,13 +47,13 @@ pub use error::Error;
 pub use expect::{Check, CheckOps, Expect, JsonType, StatusPattern, StatusSet};
 pub use expr::Expression;
 pub use intervene::{Answer, AutoApprove, Interventor, Question, QuestionKind};
-pub use mcp::{McpCall, McpClient, McpError, McpErrorKind, McpOutcome};
+pub use mcp::{McpCall, McpClient, McpError, McpErrorKind, McpOutcome, McpServer};
 pub use notify::{FailedStep, NoticeKind, Notifier, NotifyError, NotifyErrorKind, RunNotice};
 pub use observer::{RunEvent, RunObserver};
 pub use policy::{AllowAll, StepPolicy, StepRequest, Verdict};
 pub use reference::Reference;
 pub use run::{AssertionResult, Jump, RequestSummary, Run, RunStatus, StepResult, StepStatus};
-pub use secret::{MemorySecrets, Secret, SecretProvider, TokenCommand, ToolConfig};
+pub use secret::{CommandLine, MemorySecrets, Secret, SecretProvider, ToolConfig};
 pub use store::{
     Approval, RunPage, RunQuery, RunStore, RunSummary, StoreError, StoreErrorKind, StoredWorkflow,
     WorkflowStore,

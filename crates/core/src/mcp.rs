@@ -14,10 +14,107 @@
 //! - A client may keep connections between calls (pooled per run or longer); calls do not
 //!   depend on each other otherwise.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
+use indexmap::IndexMap;
+use serde::Deserialize;
 use serde_json::Value;
+
+use crate::secret::{CommandLine, Secret};
+
+/// How to reach an MCP server: a command started with its standard input and output as the
+/// connection (stdio), or the URL of a streamable HTTP endpoint. Servers are defined in the
+/// tool-configs file, under `mcp_servers`, so a tool file only names them and holds no secret.
+///
+/// ```yaml
+/// mcp_servers:
+///   everything:
+///     command: [npx, -y, "@modelcontextprotocol/server-everything", stdio]
+///     env: {API_KEY: ${EVERYTHING_KEY}}
+///   tickets:
+///     url: https://mcp.example.com/mcp
+///     auth_token: ${TICKETS_TOKEN}     # sent as `Authorization: Bearer …`
+///     headers: {X-Tenant: acme}
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct McpServer {
+    /// The command that starts the server (stdio).
+    #[serde(default)]
+    pub command: Option<CommandLine>,
+    /// Environment variables for the command (they may hold credentials).
+    #[serde(default)]
+    pub env: BTreeMap<String, Secret>,
+    /// The directory the command runs in (default: the current one).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// The server's streamable HTTP endpoint.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// A bearer token for `url`.
+    #[serde(default)]
+    pub auth_token: Option<Secret>,
+    /// Headers sent with every request to `url`.
+    #[serde(default)]
+    pub headers: IndexMap<String, Secret>,
+}
+
+impl McpServer {
+    /// A server started by `command` (stdio).
+    pub fn command(command: CommandLine) -> Self {
+        McpServer {
+            command: Some(command),
+            ..McpServer::default()
+        }
+    }
+
+    /// A server at `url` (streamable HTTP).
+    pub fn url(url: impl Into<String>) -> Self {
+        McpServer {
+            url: Some(url.into()),
+            ..McpServer::default()
+        }
+    }
+
+    /// What is wrong with the definition, if anything: it needs a command or a URL, not both,
+    /// and HTTP settings only go with a URL.
+    pub fn problem(&self) -> Option<String> {
+        match (&self.command, &self.url) {
+            (None, None) => {
+                Some("give `command` (a process on stdio) or `url` (streamable HTTP)".into())
+            }
+            (Some(_), Some(_)) => Some("give `command` or `url`, not both".into()),
+            (Some(_), None) if self.auth_token.is_some() || !self.headers.is_empty() => {
+                Some("`auth_token` and `headers` go with `url`; a command gets `env`".into())
+            }
+            (None, Some(_)) if !self.env.is_empty() || self.cwd.is_some() => Some(
+                "`env` and `cwd` go with `command`; a URL gets `headers` or `auth_token`".into(),
+            ),
+            (None, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                Some(format!(
+                    "`url` must be an http:// or https:// URL, not `{url}`"
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// The values that are credentials: the token, header values, and environment values whose
+    /// names say they are secret (`GITHUB_TOKEN`, `API_KEY`; masking every value, `1` or `info`,
+    /// everywhere it appears would garble records).
+    pub fn secrets(&self) -> impl Iterator<Item = &Secret> {
+        self.env
+            .iter()
+            .filter(|(name, _)| crate::secret::is_secret_name(name))
+            .map(|(_, value)| value)
+            .chain(&self.auth_token)
+            .chain(self.headers.values())
+    }
+}
 
 /// What an MCP step asks a client to do.
 #[derive(Debug, Clone, PartialEq)]

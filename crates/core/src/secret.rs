@@ -109,11 +109,11 @@ pub struct ToolConfig {
     /// without a shell when `auth_token` is not set: once per run for each distinct command,
     /// its output never printed (see the executor's `EngineBuilder`).
     #[serde(default)]
-    pub auth_token_command: Option<TokenCommand>,
+    pub auth_token_command: Option<CommandLine>,
 }
 
-/// A command that prints a token: a command line (split as a POSIX shell would, but run
-/// without one) or its words.
+/// A command to run: a command line (split as a POSIX shell would, but run without one) or its
+/// words. Used for a command that prints a token, and for an MCP server started as a process.
 ///
 /// ```yaml
 /// auth_token_command: "vault kv get -field=token secret/api"
@@ -123,7 +123,7 @@ pub struct ToolConfig {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 #[non_exhaustive]
-pub enum TokenCommand {
+pub enum CommandLine {
     /// A command line.
     Line(String),
     /// Its words: the program, then its arguments.

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::process::Command;
-use wayline_core::{Secret, TokenCommand, ToolConfig};
+use wayline_core::{CommandLine, Secret, ToolConfig};
 
 use crate::redact::cut;
 
@@ -16,12 +16,12 @@ use crate::redact::cut;
 pub(crate) const TOKEN_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The program and arguments of `command`.
-fn words(command: &TokenCommand) -> Result<Vec<String>, String> {
+fn words(command: &CommandLine) -> Result<Vec<String>, String> {
     let words = match command {
-        TokenCommand::Line(line) => shlex::split(line).ok_or_else(|| {
+        CommandLine::Line(line) => shlex::split(line).ok_or_else(|| {
             "`auth_token_command` is not a command line (an unclosed quote?)".to_owned()
         })?,
-        TokenCommand::Words(words) => words.clone(),
+        CommandLine::Words(words) => words.clone(),
         _ => Vec::new(),
     };
     if words.first().is_none_or(String::is_empty) {
@@ -31,7 +31,7 @@ fn words(command: &TokenCommand) -> Result<Vec<String>, String> {
 }
 
 /// Runs `command`, answering what it printed, trimmed.
-async fn run(command: &TokenCommand) -> Result<String, String> {
+async fn run(command: &CommandLine) -> Result<String, String> {
     let words = words(command)?;
     let program = &words[0];
     let child = Command::new(program)
@@ -78,7 +78,7 @@ async fn run(command: &TokenCommand) -> Result<String, String> {
 /// Fills `auth_token` from `auth_token_command` in each config that has a command and no token;
 /// a command that fails makes its tools' configs that error (their steps fail with it).
 pub(crate) async fn resolve(configs: &mut HashMap<String, Result<Option<ToolConfig>, String>>) {
-    let mut tokens: HashMap<TokenCommand, Result<String, String>> = HashMap::new();
+    let mut tokens: HashMap<CommandLine, Result<String, String>> = HashMap::new();
     for entry in configs.values_mut() {
         let Ok(Some(config)) = entry else { continue };
         let Some(command) = config.auth_token_command.clone() else {
@@ -106,7 +106,7 @@ pub(crate) async fn resolve(configs: &mut HashMap<String, Result<Option<ToolConf
 mod tests {
     use super::*;
 
-    fn config(command: TokenCommand) -> Result<Option<ToolConfig>, String> {
+    fn config(command: CommandLine) -> Result<Option<ToolConfig>, String> {
         let mut config = ToolConfig::default();
         config.auth_token_command = Some(command);
         Ok(Some(config))
@@ -121,8 +121,8 @@ mod tests {
             counter.display()
         );
         let mut configs = HashMap::from([
-            ("a".to_owned(), config(TokenCommand::Line(line.clone()))),
-            ("b".to_owned(), config(TokenCommand::Line(line))),
+            ("a".to_owned(), config(CommandLine::Line(line.clone()))),
+            ("b".to_owned(), config(CommandLine::Line(line))),
         ]);
         resolve(&mut configs).await;
         for id in ["a", "b"] {
@@ -142,7 +142,7 @@ mod tests {
     async fn a_failing_command_fails_its_tools_and_shows_no_output() {
         let mut configs = HashMap::from([(
             "a".to_owned(),
-            config(TokenCommand::Words(vec![
+            config(CommandLine::Words(vec![
                 "sh".into(),
                 "-c".into(),
                 "echo secret-part; echo denied >&2; exit 3".into(),
@@ -157,7 +157,7 @@ mod tests {
         assert!(!error.contains("secret-part"), "{error}");
         let mut missing = HashMap::from([(
             "b".to_owned(),
-            config(TokenCommand::Line("no-such-program-anywhere".into())),
+            config(CommandLine::Line("no-such-program-anywhere".into())),
         )]);
         resolve(&mut missing).await;
         assert!(missing["b"].clone().unwrap_err().contains("cannot start"));
@@ -167,7 +167,7 @@ mod tests {
     async fn a_token_given_wins_over_the_command() {
         let mut given = ToolConfig::default();
         given.auth_token = Some(Secret::new("given"));
-        given.auth_token_command = Some(TokenCommand::Line("false".into()));
+        given.auth_token_command = Some(CommandLine::Line("false".into()));
         let mut configs = HashMap::from([("a".to_owned(), Ok(Some(given)))]);
         resolve(&mut configs).await;
         assert_eq!(

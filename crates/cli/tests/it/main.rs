@@ -14,6 +14,7 @@ mod guard;
 mod import;
 mod json_server;
 mod knowledge;
+mod mcp;
 mod plan;
 mod run;
 mod sandbox;
