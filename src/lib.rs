@@ -16,6 +16,7 @@
 //! | `sandbox` | `wayline-sandbox`: code sandboxes — the `SandboxProvider` trait, the embedded local provider, `BayClient`, the code runner for code steps | `sandbox` (`sandbox-server` adds the Bay-compatible HTTP server) |
 //! | `explorer` | `wayline-explorer`: the explorer — SUT configs, suggestions, the intervention matrix, sessions, reusable scenarios | `explorer` |
 //! | `planner` | `wayline-planner`: the planner — language models, plans validated and repaired, learned plans, decision steps | `planner` |
+//! | `mcp` | `wayline-mcp`: the Model Context Protocol — the client for `kind: mcp` steps, the guard's gateway in front of MCP servers | `mcp` (not default: it brings the MCP SDK and its HTTP client) |
 //! | `testing` | the tool test harness and a loopback mock server | `testing` |
 //!
 //! ```
@@ -43,6 +44,8 @@ pub use wayline_graph as graph;
 pub use wayline_guard as guard;
 #[cfg(feature = "knowledge")]
 pub use wayline_knowledge as knowledge;
+#[cfg(feature = "mcp")]
+pub use wayline_mcp as mcp;
 #[cfg(feature = "planner")]
 pub use wayline_planner as planner;
 #[cfg(feature = "registry")]

@@ -182,6 +182,18 @@ fn load_with(
     }
 }
 
+/// The data directory a server command was given, or `~/.wayline/SUB`.
+pub(crate) fn data_dir(given: Option<PathBuf>, sub: &str) -> Result<PathBuf, Outcome> {
+    match given {
+        Some(dir) => Ok(dir),
+        None => wayline_store::default_location()
+            .and_then(|db| db.parent().map(|home| home.join(sub)))
+            .ok_or_else(|| {
+                unreadable("no --data-dir given and no home directory known; pass --data-dir DIR")
+            }),
+    }
+}
+
 /// The tool-configs file at `path` (none: no configs) for tools about to be called, `${VAR}`
 /// read from `env`; entries for tools `registry` does not have are warned about. A file that
 /// does not load stops the call from starting ([`Outcome::Unreadable`]).

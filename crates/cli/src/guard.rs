@@ -8,7 +8,7 @@ use chrono::Utc;
 use wayline_core::document::{self, Format};
 use wayline_durable::LockFile;
 use wayline_guard::audit::{self, AuditLog, Verification};
-use wayline_guard::{Decision, Guard, Mode, Policy, Session, ToolCall, suite};
+use wayline_guard::{Decision, Guard, Mode, Policy, Scope, Session, ToolCall, suite};
 
 use crate::report::{
     DocumentFormat, Outcome, ReportFormat, fail, out, outln, print_json, unreadable,
@@ -60,6 +60,9 @@ pub(crate) enum GuardCommand {
     /// Move a session to a next state: forward only once its requirements are met (exit 1
     /// with what is missing).
     Advance(AdvanceArgs),
+    /// Approve an emergency (break-glass) request an agent filed in a session, as a second
+    /// person; without a request id, list the requests waiting.
+    Approve(ApproveArgs),
     /// Run a decision-table suite; exit 0 only if every case passes.
     Verify {
         /// The suite file.
@@ -108,6 +111,29 @@ pub(crate) struct AdvanceArgs {
     /// The state to move to.
     #[arg(long, value_name = "STATE")]
     to: String,
+    /// Append to this audit log.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
+}
+
+/// `wayline guard approve` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ApproveArgs {
+    /// The request's id (`req-…`, as the agent was told); none: list the waiting requests.
+    request: Option<String>,
+    /// The policy file (default: ADR-005's).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// The session file (YAML or JSON; the MCP gateway keeps its sessions as
+    /// `DATA_DIR/sessions/NAME.json`).
+    #[arg(long, value_name = "FILE")]
+    session: PathBuf,
+    /// Who approves: a person, not the requester.
+    #[arg(long, value_name = "NAME", required_unless_present = "request")]
+    approver: Option<String>,
     /// Append to this audit log.
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
@@ -194,6 +220,7 @@ fn run(command: GuardCommand) -> Result<Outcome, Outcome> {
         }),
         GuardCommand::Evidence(args) => evidence(&args),
         GuardCommand::Advance(args) => advance(&args),
+        GuardCommand::Approve(args) => approve(&args),
         GuardCommand::Verify {
             suite: path,
             format,
@@ -394,6 +421,71 @@ fn advance(args: &AdvanceArgs) -> Result<Outcome, Outcome> {
     } else {
         Outcome::Failed
     })
+}
+
+/// Approves a waiting break-glass request of the session in the file, or lists them.
+fn approve(args: &ApproveArgs) -> Result<Outcome, Outcome> {
+    let Opened {
+        guard,
+        mut session,
+        audit,
+        _lock,
+    } = open_session(
+        args.policy.as_deref(),
+        &args.session,
+        args.audit.as_deref(),
+        Mode::Blocking,
+    )?;
+    let (Some(id), Some(approver)) = (&args.request, &args.approver) else {
+        match args.format {
+            ReportFormat::Json => print_json(&session.requests),
+            ReportFormat::Text if session.requests.is_empty() => {
+                outln!("no request is waiting in session `{}`", session.id);
+            }
+            ReportFormat::Text => {
+                for request in &session.requests {
+                    outln!(
+                        "{}  by {} at {}: {} ({} min{}) — {}",
+                        request.id,
+                        request.requester,
+                        request.requested_at,
+                        scope_text(&request.scope),
+                        request.minutes,
+                        request
+                            .calls
+                            .map(|calls| format!(", {calls} call(s)"))
+                            .unwrap_or_default(),
+                        request.justification
+                    );
+                }
+            }
+        }
+        return Ok(Outcome::Ok);
+    };
+    let grant = guard
+        .approve(&mut session, id, approver, Utc::now())
+        .map_err(fail);
+    // A refusal is audited; the session keeps the request for a second person.
+    save_session(&args.session, &session)?;
+    let grant = grant?;
+    match args.format {
+        ReportFormat::Json => print_json(&grant),
+        ReportFormat::Text => outln!(
+            "granted {}: {} until {} (review by {})",
+            grant.id,
+            scope_text(&grant.request.scope),
+            grant.expires_at,
+            grant.review_by
+        ),
+    }
+    Ok(audited(audit.as_deref()))
+}
+
+fn scope_text(scope: &Scope) -> String {
+    match scope {
+        Scope::State(state) => format!("calls as in the {state} state"),
+        Scope::Tools(tools) => format!("tools {}", tools.join(", ")),
+    }
 }
 
 /// What `guard evidence` and `guard advance` print with `--format json`.

@@ -22,6 +22,7 @@ mod export;
 mod guard;
 mod import;
 mod knowledge;
+mod mcp;
 mod plan;
 mod run;
 mod runs;
@@ -125,6 +126,9 @@ enum Command {
     /// Code sandboxes: serve the Bay API over the embedded local sandbox.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
+    /// The Model Context Protocol: the guard as a gateway in front of MCP servers.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// The JSON Schema of a file format (tool, workflow, configs, SUT, guard, sandbox,
     /// knowledge), for editors: `# yaml-language-server: $schema=…`.
     Schema(schema::SchemaArgs),
@@ -168,6 +172,7 @@ fn main() -> ExitCode {
         Command::Knowledge(command) => knowledge::knowledge_command(command),
         Command::Guard(command) => guard::guard_command(command),
         Command::Sandbox(command) => sandbox::sandbox_command(command),
+        Command::Mcp(command) => mcp::mcp_command(command),
         Command::Import(command) => import::import_command(command),
         Command::Export(command) => export::export_command(command),
         Command::Explore(args) => explore::explore_command(args),
@@ -195,8 +200,9 @@ mod tests {
 
     /// The commands whose output is not a result to read back: a server, and documents that
     /// are already in their one format.
-    const NO_RESULT: [&str; 4] = [
+    const NO_RESULT: [&str; 5] = [
         "wayline sandbox serve",
+        "wayline mcp gateway",
         "wayline schema",
         "wayline completions",
         "wayline man",

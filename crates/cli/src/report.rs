@@ -180,6 +180,7 @@ one_outcome!(Outcome::Unreadable =>
     wayline_explorer::Error,
     wayline_guard::Error,
     wayline_knowledge::Error,
+    wayline_mcp::Error,
     wayline_sandbox::Error,
     wayline_sandbox::SandboxError,
     wayline_store::Error,

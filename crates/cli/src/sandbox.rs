@@ -87,14 +87,7 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
         Some(path) => Profiles::load(path).map_err(fail)?,
         None => Profiles::bay_defaults(),
     };
-    let data_dir = match args.data_dir {
-        Some(dir) => dir,
-        None => wayline_store::default_location()
-            .and_then(|db| db.parent().map(|home| home.join("sandbox")))
-            .ok_or_else(|| {
-                unreadable("no --data-dir given and no home directory known; pass --data-dir DIR")
-            })?,
-    };
+    let data_dir = crate::assemble::data_dir(args.data_dir, "sandbox")?;
     let isolation = match args.isolation {
         IsolationArg::Auto => IsolationMode::Auto,
         IsolationArg::None => IsolationMode::None,

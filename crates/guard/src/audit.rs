@@ -30,8 +30,8 @@ pub struct AuditEntry {
     pub at: DateTime<Utc>,
     /// The session.
     pub session: String,
-    /// `decision`, `transition`, `evidence`, `break_glass_granted`, `break_glass_refused`,
-    /// `break_glass_call`.
+    /// `decision`, `transition`, `evidence`, `break_glass_requested`, `break_glass_granted`,
+    /// `break_glass_refused`, `break_glass_call`.
     pub kind: String,
     /// What happened, as data.
     pub detail: Value,

@@ -33,6 +33,47 @@ pub struct BreakGlassRequest {
     pub scope: Scope,
     /// For how long, in minutes (at most the policy's `break_glass.max_minutes`).
     pub minutes: u64,
+    /// For how many calls at most (none: any number until it expires). A grant for one
+    /// call lets exactly one blocked action through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u32>,
+}
+
+/// A request for an emergency override that no one has approved yet: an agent asks, and a
+/// second person approves it (`wayline guard approve`), never the one who asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PendingRequest {
+    /// Its id, for the approver.
+    pub id: String,
+    /// Why the normal process cannot be followed.
+    pub justification: String,
+    /// Who asks.
+    pub requester: String,
+    /// What it would open.
+    pub scope: Scope,
+    /// For how long, in minutes.
+    pub minutes: u64,
+    /// For how many calls at most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u32>,
+    /// When it was asked for.
+    pub requested_at: DateTime<Utc>,
+}
+
+impl PendingRequest {
+    /// The request, approved by `approver`.
+    pub fn approved_by(&self, approver: impl Into<String>) -> BreakGlassRequest {
+        BreakGlassRequest {
+            justification: self.justification.clone(),
+            requester: self.requester.clone(),
+            approver: approver.into(),
+            scope: self.scope.clone(),
+            minutes: self.minutes,
+            calls: self.calls,
+        }
+    }
 }
 
 /// A granted override.
@@ -50,6 +91,9 @@ pub struct Grant {
     pub expires_at: DateTime<Utc>,
     /// When its use must have been reviewed.
     pub review_by: DateTime<Utc>,
+    /// How many calls it has let through.
+    #[serde(default)]
+    pub used: u32,
 }
 
 impl BreakGlassRequest {
@@ -67,7 +111,15 @@ impl BreakGlassRequest {
             approver: approver.into(),
             scope,
             minutes,
+            calls: None,
         }
+    }
+
+    /// The same request, for at most `calls` calls.
+    #[must_use]
+    pub fn calls(mut self, calls: u32) -> Self {
+        self.calls = Some(calls);
+        self
     }
 
     /// Checks the request against `policy` and grants it from `now`.
@@ -89,6 +141,12 @@ impl BreakGlassRequest {
                 "`{}` cannot approve their own request; a second person must",
                 self.requester.trim()
             ));
+        }
+        if self.calls == Some(0) {
+            return refuse(
+                "a grant for calls lets at least one through; leave `calls` out for no limit"
+                    .into(),
+            );
         }
         let limits = policy.break_glass();
         if self.minutes == 0 || self.minutes > limits.max_minutes {
@@ -127,6 +185,7 @@ impl BreakGlassRequest {
             granted_at: now,
             expires_at,
             review_by,
+            used: 0,
         })
     }
 }
@@ -162,9 +221,11 @@ impl Grant {
         Ok(())
     }
 
-    /// True while it applies.
+    /// True while it applies: not expired, and calls left if it counts them.
     pub fn active(&self, now: DateTime<Utc>) -> bool {
-        self.granted_at <= now && now < self.expires_at
+        self.granted_at <= now
+            && now < self.expires_at
+            && self.request.calls.is_none_or(|calls| self.used < calls)
     }
 
     /// True when it opens `tool`; `state_allows` says whether its state (for a state scope)

@@ -10,10 +10,10 @@ use wayline_core::ToolDefinition;
 
 use crate::Error;
 use crate::audit::AuditLog;
-use crate::breakglass::{BreakGlassRequest, Grant};
+use crate::breakglass::{BreakGlassRequest, Grant, PendingRequest, Scope};
 use crate::glob::Name;
 use crate::panic::{self, Candidate};
-use crate::policy::{Policy, ToolClass};
+use crate::policy::{Hints, Policy, ToolClass};
 use crate::session::{Call, Session};
 use crate::signal::{PanicKind, PanicSignal};
 
@@ -52,6 +52,8 @@ pub struct ToolCall<'a> {
     pub definition: Option<&'a ToolDefinition>,
     /// The namespace or resource it is about, when known (domain jumping).
     pub domain: Option<&'a str>,
+    /// What the tool says about itself, when it says anything.
+    pub hints: Hints,
 }
 
 impl<'a> ToolCall<'a> {
@@ -61,7 +63,15 @@ impl<'a> ToolCall<'a> {
             tool,
             definition: None,
             domain: None,
+            hints: Hints::default(),
         }
+    }
+
+    /// With what the tool says about itself.
+    #[must_use]
+    pub fn hints(mut self, hints: Hints) -> Self {
+        self.hints = hints;
+        self
     }
 
     /// With the tool's definition.
@@ -218,7 +228,7 @@ impl Guard {
         // Time alone may have met the current state's requirements since the last call.
         self.advance_automatically(session, now);
         let name = Name::new(call.tool);
-        let class = policy.classify_name(&name, call.definition);
+        let class = policy.classify_name(&name, call.definition, call.hints);
         let own_state = session.state.clone();
         let own_gate = self.gate(&own_state, call.tool, &name, class);
         // A grant only ever opens: the session's own state is asked first, and a grant is
@@ -327,6 +337,11 @@ impl Guard {
                 json!({"from": from, "to": to, "reason": "panic intervention"}),
                 now,
             );
+        }
+        if let Some(grant) = opened_by_grant
+            && let Some(held) = session.grants.iter_mut().find(|held| held.id == grant.id)
+        {
+            held.used = held.used.saturating_add(1);
         }
         session.signals.extend(signals);
         session.history.push(Call {
@@ -668,6 +683,114 @@ impl Guard {
                 Err(error)
             }
         }
+    }
+}
+
+/// What an agent may ask for: an emergency override waiting for a second person.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Ask {
+    /// Why the normal process cannot be followed.
+    pub justification: String,
+    /// Who asks.
+    pub requester: String,
+    /// What it would open.
+    pub scope: Scope,
+    /// For how long, in minutes.
+    pub minutes: u64,
+    /// For how many calls at most.
+    pub calls: Option<u32>,
+}
+
+impl Ask {
+    /// A request by `requester` for `scope`, `minutes` long.
+    pub fn new(
+        justification: impl Into<String>,
+        requester: impl Into<String>,
+        scope: Scope,
+        minutes: u64,
+    ) -> Self {
+        Ask {
+            justification: justification.into(),
+            requester: requester.into(),
+            scope,
+            minutes,
+            calls: None,
+        }
+    }
+}
+
+impl Guard {
+    /// Files an emergency request in `session` for a second person to approve
+    /// ([`approve`](Self::approve)); refused at once when no approval could grant it (too
+    /// long, no justification, an unknown state). Audited.
+    pub fn request_break_glass(
+        &self,
+        session: &mut Session,
+        ask: Ask,
+        now: DateTime<Utc>,
+    ) -> Result<PendingRequest, Error> {
+        let pending = PendingRequest {
+            id: format!(
+                "req-{}-{}",
+                session.id,
+                session.requests.len() + session.grants.len() + 1
+            ),
+            justification: ask.justification,
+            requester: ask.requester,
+            scope: ask.scope,
+            minutes: ask.minutes,
+            calls: ask.calls,
+            requested_at: now,
+        };
+        // Checked as if a second person approved it now.
+        let checked = pending
+            .approved_by(format!("{} (a second person)", pending.requester))
+            .grant(&self.policy, "check", now);
+        if let Err(error) = checked {
+            let _unaudited = self.log(
+                session,
+                "break_glass_refused",
+                json!({"request": pending, "reason": error.to_string()}),
+                now,
+            );
+            return Err(error);
+        }
+        let _unaudited = self.log(session, "break_glass_requested", json!(pending), now);
+        session.requests.push(pending.clone());
+        Ok(pending)
+    }
+
+    /// Approves request `id` of `session` as `approver` (not who asked): the grant starts
+    /// now. A granted request leaves the pending list; a refused one (approved by who asked)
+    /// stays for a second person, and the refusal is audited.
+    pub fn approve(
+        &self,
+        session: &mut Session,
+        id: &str,
+        approver: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Grant, Error> {
+        let Some(index) = session.requests.iter().position(|request| request.id == id) else {
+            let pending: Vec<&str> = session.requests.iter().map(|r| r.id.as_str()).collect();
+            return Err(Error::BreakGlass {
+                reason: if pending.is_empty() {
+                    format!("no request `{id}` is waiting in session `{}`", session.id)
+                } else {
+                    format!(
+                        "no request `{id}` is waiting in session `{}` (waiting: {})",
+                        session.id,
+                        pending.join(", ")
+                    )
+                },
+            });
+        };
+        let request = session.requests[index].approved_by(approver);
+        let granted = self.break_glass(session, request, now);
+        if granted.is_ok() {
+            session.requests.remove(index);
+        }
+        granted
     }
 }
 

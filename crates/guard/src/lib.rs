@@ -40,12 +40,12 @@ mod step_policy;
 mod suggest;
 pub mod suite;
 
-pub use breakglass::{BreakGlassRequest, Grant, Scope};
+pub use breakglass::{BreakGlassRequest, Grant, PendingRequest, Scope};
 pub use error::Error;
 pub use glob::Glob;
-pub use guard::{Decision, GUIDANCE_BLOCK, Guard, Mode, ToolCall};
+pub use guard::{Ask, Decision, GUIDANCE_BLOCK, Guard, Mode, ToolCall};
 pub use policy::{
-    BreakGlassConfig, DEFAULT_POLICY, EvidenceRequirement, PanicConfig, Policy, PolicyFile,
+    BreakGlassConfig, DEFAULT_POLICY, EvidenceRequirement, Hints, PanicConfig, Policy, PolicyFile,
     StateConfig, ToolClass,
 };
 pub use session::{Call, Evidence, Session, Transition};

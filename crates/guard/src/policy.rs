@@ -25,6 +25,39 @@ pub enum ToolClass {
     Privileged,
 }
 
+/// What a tool says about itself (an MCP server's tool annotations). Hints classify a tool
+/// that no pattern of the policy and no definition classifies; they never override those.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Hints {
+    /// `readOnlyHint`: it changes nothing.
+    pub read_only: Option<bool>,
+    /// `destructiveHint`: its changes may not be undone (MCP's default, when it is not
+    /// read-only, is yes).
+    pub destructive: Option<bool>,
+}
+
+impl Hints {
+    /// Hints from the two annotations.
+    pub fn new(read_only: Option<bool>, destructive: Option<bool>) -> Self {
+        Hints {
+            read_only,
+            destructive,
+        }
+    }
+
+    /// The class they give, if they say anything: read-only is a read; otherwise destructive
+    /// unless the tool says it is not.
+    pub fn class(self) -> Option<ToolClass> {
+        match (self.read_only, self.destructive) {
+            (Some(true), _) => Some(ToolClass::Read),
+            (None, None) => None,
+            (_, Some(false)) => Some(ToolClass::Write),
+            (_, _) => Some(ToolClass::Destructive),
+        }
+    }
+}
+
 impl ToolClass {
     /// Every class, harmless first.
     pub const ALL: [ToolClass; 4] = [
@@ -401,17 +434,28 @@ impl Policy {
     /// else by its metadata (`destructive: true`, HTTP method), else `write` for a tool nothing
     /// is known about — an unknown tool is not assumed harmless.
     pub fn classify(&self, name: &str, tool: Option<&ToolDefinition>) -> ToolClass {
-        self.classify_name(&Name::new(name), tool)
+        self.classify_name(&Name::new(name), tool, Hints::default())
     }
 
-    pub(crate) fn classify_name(&self, name: &Name, tool: Option<&ToolDefinition>) -> ToolClass {
+    /// The class of a tool known by name and by what it says about itself (MCP annotations):
+    /// the policy's patterns first, the hints only for a tool no pattern names.
+    pub fn classify_hinted(&self, name: &str, hints: Hints) -> ToolClass {
+        self.classify_name(&Name::new(name), None, hints)
+    }
+
+    pub(crate) fn classify_name(
+        &self,
+        name: &Name,
+        tool: Option<&ToolDefinition>,
+        hints: Hints,
+    ) -> ToolClass {
         for (class, globs) in &self.classes {
             if globs.iter().any(|glob| name.matched_by(glob)) {
                 return *class;
             }
         }
         let Some(tool) = tool else {
-            return ToolClass::Write;
+            return hints.class().unwrap_or(ToolClass::Write);
         };
         if tool.destructive == Some(true) {
             return ToolClass::Destructive;

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::breakglass::Grant;
+use crate::breakglass::{Grant, PendingRequest};
 use crate::policy::ToolClass;
 use crate::signal::PanicSignal;
 
@@ -38,6 +38,9 @@ pub struct Session {
     /// Emergency grants (expired ones stay, for the record).
     #[serde(default)]
     pub grants: Vec<Grant>,
+    /// Emergency requests waiting for a second person's approval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<PendingRequest>,
     /// State changes, oldest first.
     #[serde(default)]
     pub transitions: Vec<Transition>,
@@ -109,6 +112,7 @@ impl Session {
             history: Vec::new(),
             signals: Vec::new(),
             grants: Vec::new(),
+            requests: Vec::new(),
             transitions: Vec::new(),
         }
     }

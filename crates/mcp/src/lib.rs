@@ -4,11 +4,16 @@
 //!   tool-configs file defines under `mcp_servers` (a command on stdio, or a streamable HTTP
 //!   URL), each connected on first use and kept for the run.
 //! - [`Upstream`]: one connection to an MCP server.
+//! - [`Gateway`]: an MCP server in front of upstream MCP servers, deciding every tool call with
+//!   the guard (phase gating, evidence, panic detection, break-glass, the audit chain), over
+//!   stdio or streamable HTTP with a bearer token.
 
 mod client;
 mod error;
+pub mod gateway;
 mod upstream;
 
 pub use client::{CONNECT_TIMEOUT, McpServers};
 pub use error::Error;
+pub use gateway::{Gateway, GatewayConfig, GatewayHandler, HttpOptions, SessionChoice};
 pub use upstream::Upstream;

@@ -153,3 +153,151 @@ fn a_run_fails_cleanly_when_the_server_exits_mid_run() {
     );
     assert_eq!(record["step_results"][1]["status"], "skipped");
 }
+
+/// Whether the official Python MCP SDK is importable.
+fn python_mcp() -> bool {
+    let found = Command::new("python3")
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !found {
+        eprintln!("skipped: the Python MCP SDK is not installed (.ci/run installs mcp 2.3.0)");
+    }
+    found
+}
+
+/// A policy for server-everything's tools: reads (by their annotations) pass while gathering;
+/// two reads of symptoms move the session to resolving, where writes pass.
+const POLICY: &str = "name: everything\ninitial_state: gathering\nstates:\n  gathering:\n    description: Finding out what is wrong\n    allowed_tools: [echo, get-*]\n    required_evidence:\n      - {type: symptoms, min_count: 2}\n    next_states: [resolving]\n    guidance_message: Read before you change anything.\n  resolving:\n    description: Fixing it\n    allowed_classes: [read, write, destructive]\n    next_states: [gathering]\nevidence:\n  echo: symptoms\n  get-structured-content: symptoms\npanic:\n  rapid_fire_count: 100\n  min_evidence_for_write: 0\n  early_states: []\n  forced_state: gathering\n";
+
+/// Runs the Python agent script against `wayline mcp gateway` (stdio) in `scenario`.
+fn agent(dir: &Path, server: &Path, scenario: &str) -> serde_json::Value {
+    let policy = dir.join("policy.yaml");
+    let data = dir.join("data");
+    let approve = serde_json::json!([
+        "--session",
+        data.join("sessions/incident.json"),
+        "--approver",
+        "alice",
+        "--policy",
+        policy,
+        "--audit",
+        data.join("audit.jsonl"),
+    ]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_gateway.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_wayline"))
+        .args(["mcp", "gateway", "--upstream"])
+        .arg(format!("everything={} stdio", server.display()))
+        .args(["--policy", path(&policy), "--data-dir", path(&data)])
+        .args(["--session", "incident"])
+        .env("SCENARIO", scenario)
+        .env("APPROVE_ARGS", approve.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout_json(&out)
+}
+
+#[test]
+fn the_gateway_gates_a_real_server_by_phase_for_a_real_client() {
+    let Some(server) = everything() else { return };
+    if !python_mcp() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), POLICY).unwrap();
+    let seen = agent(dir.path(), &server, "first");
+    let tools: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool.as_str().unwrap())
+        .collect();
+    for tool in [
+        "echo",
+        "toggle-simulated-logging",
+        "workflow_state",
+        "workflow_advance",
+        "break_glass_request",
+    ] {
+        assert!(tools.contains(&tool), "{tool} not in {tools:?}");
+    }
+    // Gathering: the write (by its annotations) is blocked with the guidance; the read passes.
+    let blocked = &seen["write_blocked"];
+    assert_eq!(blocked["is_error"], true);
+    let guidance = blocked["text"].as_str().unwrap();
+    assert!(guidance.contains("Blocked by the guard"), "{guidance}");
+    assert!(
+        guidance.contains("not allowed in the gathering state"),
+        "{guidance}"
+    );
+    assert!(
+        guidance.contains("Read before you change anything."),
+        "{guidance}"
+    );
+    assert_eq!(seen["read"]["text"], "Echo: hi");
+    assert_eq!(seen["state_before"]["structured"]["state"], "gathering");
+    assert_eq!(
+        seen["state_before"]["structured"]["missing"][0],
+        "symptoms evidence: 1 of 2"
+    );
+    assert_eq!(seen["advance_refused"]["is_error"], true);
+    // Break-glass: asked by the agent, approved from the CLI, one call, then used up.
+    assert_eq!(
+        seen["asked"]["structured"]["status"],
+        "waiting for approval"
+    );
+    assert_eq!(seen["before_approval"]["is_error"], true);
+    assert_eq!(seen["approval"]["code"], 0, "{}", seen["approval"]);
+    assert_eq!(
+        seen["under_grant"]["is_error"], false,
+        "{}",
+        seen["under_grant"]
+    );
+    assert_eq!(seen["used_up"]["is_error"], true);
+    // Evidence from reads moved the session on; there, the write passes.
+    assert_eq!(seen["state_after"]["structured"]["state"], "resolving");
+    assert_eq!(
+        seen["write_in_resolving"]["is_error"], false,
+        "{}",
+        seen["write_in_resolving"]
+    );
+
+    // A restarted gateway goes on in the same session.
+    let again = agent(dir.path(), &server, "restart");
+    assert_eq!(again["state"]["structured"]["state"], "resolving");
+    assert_eq!(
+        again["state"]["structured"]["evidence"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(again["write"]["is_error"], false);
+
+    // The audit log verifies; a tampered entry is found.
+    let log = dir.path().join("data/audit.jsonl");
+    let verified = wayline(&["guard", "audit", "verify", path(&log)]);
+    assert_eq!(
+        code(&verified),
+        0,
+        "{}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("break_glass_granted") && text.contains("break_glass_call"));
+    std::fs::write(
+        &log,
+        text.replacen("\"decision\":\"block\"", "\"decision\":\"allow\"", 1),
+    )
+    .unwrap();
+    let tampered = wayline(&["guard", "audit", "verify", path(&log)]);
+    assert_eq!(code(&tampered), 1);
+    assert!(String::from_utf8_lossy(&tampered.stdout).contains("broken at line"));
+}

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use wayline_guard::audit::{self, AuditLog, Verification};
 use wayline_guard::{
-    BreakGlassRequest, Decision, Guard, Mode, PanicKind, Policy, Scope, ToolCall, suite,
+    Ask, BreakGlassRequest, Decision, Guard, Hints, Mode, PanicKind, Policy, Scope, ToolCall,
+    ToolClass, suite,
 };
 
 fn t0() -> DateTime<Utc> {
@@ -623,4 +624,102 @@ fn an_anchor_finds_a_log_cut_short() {
         audit::verify_from_anchor(&log_path, &heads[0]).unwrap(),
         Verification::Intact { .. }
     ));
+}
+
+#[test]
+fn an_agent_asks_a_person_approves_and_a_one_call_grant_lets_one_call_through() {
+    let sink = Arc::new(audit::MemorySink::default());
+    let guard = guard(Mode::Blocking).audit(Arc::new(AuditLog::new(Box::new(Arc::clone(&sink)))));
+    let mut session = guard.start("s9", t0());
+    let mut ask = Ask::new(
+        "the pod is crash-looping and customers are down",
+        "agent:claude",
+        Scope::Tools(vec!["oc_write_restart".into()]),
+        10,
+    );
+    ask.calls = Some(1);
+    let too_long = Ask::new(
+        "the pod is crash-looping",
+        "agent:claude",
+        Scope::State("resolving".into()),
+        600,
+    );
+    assert!(
+        guard
+            .request_break_glass(&mut session, too_long, t0())
+            .is_err()
+    );
+    let pending = guard.request_break_glass(&mut session, ask, t0()).unwrap();
+    assert_eq!(session.requests.len(), 1);
+    // Asking opens nothing; the asker cannot approve; a second person can.
+    let call = || ToolCall::new("oc_write_restart");
+    assert_eq!(guard.decide(&mut session, call(), t0()).name(), "block");
+    let own = guard.approve(&mut session, &pending.id, "Agent:Claude", t0());
+    assert!(
+        own.unwrap_err()
+            .to_string()
+            .contains("cannot approve their own")
+    );
+    assert!(
+        guard
+            .approve(&mut session, "req-nope", "alice", t0())
+            .is_err()
+    );
+    let grant = guard
+        .approve(&mut session, &pending.id, "alice", t0())
+        .unwrap();
+    assert!(session.requests.is_empty());
+    assert_eq!(grant.request.calls, Some(1));
+    let at = t0() + Duration::seconds(5);
+    assert_eq!(guard.decide(&mut session, call(), at).name(), "allow");
+    // Used up: the next call is blocked again, though the grant has minutes left.
+    let later = t0() + Duration::seconds(60);
+    assert_eq!(guard.decide(&mut session, call(), later).name(), "block");
+    assert_eq!(session.grants[0].used, 1);
+    let kinds: Vec<String> = sink.entries().into_iter().map(|entry| entry.kind).collect();
+    for kind in [
+        "break_glass_refused",
+        "break_glass_requested",
+        "break_glass_granted",
+        "break_glass_call",
+    ] {
+        assert!(
+            kinds.iter().any(|seen| seen == kind),
+            "{kind} not in {kinds:?}"
+        );
+    }
+}
+
+#[test]
+fn annotations_classify_only_what_no_pattern_names() {
+    let policy = Policy::default_policy();
+    let read_only = Hints::new(Some(true), Some(false));
+    let additive = Hints::new(Some(false), Some(false));
+    let unsaid = Hints::new(Some(false), None);
+    assert_eq!(policy.classify_hinted("echo", read_only), ToolClass::Read);
+    assert_eq!(policy.classify_hinted("toggle", additive), ToolClass::Write);
+    assert_eq!(
+        policy.classify_hinted("drop", unsaid),
+        ToolClass::Destructive
+    );
+    assert_eq!(
+        policy.classify_hinted("nothing", Hints::default()),
+        ToolClass::Write
+    );
+    // A hint never overrides a pattern: a restart that calls itself read-only is destructive.
+    assert_eq!(
+        policy.classify_hinted("oc_write_restart", read_only),
+        ToolClass::Destructive
+    );
+    // In gathering, a read-only tool by hints passes; the same name with no hints does not.
+    let guard = guard(Mode::Blocking);
+    let mut session = guard.start("s10", t0());
+    let echo = ToolCall::new("echo").hints(read_only);
+    assert_eq!(guard.decide(&mut session, echo, t0()).name(), "allow");
+    assert_eq!(
+        guard
+            .decide(&mut session, ToolCall::new("echo"), t0())
+            .name(),
+        "block"
+    );
 }

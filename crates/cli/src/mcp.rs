@@ -1,0 +1,165 @@
+//! `wayline mcp ...`: the guard as a gateway in front of MCP servers.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use wayline_core::McpServer;
+use wayline_core::secret::CommandLine;
+use wayline_guard::audit::AuditLog;
+use wayline_guard::{Guard, Policy};
+use wayline_mcp::{Gateway, GatewayConfig, HttpOptions, SessionChoice};
+use wayline_registry::ToolConfigs;
+
+use crate::assemble::runtime;
+use crate::guard::ModeArg;
+use crate::report::{Outcome, fail, unreadable};
+
+/// `wayline mcp ...`
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum McpCommand {
+    /// Serve MCP in front of other MCP servers, deciding every tool call with the guard:
+    /// blocked calls answer the guard's guidance, allowed ones are forwarded and their results
+    /// kept as evidence; adds workflow_state, workflow_advance and break_glass_request.
+    Gateway(GatewayArgs),
+}
+
+/// `wayline mcp gateway` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct GatewayArgs {
+    /// An upstream server: `NAME=COMMAND LINE` (started on stdio) or `NAME=URL` (streamable
+    /// HTTP). Repeatable.
+    #[arg(long = "upstream", value_name = "NAME=COMMAND|URL")]
+    upstreams: Vec<String>,
+    /// A tool-configs file whose `mcp_servers` are upstreams too (credentials go there).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Expose tools and prompts as `SERVER__NAME`.
+    #[arg(long)]
+    prefix: bool,
+    /// The guard policy (default: ADR-005's).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// How decisions are enforced.
+    #[arg(long, value_enum, default_value_t = ModeArg::Blocking)]
+    mode: ModeArg,
+    /// Where sessions (`sessions/NAME.json`) and the audit log (`audit.jsonl`) are kept
+    /// (default: ~/.wayline/mcp).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// One named session shared by every client (found again after a restart); default: a
+    /// session per client connection.
+    #[arg(long, value_name = "NAME")]
+    session: Option<String>,
+    /// The audit log (default: DATA_DIR/audit.jsonl).
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Serve streamable HTTP at http://ADDRESS/mcp (a loopback address) instead of stdio;
+    /// clients send `Authorization: Bearer` with the token in WAYLINE_MCP_TOKEN.
+    #[arg(long, value_name = "ADDRESS")]
+    http: Option<SocketAddr>,
+}
+
+pub(crate) fn mcp_command(command: McpCommand) -> Outcome {
+    match command {
+        McpCommand::Gateway(args) => match gateway(args) {
+            Ok(outcome) | Err(outcome) => outcome,
+        },
+    }
+}
+
+/// `NAME=COMMAND` or `NAME=URL`.
+fn upstream(text: &str) -> Result<(String, McpServer), Outcome> {
+    let Some((name, target)) = text.split_once('=') else {
+        return Err(unreadable(format!(
+            "--upstream {text}: write NAME=COMMAND LINE or NAME=URL"
+        )));
+    };
+    let server = if target.starts_with("http://") || target.starts_with("https://") {
+        McpServer::url(target)
+    } else {
+        McpServer::command(CommandLine::Line(target.to_owned()))
+    };
+    if let Some(problem) = server.problem() {
+        return Err(unreadable(format!("--upstream {name}: {problem}")));
+    }
+    Ok((name.trim().to_owned(), server))
+}
+
+fn gateway(args: GatewayArgs) -> Result<Outcome, Outcome> {
+    let mut upstreams: BTreeMap<String, McpServer> = BTreeMap::new();
+    if let Some(path) = &args.config {
+        let configs = ToolConfigs::load(path).map_err(fail)?;
+        upstreams.extend(configs.mcp_servers().clone());
+    }
+    for text in &args.upstreams {
+        let (name, server) = upstream(text)?;
+        upstreams.insert(name, server);
+    }
+    if upstreams.is_empty() {
+        return Err(unreadable(
+            "no upstream MCP server: give --upstream NAME=COMMAND (or NAME=URL), or --config FILE with mcp_servers",
+        ));
+    }
+    let data_dir = crate::assemble::data_dir(args.data_dir, "mcp")?;
+    std::fs::create_dir_all(&data_dir)
+        .map_err(|error| unreadable(format!("cannot create {}: {error}", data_dir.display())))?;
+    let policy = match &args.policy {
+        Some(path) => Policy::load(path).map_err(fail)?,
+        None => Policy::default_policy(),
+    };
+    let audit_path = args.audit.unwrap_or_else(|| data_dir.join("audit.jsonl"));
+    let audit = AuditLog::file(&audit_path).map_err(fail)?;
+    let guard = Guard::new(Arc::new(policy), args.mode.into()).audit(Arc::new(audit));
+    let mut config = GatewayConfig::new(upstreams, guard, data_dir.join("sessions"));
+    config.prefix = args.prefix;
+    if let Some(name) = args.session {
+        config.session = SessionChoice::Named(name);
+    }
+    let token = match args.http {
+        Some(address) if !address.ip().is_loopback() => {
+            return Err(unreadable(format!(
+                "--http {address}: the gateway serves loopback addresses only (127.0.0.1, ::1); put a proxy in front of it to serve further"
+            )));
+        }
+        Some(_) => Some(
+            std::env::var("WAYLINE_MCP_TOKEN")
+                .ok()
+                .filter(|token| !token.trim().is_empty())
+                .ok_or_else(|| {
+                    unreadable("--http needs a token: set WAYLINE_MCP_TOKEN to the bearer token clients will send")
+                })?,
+        ),
+        None => None,
+    };
+    let runtime = runtime()?;
+    runtime.block_on(async {
+        let gateway = Gateway::connect(config).await.map_err(fail)?;
+        match (args.http, token) {
+            (Some(address), Some(token)) => {
+                let listener = tokio::net::TcpListener::bind(address)
+                    .await
+                    .map_err(|error| unreadable(format!("cannot listen on {address}: {error}")))?;
+                let bound = listener
+                    .local_addr()
+                    .map_err(|error| unreadable(error.to_string()))?;
+                eprintln!(
+                    "serving MCP at http://{bound}/mcp ({} tools; sessions in {}; audit log {})",
+                    gateway.tool_names().count(),
+                    data_dir.join("sessions").display(),
+                    audit_path.display()
+                );
+                let stop = async {
+                    let _ = tokio::signal::ctrl_c().await;
+                };
+                gateway
+                    .serve_http(HttpOptions::new(listener, token), stop)
+                    .await
+                    .map_err(fail)?;
+            }
+            _ => gateway.serve_stdio().await.map_err(fail)?,
+        }
+        Ok(Outcome::Ok)
+    })
+}
