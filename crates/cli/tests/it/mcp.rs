@@ -301,3 +301,110 @@ fn the_gateway_gates_a_real_server_by_phase_for_a_real_client() {
     assert_eq!(code(&tampered), 1);
     assert!(String::from_utf8_lossy(&tampered.stdout).contains("broken at line"));
 }
+
+#[test]
+fn the_gateway_serves_streamable_http_behind_a_bearer_token() {
+    let Some(server) = everything() else { return };
+    if !python_mcp() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args([
+            "mcp",
+            "gateway",
+            "--prefix",
+            "--http",
+            "127.0.0.1:0",
+            "--upstream",
+        ])
+        .arg(format!("everything={} stdio", server.display()))
+        .args(["--data-dir", path(dir.path())])
+        .env("WAYLINE_MCP_TOKEN", "t0ken-for-the-test")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first line says where it listens.
+    let mut line = String::new();
+    let stderr = gateway.stderr.take().unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_http.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(&url)
+        .env("WAYLINE_MCP_TOKEN", "t0ken-for-the-test")
+        .output()
+        .unwrap();
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = stdout_json(&out);
+    assert_eq!(seen["echo"][0], "Echo: over http");
+    assert_eq!(seen["state"], "gathering");
+    assert_eq!(seen["blocked"], true);
+    assert_eq!(seen["without_token"], 401);
+    let tools = seen["tools"].as_array().unwrap();
+    assert!(
+        tools.contains(&serde_json::json!("everything__echo")),
+        "{tools:?}"
+    );
+    // The token is in no file the gateway wrote.
+    for entry in walk(dir.path()) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        assert!(!text.contains("t0ken-for-the-test"), "{}", entry.display());
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn the_gateway_refuses_what_it_cannot_serve() {
+    let no_upstream = wayline(&["mcp", "gateway"]);
+    assert_eq!(code(&no_upstream), 2);
+    assert!(String::from_utf8_lossy(&no_upstream.stderr).contains("no upstream MCP server"));
+    let public = wayline(&[
+        "mcp",
+        "gateway",
+        "--upstream",
+        "x=true",
+        "--http",
+        "0.0.0.0:8080",
+    ]);
+    assert_eq!(code(&public), 2);
+    assert!(String::from_utf8_lossy(&public.stderr).contains("loopback addresses only"));
+    let dir = tempfile::tempdir().unwrap();
+    let gone = wayline(&[
+        "mcp",
+        "gateway",
+        "--upstream",
+        "gone=/no/such/server",
+        "--data-dir",
+        path(dir.path()),
+    ]);
+    assert_eq!(code(&gone), 2);
+    let stderr = String::from_utf8_lossy(&gone.stderr);
+    assert!(
+        stderr.contains("MCP server `gone` is unavailable: cannot start `/no/such/server`"),
+        "{stderr}"
+    );
+}

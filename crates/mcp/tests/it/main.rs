@@ -4,4 +4,5 @@
 //! one is missing, the tests that need it say so in one line and pass.
 
 mod client;
+mod gateway;
 mod support;

@@ -1,0 +1,39 @@
+"""Calls `wayline mcp gateway --http` with the official Python MCP SDK's streamable HTTP client:
+lists the tools and calls `echo` and `workflow_state` with the bearer token, then tries without
+it. Arguments: the gateway's URL; the token is in WAYLINE_MCP_TOKEN. Prints JSON."""
+
+import asyncio
+import json
+import os
+import sys
+
+import httpx2
+from mcp import ClientSession
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+
+async def main():
+    url = sys.argv[1]
+    token = os.environ["WAYLINE_MCP_TOKEN"]
+    report = {}
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with client:
+        async with streamable_http_client(url, http_client=client) as streams:
+            read, write = streams[0], streams[1]
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = await session.list_tools()
+                report["tools"] = sorted(tool.name for tool in tools.tools)
+                echo = await session.call_tool("everything__echo", {"message": "over http"})
+                report["echo"] = [item.text for item in echo.content]
+                state = await session.call_tool("workflow_state", {})
+                report["state"] = state.structured_content["state"]
+                blocked = await session.call_tool("everything__toggle-simulated-logging", {})
+                report["blocked"] = bool(blocked.is_error)
+    async with httpx2.AsyncClient() as plain:
+        response = await plain.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        report["without_token"] = response.status_code
+    print(json.dumps(report))
+
+
+asyncio.run(main())

@@ -1,0 +1,211 @@
+//! The gateway in process, in front of a fake MCP server that registers MCP-ocs's real tool
+//! names (`../shared/fixtures/guard/mcp-ocs-tools.txt`) over streamable HTTP, and that calls
+//! every one of its tools read-only: a server's annotations are hints, and the policy's
+//! patterns win. A client speaks to the gateway through an in-memory pipe.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
+    ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::json;
+use wayline_core::McpServer;
+use wayline_guard::audit::{AuditLog, MemorySink};
+use wayline_guard::{Guard, Mode, Policy};
+use wayline_mcp::{Gateway, GatewayConfig};
+
+/// A server with the given tool names, each claiming to be read-only, each answering `ok NAME`.
+#[derive(Debug, Clone)]
+struct FakeOcs {
+    names: Arc<Vec<String>>,
+}
+
+impl ServerHandler for FakeOcs {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self
+            .names
+            .iter()
+            .map(|name| {
+                let schema = json!({"type": "object", "properties": {}});
+                let mut tool = Tool::new(
+                    name.clone(),
+                    "an MCP-ocs tool",
+                    Arc::new(schema.as_object().unwrap().clone()),
+                );
+                let mut hints = ToolAnnotations::default();
+                hints.read_only_hint = Some(true);
+                tool.annotations = Some(hints);
+                tool
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(CallToolResponse::Complete(CallToolResult::success(vec![
+            ContentBlock::text(format!("ok {}", request.name)),
+        ])))
+    }
+}
+
+/// Serves `handler` over streamable HTTP on loopback; answers its URL.
+async fn serve_http(handler: FakeOcs) -> String {
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{address}/mcp")
+}
+
+/// The class MCP-ocs's default policy gives each of its names, written out by hand.
+fn expected_class(name: &str) -> &'static str {
+    match name {
+        "knowledge_seed" | "memory_store_operational" | "oc_write_apply" | "oc_write_scale" => {
+            "write"
+        }
+        "oc_write_restart" => "destructive",
+        _ => "read",
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_ocs_names_are_classified_as_the_default_policy_says_whatever_the_server_hints() {
+    let Some(list) = wayline_testkit::fixture("guard/mcp-ocs-tools.txt") else {
+        return;
+    };
+    let names: Vec<String> = std::fs::read_to_string(list)
+        .unwrap()
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(names.len(), 24);
+    let url = serve_http(FakeOcs {
+        names: Arc::new(names.clone()),
+    })
+    .await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let sink = Arc::new(MemorySink::default());
+    // Audit mode: every call goes through and every decision is logged with its class.
+    let guard = Guard::new(Arc::new(Policy::default_policy()), Mode::Audit)
+        .audit(Arc::new(AuditLog::new(Box::new(Arc::clone(&sink)))));
+    let mut config = GatewayConfig::new(
+        BTreeMap::from([("ocs".to_owned(), McpServer::url(url))]),
+        guard,
+        dir.path(),
+    );
+    config.prefix = true;
+    let gateway = Gateway::connect(config).await.unwrap();
+
+    let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+    let handler = gateway.handler().unwrap();
+    tokio::spawn(async move {
+        let running = handler.serve(server_end).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let client = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("test-agent", "1"),
+    )
+    .serve(client_end)
+    .await
+    .unwrap();
+    let listed = client.peer().list_all_tools().await.unwrap();
+    assert_eq!(
+        listed.len(),
+        names.len() + 3,
+        "the upstream's and the gateway's own"
+    );
+    for name in &names {
+        let result = client
+            .peer()
+            .call_tool(CallToolRequestParams::new(format!("ocs__{name}")))
+            .await
+            .unwrap();
+        assert_ne!(result.is_error, Some(true), "{name}: {result:?}");
+    }
+    let decided: BTreeMap<String, String> = sink
+        .entries()
+        .into_iter()
+        .filter(|entry| entry.kind == "decision")
+        .map(|entry| {
+            (
+                entry.detail["tool"].as_str().unwrap().to_owned(),
+                entry.detail["class"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        decided.len(),
+        names.len(),
+        "decided on the servers' own names"
+    );
+    for name in &names {
+        assert_eq!(decided[name], expected_class(name), "{name}");
+    }
+    // The same names, blocking, in a fresh session: gathering lets reads through and stops
+    // the writes with the guard's words.
+    let blocking = Guard::new(Arc::new(Policy::default_policy()), Mode::Blocking);
+    let mut config = GatewayConfig::new(
+        BTreeMap::from([(
+            "ocs".to_owned(),
+            McpServer::url(
+                serve_http(FakeOcs {
+                    names: Arc::new(names.clone()),
+                })
+                .await,
+            ),
+        )]),
+        blocking,
+        dir.path(),
+    );
+    config.prefix = true;
+    let gateway = Gateway::connect(config).await.unwrap();
+    let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+    let handler = gateway.handler().unwrap();
+    tokio::spawn(async move {
+        let running = handler.serve(server_end).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let client = ClientConfig::default().serve(client_end).await.unwrap();
+    let read = client
+        .peer()
+        .call_tool(CallToolRequestParams::new("ocs__oc_read_logs"))
+        .await
+        .unwrap();
+    assert_ne!(read.is_error, Some(true));
+    let write = client
+        .peer()
+        .call_tool(CallToolRequestParams::new("ocs__oc_write_restart"))
+        .await
+        .unwrap();
+    assert_eq!(write.is_error, Some(true));
+    let text = serde_json::to_string(&write.content).unwrap();
+    assert!(text.contains("Blocked by the guard"), "{text}");
+}
