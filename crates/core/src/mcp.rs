@@ -264,6 +264,15 @@ impl McpError {
 pub trait McpClient: Send + Sync + fmt::Debug {
     /// Makes `call`.
     async fn call(&self, call: McpCall) -> Result<McpOutcome, McpError>;
+
+    /// Whether tool `tool` of `server` says a second call with the same arguments has no
+    /// further effect (its `idempotentHint`), when the client can tell. The engine asks for
+    /// a tool whose file does not say, before deciding whether a failed call may be made
+    /// again. The default knows nothing.
+    async fn idempotent_hint(&self, server: &str, tool: &str) -> Option<bool> {
+        let _ = (server, tool);
+        None
+    }
 }
 
 #[cfg(test)]

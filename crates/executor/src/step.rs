@@ -380,6 +380,13 @@ async fn call(
             Invoke::Http(request)
         }
     };
+    // An MCP tool whose file does not say may say so itself (`idempotentHint`).
+    let mcp_hint = match (&invoke, tool.idempotent, run.engine.mcp_client.as_ref()) {
+        (Invoke::Mcp(call), None, Some(client)) => {
+            client.idempotent_hint(&call.server, &call.tool).await
+        }
+        _ => None,
+    };
     let resend = |failure: Option<TransportErrorKind>| match &invoke {
         Invoke::Http(request) => may_resend(
             &request.method,
@@ -387,7 +394,8 @@ async fn call(
             tool.idempotency_key.is_some(),
             failure,
         ),
-        Invoke::Cli(..) | Invoke::Code(_) | Invoke::Mcp(_) => tool.idempotent == Some(true),
+        Invoke::Mcp(_) => tool.idempotent.or(mcp_hint) == Some(true),
+        Invoke::Cli(..) | Invoke::Code(_) => tool.idempotent == Some(true),
     };
     let mut rng = fastrand::Rng::with_seed(seed(&run.run_id, &job.step.id));
     let mut failures_in_a_row = 0u32;

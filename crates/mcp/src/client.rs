@@ -102,4 +102,12 @@ impl McpClient for McpServers {
             .call(&call.tool, &call.arguments, call.timeout)
             .await
     }
+
+    async fn idempotent_hint(&self, server: &str, tool: &str) -> Option<bool> {
+        self.connection(server)
+            .await
+            .ok()?
+            .idempotent_hint(tool)
+            .await
+    }
 }

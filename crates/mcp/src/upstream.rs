@@ -33,6 +33,8 @@ pub struct Upstream {
     service: RunningService<RoleClient, ClientConfig>,
     masks: Arc<Vec<String>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Each tool's `idempotentHint`, read once.
+    idempotent: tokio::sync::OnceCell<HashMap<String, Option<bool>>>,
 }
 
 impl Upstream {
@@ -100,6 +102,7 @@ impl Upstream {
             service,
             masks,
             stderr,
+            idempotent: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -134,6 +137,28 @@ impl Upstream {
                     reason: self.explain(&error),
                 },
             })
+    }
+
+    /// What `tool` says of being called again (`idempotentHint`), from the tool list (read
+    /// once); `None` when it says nothing or the list cannot be had.
+    pub async fn idempotent_hint(&self, tool: &str) -> Option<bool> {
+        let hints = self
+            .idempotent
+            .get_or_try_init(|| async {
+                let tools = self.tools().await?;
+                Ok::<_, Error>(
+                    tools
+                        .into_iter()
+                        .map(|tool| {
+                            let hint = tool.annotations.and_then(|hints| hints.idempotent_hint);
+                            (tool.name.to_string(), hint)
+                        })
+                        .collect(),
+                )
+            })
+            .await
+            .ok()?;
+        hints.get(tool).copied().flatten()
     }
 
     /// Calls `tool` with `arguments`, within `timeout`, answering the result as the server

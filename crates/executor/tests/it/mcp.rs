@@ -19,6 +19,8 @@ use crate::support::{tool, workflow};
 struct FakeServer {
     answers: Mutex<VecDeque<Result<McpOutcome, McpError>>>,
     calls: Mutex<Vec<McpCall>>,
+    /// What its tools' annotations say of being called again.
+    hint: Option<bool>,
 }
 
 #[async_trait::async_trait]
@@ -30,6 +32,10 @@ impl McpClient for FakeServer {
             .unwrap()
             .pop_front()
             .unwrap_or_else(|| Ok(McpOutcome::structured(json!({"result": 1}))))
+    }
+
+    async fn idempotent_hint(&self, _server: &str, _tool: &str) -> Option<bool> {
+        self.hint
     }
 }
 
@@ -113,17 +119,23 @@ async fn a_tool_that_says_it_failed_fails_its_step_and_is_not_called_again() {
 
 #[tokio::test(start_paused = true)]
 async fn an_unreachable_server_is_called_again_only_for_an_idempotent_tool() {
+    // The tool file says, else the server's annotations do.
     let unavailable = || {
         Err(McpError::new(
             McpErrorKind::Unavailable,
             "the server exited",
         ))
     };
-    for (idempotent, calls, status) in [
-        (Some(true), 3, RunStatus::Success),
-        (None, 1, RunStatus::Failed),
+    for (idempotent, hint, calls, status) in [
+        (Some(true), None, 3, RunStatus::Success),
+        (None, None, 1, RunStatus::Failed),
+        (None, Some(true), 3, RunStatus::Success),
+        (Some(false), Some(true), 1, RunStatus::Failed),
     ] {
-        let server = Arc::new(FakeServer::default());
+        let server = Arc::new(FakeServer {
+            hint,
+            ..FakeServer::default()
+        });
         server
             .answers
             .lock()
@@ -134,7 +146,10 @@ async fn an_unreachable_server_is_called_again_only_for_an_idempotent_tool() {
             .run(&workflow, RunOptions::new().input("b", 1))
             .await
             .unwrap();
-        assert_eq!(run.status, status, "idempotent {idempotent:?}: {run:#?}");
+        assert_eq!(
+            run.status, status,
+            "idempotent {idempotent:?}, hint {hint:?}: {run:#?}"
+        );
         assert_eq!(
             server
                 .calls
@@ -144,7 +159,7 @@ async fn an_unreachable_server_is_called_again_only_for_an_idempotent_tool() {
                 .filter(|call| call.step_id == "add")
                 .count(),
             calls,
-            "idempotent {idempotent:?}"
+            "idempotent {idempotent:?}, hint {hint:?}"
         );
         if status == RunStatus::Failed {
             assert_eq!(

@@ -43,6 +43,21 @@ async fn tools_are_called_and_their_content_read() {
     let echo = tools.iter().find(|tool| tool.name == "echo").unwrap();
     let hints = echo.annotations.as_ref().unwrap();
     assert_eq!(hints.idempotent_hint, Some(true));
+    // What the engine asks before calling a tool again.
+    assert_eq!(
+        client.idempotent_hint("everything", "echo").await,
+        Some(true)
+    );
+    assert_eq!(
+        client
+            .idempotent_hint("everything", "toggle-simulated-logging")
+            .await,
+        Some(false)
+    );
+    assert_eq!(
+        client.idempotent_hint("everything", "no-such-tool").await,
+        None
+    );
     client.close().await;
 }
 
