@@ -126,7 +126,8 @@ enum Command {
     /// Code sandboxes: serve the Bay API over the embedded local sandbox.
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCommand),
-    /// The Model Context Protocol: the guard as a gateway in front of MCP servers.
+    /// The Model Context Protocol: the guard as a gateway in front of MCP servers, and
+    /// wayline's tools and workflows served to agents.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
     /// The JSON Schema of a file format (tool, workflow, configs, SUT, guard, sandbox,
@@ -200,9 +201,10 @@ mod tests {
 
     /// The commands whose output is not a result to read back: a server, and documents that
     /// are already in their one format.
-    const NO_RESULT: [&str; 5] = [
+    const NO_RESULT: [&str; 6] = [
         "wayline sandbox serve",
         "wayline mcp gateway",
+        "wayline mcp serve",
         "wayline schema",
         "wayline completions",
         "wayline man",

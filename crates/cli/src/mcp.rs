@@ -12,7 +12,15 @@ use wayline_guard::{Guard, Policy};
 use wayline_mcp::{Gateway, GatewayConfig, HttpOptions, SessionChoice};
 use wayline_registry::ToolConfigs;
 
-use crate::assemble::runtime;
+use wayline_core::{Workflow, WorkflowStatus};
+use wayline_guard::GuardPolicy;
+use wayline_knowledge::Recorder;
+use wayline_mcp::WaylineServer;
+
+use crate::args::{LearnArgs, StoreArg, ToolsArgs};
+use crate::assemble::{
+    Environment, engine_builder, load_tools_to_call, open_knowledge, open_store, runtime,
+};
 use crate::guard::ModeArg;
 use crate::report::{Outcome, fail, unreadable};
 
@@ -23,6 +31,30 @@ pub(crate) enum McpCommand {
     /// blocked calls answer the guard's guidance, allowed ones are forwarded and their results
     /// kept as evidence; adds workflow_state, workflow_advance and break_glass_request.
     Gateway(GatewayArgs),
+    /// Serve wayline's tools (a tool directory) and the store's active workflows as MCP tools
+    /// on stdio: a call runs on the engine and answers each step's output, with a progress
+    /// notification per finished step.
+    Serve(ServeArgs),
+}
+
+/// `wayline mcp serve` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    tools: ToolsArgs,
+    /// Serve the active version of every workflow saved in this store, and keep the runs
+    /// there.
+    #[arg(long = "store", value_name = "PATH")]
+    store: Option<PathBuf>,
+    /// Serve only the workflows, not each tool on its own.
+    #[arg(long)]
+    workflows_only: bool,
+    /// Decide every step with the guard under this policy (one diagnostic session for the
+    /// server's life; blocked steps fail).
+    #[arg(long, value_name = "FILE")]
+    guard_policy: Option<PathBuf>,
+    #[command(flatten)]
+    learn: LearnArgs,
 }
 
 /// `wayline mcp gateway` arguments.
@@ -64,6 +96,9 @@ pub(crate) struct GatewayArgs {
 pub(crate) fn mcp_command(command: McpCommand) -> Outcome {
     match command {
         McpCommand::Gateway(args) => match gateway(args) {
+            Ok(outcome) | Err(outcome) => outcome,
+        },
+        McpCommand::Serve(args) => match serve(args) {
             Ok(outcome) | Err(outcome) => outcome,
         },
     }
@@ -162,4 +197,72 @@ fn gateway(args: GatewayArgs) -> Result<Outcome, Outcome> {
         }
         Ok(Outcome::Ok)
     })
+}
+
+fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
+    let env = Environment::load(&args.tools.env_files)?;
+    let registry = Arc::new(load_tools_to_call(&args.tools.tools, &env)?);
+    let mut builder = engine_builder(Arc::clone(&registry), &args.tools, &env)?;
+    let runtime = runtime()?;
+    let mut workflows = Vec::new();
+    if let Some(path) = &args.store {
+        let stores = open_store(&StoreArg {
+            store: Some(path.clone()),
+        })?;
+        builder = builder.run_store(stores.runs.clone());
+        workflows = runtime.block_on(active_workflows(&stores)).map_err(fail)?;
+    }
+    if let Some(policy) = &args.guard_policy {
+        let policy = Arc::new(Policy::load(policy).map_err(fail)?);
+        let guard = Guard::new(policy, wayline_guard::Mode::Blocking);
+        let session = guard.start("mcp-serve", chrono::Utc::now());
+        builder = builder.policy(Arc::new(GuardPolicy::new(guard, session)));
+    }
+    let recorder = match (&args.learn.sut, args.learn.learn) {
+        (Some(sut), true) => {
+            let store = open_knowledge(&args.learn.store, args.store.as_deref())?;
+            let recorder = Recorder::new(store, wayline_knowledge::sut_key(sut), registry.clone());
+            for (workflow, _) in &workflows {
+                recorder.register(workflow);
+            }
+            builder = builder.observer(Arc::new(recorder.clone()));
+            Some(recorder)
+        }
+        (None, true) => return Err(unreadable("--learn needs --sut NAME")),
+        _ => None,
+    };
+    let tools = if args.workflows_only {
+        Vec::new()
+    } else {
+        registry.tools().cloned().collect()
+    };
+    let server = WaylineServer::new(builder, tools, workflows).map_err(fail)?;
+    eprintln!(
+        "serving {} MCP tools on stdio: {}",
+        server.names().count(),
+        server.names().collect::<Vec<_>>().join(", ")
+    );
+    runtime.block_on(server.serve_stdio()).map_err(fail)?;
+    if let Some(recorder) = recorder {
+        runtime.block_on(recorder.flush()).map_err(fail)?;
+    }
+    Ok(Outcome::Ok)
+}
+
+/// The active version of every saved workflow.
+async fn active_workflows(
+    stores: &wayline_store::Stores,
+) -> Result<Vec<(Workflow, Option<u32>)>, wayline_core::StoreError> {
+    let mut active = Vec::new();
+    for latest in stores.workflows.list_workflows().await? {
+        let versions = stores.workflows.workflow_versions(latest.id()).await?;
+        if let Some(record) = versions
+            .into_iter()
+            .rev()
+            .find(|record| record.state() == WorkflowStatus::Active)
+        {
+            active.push((record.workflow, Some(record.version)));
+        }
+    }
+    Ok(active)
 }

@@ -408,3 +408,95 @@ fn the_gateway_refuses_what_it_cannot_serve() {
         "{stderr}"
     );
 }
+
+#[test]
+fn mcp_serve_runs_a_saved_workflow_for_a_real_client_with_progress() {
+    let Some(server) = everything() else { return };
+    if !python_mcp() {
+        return;
+    }
+    let flow = "id: report\nname: Report\ninputs: {city: {required: true, description: The city}}\nsteps:\n  - {id: weather, tool_id: weather, input_mapping: {location: $input.city}}\n  - {id: say, tool_id: echo, input_mapping: {message: weather.conditions}}\n";
+    let dir = files(&format!("[{}, stdio]", server.display()), flow);
+    let at = |name: &str| dir.path().join(name).display().to_string();
+    let store = at("store.db");
+    let (tools, configs) = (at("tools"), at("configs.yaml"));
+    for args in [
+        vec!["workflow", "save", &at("flow.yaml"), "--store", &store],
+        vec![
+            "workflow", "approve", "report", "--by", "alice", "--store", &store,
+        ],
+        vec![
+            "workflow",
+            "activate",
+            "report",
+            "--tools",
+            &tools,
+            "--config",
+            &configs,
+            "--input",
+            "city=Chicago",
+            "--store",
+            &store,
+        ],
+    ] {
+        let out = wayline(&args);
+        assert_eq!(
+            code(&out),
+            0,
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_serve.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_wayline"))
+        .args([
+            "mcp", "serve", "--tools", &tools, "--config", &configs, "--store", &store,
+        ])
+        .env("WORKFLOW", "report")
+        .env("INPUTS", r#"{"city": "Chicago"}"#)
+        .env("ALSO", r#"["echo", {"message": "direct"}]"#)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = stdout_json(&out);
+    // Listed: the tools on their own and the active workflow, with its inputs' schema.
+    let listed = seen["tools"].as_object().unwrap();
+    for name in ["report", "weather", "echo"] {
+        assert!(listed.contains_key(name), "{name}: {listed:?}");
+    }
+    assert_eq!(listed["report"]["required"], serde_json::json!(["city"]));
+    assert_eq!(
+        listed["report"]["properties"]["city"]["description"],
+        "The city"
+    );
+    // The workflow ran; its steps' outputs came back; a notification per step.
+    assert_eq!(seen["is_error"], false, "{seen}");
+    let outputs = &seen["structured"]["outputs"];
+    let conditions = outputs["weather"]["conditions"].as_str().unwrap();
+    assert_eq!(outputs["say"]["text"], format!("Echo: {conditions}"));
+    let progress = seen["progress"].as_array().unwrap();
+    assert_eq!(progress.len(), 2, "{progress:?}");
+    assert_eq!(progress[1]["done"], 2.0);
+    assert_eq!(progress[1]["total"], 2.0);
+    assert_eq!(progress[0]["message"], "weather success");
+    // A tool on its own takes the arguments it is given.
+    assert_eq!(seen["also"]["outputs"]["echo"]["text"], "Echo: direct");
+    // The run is in the store.
+    let run_id = seen["structured"]["run_id"].as_str().unwrap();
+    let shown = wayline(&[
+        "runs", "show", run_id, "--store", &store, "--format", "json",
+    ]);
+    assert_eq!(
+        code(&shown),
+        0,
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    assert_eq!(stdout_json(&shown)["status"], "success");
+}

@@ -1,0 +1,446 @@
+//! wayline's own tools and saved workflows, served to agents as MCP tools (`wayline mcp
+//! serve`). Each tool is listed with a JSON Schema of its inputs (from the tool's placeholders
+//! and parameters, or the workflow's declared inputs); calling one runs it on the engine the
+//! host built (with its run store, guard policy and knowledge recorder when it has them) and
+//! answers the run's step outputs as `structuredContent`. A caller that sends a progress
+//! token gets a progress notification as each step finishes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use chrono::Utc;
+use indexmap::IndexMap;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
+use wayline_core::observer::{RunEvent, RunObserver};
+use wayline_core::{Run, RunStatus, Step, ToolDefinition, Workflow};
+use wayline_executor::{Engine, EngineBuilder, RunOptions};
+
+use crate::Error;
+
+/// What one served name runs.
+#[derive(Debug)]
+struct Entry {
+    /// As listed.
+    tool: Tool,
+    /// The workflow a call runs (a tool: a workflow of one step).
+    workflow: Workflow,
+    /// The saved version, for a saved workflow.
+    version: Option<u32>,
+    /// A tool served alone: every argument given becomes an input of its step, named or
+    /// not (a code or MCP tool names none; a body tool sends what it is given).
+    open: bool,
+}
+
+/// wayline's tools and workflows as an MCP server. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct WaylineServer {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    engine: EngineThread,
+    entries: BTreeMap<String, Entry>,
+    progress: Arc<ProgressRouter>,
+    runs: AtomicU64,
+}
+
+impl WaylineServer {
+    /// Serves `tools` (each callable alone) and `workflows` (with their saved version, if
+    /// any) on the engine `builder` makes, to which a progress observer is added. A tool and a
+    /// workflow of one name is an error.
+    pub fn new(
+        builder: EngineBuilder,
+        tools: Vec<ToolDefinition>,
+        workflows: Vec<(Workflow, Option<u32>)>,
+    ) -> Result<WaylineServer, Error> {
+        let progress = Arc::new(ProgressRouter::default());
+        let engine = EngineThread::start(builder.observer(progress.clone()).build());
+        let mut entries = BTreeMap::new();
+        for tool in tools {
+            let entry = tool_entry(&tool);
+            insert(&mut entries, tool.id.clone(), entry, "tool")?;
+        }
+        for (workflow, version) in workflows {
+            let entry = Entry {
+                tool: Tool::new(
+                    workflow.id.clone(),
+                    workflow_description(&workflow),
+                    Arc::new(workflow_schema(&workflow)),
+                ),
+                workflow: workflow.clone(),
+                version,
+                open: false,
+            };
+            insert(&mut entries, workflow.id.clone(), entry, "workflow")?;
+        }
+        Ok(WaylineServer {
+            inner: Arc::new(Inner {
+                engine,
+                entries,
+                progress,
+                runs: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The names served.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.inner.entries.keys().map(String::as_str)
+    }
+
+    /// Serves one client on standard input and output, until it disconnects.
+    pub async fn serve_stdio(&self) -> Result<(), Error> {
+        let serve_error = |error: String| Error::Serve {
+            address: "stdio".into(),
+            source: std::io::Error::other(error),
+        };
+        let running = self
+            .clone()
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|error| serve_error(error.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|error| serve_error(error.to_string()))?;
+        Ok(())
+    }
+
+    /// Runs `entry` with `arguments`, telling `progress` of each finished step.
+    async fn run(
+        &self,
+        entry: &Entry,
+        arguments: JsonObject,
+        progress: Option<(ProgressToken, rmcp::Peer<RoleServer>)>,
+    ) -> CallToolResult {
+        let n = self.inner.runs.fetch_add(1, Ordering::Relaxed) + 1;
+        let run_id = format!("mcp-{}-{n}", Utc::now().format("%Y%m%dT%H%M%S%.3f"));
+        let mut options = RunOptions::new()
+            .run_id(run_id.clone())
+            .inputs(arguments.into_iter().collect::<IndexMap<String, Value>>());
+        if let Some(version) = entry.version {
+            options = options.workflow_version(version);
+        }
+        let mut workflow = entry.workflow.clone();
+        if entry.open
+            && let Some(step) = workflow.steps.first_mut()
+        {
+            for name in options.inputs.keys() {
+                if !step.input_mapping.contains_key(name) {
+                    step.input_mapping
+                        .insert(name.clone(), Value::String(format!("$input.{name}")));
+                    workflow.inputs.insert(name.clone(), Default::default());
+                }
+            }
+        }
+        let total = workflow.steps.len();
+        let forwarding = progress.map(|(token, peer)| {
+            let (sender, mut events) = mpsc::unbounded_channel::<String>();
+            self.inner.progress.listen(&run_id, sender);
+            tokio::spawn(async move {
+                let mut done = 0u32;
+                while let Some(message) = events.recv().await {
+                    done += 1;
+                    let mut note = ProgressNotificationParam::new(token.clone(), f64::from(done))
+                        .with_message(message);
+                    note = note.with_total(total as f64);
+                    if peer.notify_progress(note).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        });
+        let ran = self.inner.engine.run(workflow, options).await;
+        self.inner.progress.forget(&run_id);
+        if let Some(task) = forwarding {
+            // The sender is gone: the task ends once it has sent what was queued.
+            let _ = task.await;
+        }
+        match ran {
+            Ok(run) => run_result(&run),
+            Err(reason) => CallToolResult::error(vec![ContentBlock::text(format!(
+                "the run could not start: {reason}"
+            ))]),
+        }
+    }
+}
+
+fn insert(
+    entries: &mut BTreeMap<String, Entry>,
+    name: String,
+    entry: Entry,
+    what: &str,
+) -> Result<(), Error> {
+    if entries.contains_key(&name) {
+        return Err(Error::ToolClash {
+            tool: name,
+            first: "a tool".into(),
+            second: format!("a {what}"),
+        });
+    }
+    entries.insert(name, entry);
+    Ok(())
+}
+
+/// A tool served alone: its inputs' schema, and a workflow of one step mapping each input.
+fn tool_entry(tool: &ToolDefinition) -> Entry {
+    let names = tool.input_names();
+    let required = tool.required_inputs();
+    let mut properties = Map::new();
+    for name in &names {
+        properties.insert((*name).to_owned(), json!({}));
+    }
+    let mut schema = Map::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), Value::Object(properties));
+    schema.insert("required".into(), json!(required));
+    let description = if tool.description.is_empty() {
+        tool.name.clone()
+    } else {
+        tool.description.clone()
+    };
+    let mut listed = Tool::new(tool.id.clone(), description, Arc::new(schema));
+    listed.title = Some(tool.name.clone());
+    let mut step = Step::new(tool.id.clone(), tool.id.clone());
+    let mut workflow = Workflow::new(format!("tool-{}", tool.id), tool.name.clone());
+    for name in names {
+        step.input_mapping
+            .insert(name.to_owned(), Value::String(format!("$input.{name}")));
+        let mut spec = wayline_core::workflow::InputSpec::default();
+        spec.required = Some(required.contains(&name));
+        workflow.inputs.insert(name.to_owned(), spec);
+    }
+    workflow.steps.push(step);
+    Entry {
+        tool: listed,
+        workflow,
+        version: None,
+        open: true,
+    }
+}
+
+fn workflow_description(workflow: &Workflow) -> String {
+    let steps: Vec<&str> = workflow.steps.iter().map(|step| step.id.as_str()).collect();
+    let about = if workflow.description.is_empty() {
+        workflow.name.clone()
+    } else {
+        workflow.description.clone()
+    };
+    format!("{about} (a wayline workflow: {})", steps.join(" → "))
+}
+
+/// The schema of a workflow's declared inputs.
+fn workflow_schema(workflow: &Workflow) -> JsonObject {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for (name, spec) in &workflow.inputs {
+        let mut property = Map::new();
+        if !spec.description.is_empty() {
+            property.insert("description".into(), json!(spec.description));
+        }
+        if let Some(default) = &spec.default {
+            property.insert("default".into(), default.clone());
+        }
+        if spec.required.unwrap_or(spec.default.is_none()) {
+            required.push(name.clone());
+        }
+        properties.insert(name.clone(), Value::Object(property));
+    }
+    let mut schema = Map::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), Value::Object(properties));
+    schema.insert("required".into(), json!(required));
+    schema
+}
+
+/// A finished run as a tool result: the step outputs as structured content; a run that did
+/// not succeed is a tool error saying which steps failed.
+fn run_result(run: &Run) -> CallToolResult {
+    let outputs: Map<String, Value> = run
+        .step_results
+        .iter()
+        .map(|result| (result.step_id.clone(), result.output_data.clone()))
+        .collect();
+    let failures: Vec<Value> = run
+        .step_results
+        .iter()
+        .filter_map(|result| {
+            result
+                .error
+                .as_ref()
+                .map(|error| json!({"step": result.step_id, "error": error}))
+        })
+        .collect();
+    let value = json!({
+        "run_id": run.id,
+        "status": run.status,
+        "outputs": outputs,
+        "failures": failures,
+    });
+    let mut result = CallToolResult::structured(value.clone());
+    if run.status != RunStatus::Success {
+        result.is_error = Some(true);
+        let said: Vec<String> = failures
+            .iter()
+            .map(|failure| format!("{}: {}", failure["step"], failure["error"]))
+            .collect();
+        result.content.insert(
+            0,
+            ContentBlock::text(format!(
+                "the run {:?} did not succeed: {}",
+                run.status,
+                said.join("; ")
+            )),
+        );
+    }
+    result
+}
+
+/// A run for the engine thread, and where its record goes.
+struct Job {
+    workflow: Workflow,
+    options: RunOptions,
+    reply: oneshot::Sender<Result<Run, String>>,
+}
+
+/// The engine on a thread of its own: its runs are futures that stay on one thread (the
+/// scheduler's step futures are not `Send`), while the MCP service answers on any. Runs
+/// still go on concurrently, each a task of the thread's local set.
+#[derive(Debug)]
+struct EngineThread {
+    jobs: mpsc::UnboundedSender<Job>,
+}
+
+impl EngineThread {
+    fn start(engine: Engine) -> EngineThread {
+        let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
+        let started = std::thread::Builder::new()
+            .name("wayline-engine".into())
+            .spawn(move || {
+                // Without a runtime the queue is dropped, and every run answers so.
+                let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                let local = tokio::task::LocalSet::new();
+                local.block_on(&runtime, async move {
+                    while let Some(job) = queue.recv().await {
+                        let engine = engine.clone();
+                        tokio::task::spawn_local(async move {
+                            let ran = engine
+                                .run(&job.workflow, job.options)
+                                .await
+                                .map_err(|error| error.to_string());
+                            let _ = job.reply.send(ran);
+                        });
+                    }
+                });
+            });
+        if let Err(error) = started {
+            tracing::error!(%error, "the engine's thread could not start");
+        }
+        EngineThread { jobs }
+    }
+
+    async fn run(&self, workflow: Workflow, options: RunOptions) -> Result<Run, String> {
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Job {
+                workflow,
+                options,
+                reply,
+            })
+            .map_err(|_| "the engine is not running".to_owned())?;
+        answer
+            .await
+            .map_err(|_| "the engine stopped during the run".to_owned())?
+    }
+}
+
+/// Sends each finished step of the runs someone listens to.
+#[derive(Debug, Default)]
+struct ProgressRouter {
+    listeners: Mutex<HashMap<String, mpsc::UnboundedSender<String>>>,
+}
+
+impl ProgressRouter {
+    fn listen(&self, run_id: &str, sender: mpsc::UnboundedSender<String>) {
+        self.lock().insert(run_id.to_owned(), sender);
+    }
+
+    fn forget(&self, run_id: &str) {
+        self.lock().remove(run_id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<String>>> {
+        self.listeners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl RunObserver for ProgressRouter {
+    fn on_event(&self, event: &RunEvent<'_>) {
+        if let RunEvent::StepFinished { run_id, result } = event
+            && let Some(sender) = self.lock().get(*run_id)
+        {
+            let _ = sender.send(format!("{} {:?}", result.step_id, result.status).to_lowercase());
+        }
+    }
+}
+
+impl ServerHandler for WaylineServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("wayline", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(
+            "wayline's tools and workflows: calling one runs it on wayline's engine and answers each step's output.".into(),
+        );
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.inner
+                .entries
+                .values()
+                .map(|entry| entry.tool.clone())
+                .collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(entry) = self.inner.entries.get(request.name.as_ref()) else {
+            return Err(ErrorData::invalid_params(
+                format!("no tool or workflow `{}` here", request.name),
+                None,
+            ));
+        };
+        let token = context.meta.get_progress_token();
+        let progress = token.map(|token| (token, context.peer.clone()));
+        let arguments = request.arguments.unwrap_or_default();
+        Ok(CallToolResponse::Complete(
+            self.run(entry, arguments, progress).await,
+        ))
+    }
+}
