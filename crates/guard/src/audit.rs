@@ -142,11 +142,14 @@ impl AuditLog {
 }
 
 /// Appends entries as JSON lines to a file, under an exclusive lock on the file itself (the
-/// last entry is read under the same lock), flushed and synced each time.
+/// last entry is read under the same lock, unless the file is as this sink left it), flushed
+/// and synced each time.
 #[derive(Debug)]
 pub struct FileSink {
     path: PathBuf,
-    lock: Mutex<()>,
+    /// The file's length after our last append, and the entry we wrote: while the length is
+    /// unchanged, nobody else appended, and the log need not be read again to find its tail.
+    lock: Mutex<Option<(u64, u64, String)>>,
 }
 
 impl FileSink {
@@ -154,7 +157,7 @@ impl FileSink {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         FileSink {
             path: path.into(),
-            lock: Mutex::new(()),
+            lock: Mutex::new(None),
         }
     }
 }
@@ -177,7 +180,7 @@ impl AuditSink for FileSink {
         &self,
         make: &mut dyn FnMut(u64, &str) -> AuditEntry,
     ) -> Result<AuditEntry, Error> {
-        let _guard = self
+        let mut tail = self
             .lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -191,26 +194,35 @@ impl AuditSink for FileSink {
             .map_err(|error| fail("open", error))?;
         file.lock().map_err(|error| fail("lock", error))?;
         let written = (|| {
-            let mut text = String::new();
-            file.read_to_string(&mut text)
-                .map_err(|error| fail("read", error))?;
-            let (seq, hash) = match last_entry(&text, &self.path)? {
-                Some(last) => (last.seq, last.hash),
-                None => (0, GENESIS.to_owned()),
+            let length = file.metadata().map_err(|error| fail("read", error))?.len();
+            let (seq, hash, separator) = match tail.as_ref() {
+                Some((known, seq, hash)) if *known == length => (*seq, hash.clone(), ""),
+                _ => {
+                    let mut text = String::new();
+                    file.read_to_string(&mut text)
+                        .map_err(|error| fail("read", error))?;
+                    let (seq, hash) = match last_entry(&text, &self.path)? {
+                        Some(last) => (last.seq, last.hash),
+                        None => (0, GENESIS.to_owned()),
+                    };
+                    // A file cut in the middle of a line gets its own line back first.
+                    let separator = if text.is_empty() || text.ends_with('\n') {
+                        ""
+                    } else {
+                        "\n"
+                    };
+                    (seq, hash, separator)
+                }
             };
             let entry = make(seq, &hash);
             let line = serde_json::to_string(&entry).map_err(|error| Error::Audit {
                 message: format!("cannot encode entry {}: {error}", entry.seq),
             })?;
-            // A file cut in the middle of a line gets its own line back first.
-            let separator = if text.is_empty() || text.ends_with('\n') {
-                ""
-            } else {
-                "\n"
-            };
             writeln!(file, "{separator}{line}")
                 .and_then(|()| file.sync_data())
                 .map_err(|error| fail("write", error))?;
+            let written = length + (separator.len() + line.len() + 1) as u64;
+            *tail = Some((written, entry.seq, entry.hash.clone()));
             Ok(entry)
         })();
         let _ = file.unlock();

@@ -723,3 +723,31 @@ fn annotations_classify_only_what_no_pattern_names() {
         "block"
     );
 }
+
+/// Two writers of one log (two processes, or two logs opened on one file) interleave without
+/// breaking the chain: a sink reads the tail again whenever the file is not as it left it.
+#[test]
+fn two_writers_of_one_log_keep_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("audit.jsonl");
+    let (first, second) = (
+        AuditLog::file(&log_path).unwrap(),
+        AuditLog::file(&log_path).unwrap(),
+    );
+    for seconds in 0..6 {
+        let log = if seconds % 3 == 0 { &second } else { &first };
+        let entry = log
+            .record(
+                "s",
+                "decision",
+                serde_json::json!({"n": seconds}),
+                t0() + Duration::seconds(seconds),
+            )
+            .unwrap();
+        assert_eq!(entry.seq, u64::try_from(seconds).unwrap() + 1);
+    }
+    assert!(matches!(
+        audit::verify(&log_path).unwrap(),
+        Verification::Intact { entries: 6, .. }
+    ));
+}

@@ -122,6 +122,8 @@ struct Shared {
     named: Option<Arc<SharedSession>>,
     call_timeout: Duration,
     connections: AtomicU64,
+    /// Every session opened, to write what waits in memory when serving ends.
+    opened: std::sync::Mutex<Vec<Arc<SharedSession>>>,
 }
 
 impl Gateway {
@@ -192,6 +194,7 @@ impl Gateway {
                 named,
                 call_timeout: config.call_timeout,
                 connections: AtomicU64::new(0),
+                opened: std::sync::Mutex::new(Vec::new()),
             }),
         })
     }
@@ -211,10 +214,29 @@ impl Gateway {
                 Arc::new(self.shared.files.open(&name, &self.shared.guard)?)
             }
         };
+        self.shared
+            .opened
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Arc::clone(&session));
         Ok(GatewayHandler {
             shared: Arc::clone(&self.shared),
             session,
         })
+    }
+
+    /// Writes the evidence sessions hold in memory (serving does this when it ends).
+    pub fn flush(&self) -> Result<(), Error> {
+        let opened = self
+            .shared
+            .opened
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        for session in opened {
+            session.flush(&self.shared.guard)?;
+        }
+        Ok(())
     }
 
     /// Serves one client on standard input and output, until it disconnects.
@@ -231,7 +253,7 @@ impl Gateway {
             address: "stdio".into(),
             source: std::io::Error::other(error.to_string()),
         })?;
-        Ok(())
+        self.flush()
     }
 
     /// Serves streamable HTTP at `/mcp` on `options.listener`, each request carrying
@@ -241,7 +263,8 @@ impl Gateway {
         options: HttpOptions,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), Error> {
-        http::serve(self.clone(), options, shutdown).await
+        http::serve(self.clone(), options, shutdown).await?;
+        self.flush()
     }
 }
 
@@ -319,12 +342,8 @@ impl GatewayHandler {
         };
         if let CallToolResponse::Complete(result) = &mut response {
             let succeeded = result.is_error != Some(true);
-            let summary = summary(result);
             self.session
-                .with(guard, |session| {
-                    guard.record_result(session, &exposed.name, succeeded, &summary, Utc::now())
-                })
-                .map_err(internal)?;
+                .record(guard, &exposed.name, succeeded, &summary(result));
             if let Some(warning) = warning {
                 result
                     .content

@@ -3,14 +3,19 @@
 //! whenever someone else changed it — so a person approving a break-glass request with
 //! `wayline guard approve --session DIR/NAME.json` while the gateway runs is seen at the
 //! agent's next call, and a restarted gateway goes on where it stopped.
+//!
+//! A decision is written before the call is forwarded. The evidence a result yields is applied
+//! at once in memory (the next decision sees it) and written by the next change, or by a flush
+//! shortly after: one durable write per call, not two. If someone else changed the file in
+//! between, it is read again and the evidence not yet written is added to it.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use chrono::Utc;
 use wayline_durable::LockFile;
-use wayline_guard::{Guard, Session};
+use wayline_guard::{Evidence, Guard, Session};
 
 use crate::Error;
 
@@ -52,6 +57,7 @@ impl SessionFiles {
             state: Mutex::new(Loaded {
                 session: guard.start(name, Utc::now()),
                 stamp: None,
+                unwritten: Vec::new(),
             }),
             path,
             lock,
@@ -75,7 +81,12 @@ struct Loaded {
     session: Session,
     /// The file as we last wrote or read it.
     stamp: Option<Stamp>,
+    /// Evidence applied in memory and not yet written.
+    unwritten: Vec<Evidence>,
 }
+
+/// How long recorded evidence may wait in memory for the next change to write it.
+const FLUSH_AFTER: Duration = Duration::from_millis(50);
 
 /// One session, shared by the connections that use it.
 #[derive(Debug)]
@@ -97,37 +108,169 @@ impl SharedSession {
         guard: &Guard,
         change: impl FnOnce(&mut Session) -> R,
     ) -> Result<R, Error> {
-        let fail = |reason: String| Error::Session {
+        let mut loaded = self.lock();
+        let _held = LockFile::acquire(&self.lock).map_err(|error| self.fail(error.to_string()))?;
+        self.refresh(guard, &mut loaded)?;
+        let answer = change(&mut loaded.session);
+        self.write(&mut loaded)?;
+        Ok(answer)
+    }
+
+    /// Records the result of a forwarded call of `tool` as evidence (by the policy's rules),
+    /// in memory at once; the file follows with the next change or [`FLUSH_AFTER`].
+    pub(crate) fn record(
+        self: &Arc<Self>,
+        guard: &Guard,
+        tool: &str,
+        success: bool,
+        summary: &str,
+    ) {
+        let mut loaded = self.lock();
+        let before = loaded.session.evidence.len();
+        guard.record_result(&mut loaded.session, tool, success, summary, Utc::now());
+        let added: Vec<Evidence> = loaded.session.evidence[before..].to_vec();
+        if added.is_empty() {
+            return;
+        }
+        let first = loaded.unwritten.is_empty();
+        loaded.unwritten.extend(added);
+        if first {
+            let (session, guard) = (Arc::clone(self), guard.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(FLUSH_AFTER).await;
+                let flushed = tokio::task::spawn_blocking(move || session.flush(&guard)).await;
+                if let Ok(Err(error)) = flushed {
+                    tracing::warn!(%error, "the guard session could not be written");
+                }
+            });
+        }
+    }
+
+    /// Writes evidence still waiting in memory.
+    pub(crate) fn flush(&self, guard: &Guard) -> Result<(), Error> {
+        if self.lock().unwritten.is_empty() {
+            return Ok(());
+        }
+        self.with(guard, |_| ())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Loaded> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn fail(&self, reason: String) -> Error {
+        Error::Session {
             path: self.path.clone(),
             reason,
-        };
-        let mut loaded = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let _held = LockFile::acquire(&self.lock).map_err(|error| fail(error.to_string()))?;
-        let on_disk = stamp(&self.path);
-        if on_disk.is_some() && on_disk != loaded.stamp {
-            let text = std::fs::read_to_string(&self.path)
-                .map_err(|error| fail(format!("cannot read it: {error}")))?;
-            let session: Session = serde_json::from_str(&text).map_err(|error| {
-                fail(format!(
-                    "it is not a session ({error}); move it aside to start afresh"
-                ))
-            })?;
-            if guard.policy().state(&session.state).is_none() {
-                return Err(fail(format!(
-                    "it is in `{}`, a state the policy does not have",
-                    session.state
-                )));
-            }
-            loaded.session = session;
         }
-        let answer = change(&mut loaded.session);
-        let text = serde_json::to_vec_pretty(&loaded.session)
-            .map_err(|error| fail(format!("cannot encode it: {error}")))?;
-        wayline_durable::write(&self.path, &text).map_err(|error| fail(error.to_string()))?;
+    }
+
+    /// Reads the file again if someone else changed it, keeping the evidence not yet written.
+    fn refresh(&self, guard: &Guard, loaded: &mut Loaded) -> Result<(), Error> {
+        let on_disk = stamp(&self.path);
+        if on_disk.is_none() || on_disk == loaded.stamp {
+            return Ok(());
+        }
+        let text = std::fs::read_to_string(&self.path)
+            .map_err(|error| self.fail(format!("cannot read it: {error}")))?;
+        let mut session: Session = serde_json::from_str(&text).map_err(|error| {
+            self.fail(format!(
+                "it is not a session ({error}); move it aside to start afresh"
+            ))
+        })?;
+        if guard.policy().state(&session.state).is_none() {
+            return Err(self.fail(format!(
+                "it is in `{}`, a state the policy does not have",
+                session.state
+            )));
+        }
+        for item in &loaded.unwritten {
+            session.record_evidence(
+                item.kind.clone(),
+                item.description.clone(),
+                item.source_tool.clone(),
+                item.at,
+            );
+        }
+        loaded.session = session;
+        Ok(())
+    }
+
+    fn write(&self, loaded: &mut Loaded) -> Result<(), Error> {
+        let text = serde_json::to_vec(&loaded.session)
+            .map_err(|error| self.fail(format!("cannot encode it: {error}")))?;
+        wayline_durable::write(&self.path, &text).map_err(|error| self.fail(error.to_string()))?;
         loaded.stamp = stamp(&self.path);
-        Ok(answer)
+        loaded.unwritten.clear();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use wayline_guard::{Guard, Mode, Policy, Session};
+
+    use super::*;
+
+    fn read(path: &Path) -> Session {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn evidence_waiting_in_memory_survives_a_change_made_by_someone_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let guard = Guard::new(Arc::new(Policy::default_policy()), Mode::Blocking);
+        let files = SessionFiles::new(dir.path()).unwrap();
+        let shared = Arc::new(files.open("incident", &guard).unwrap());
+        shared.record(&guard, "oc_read_logs", true, "2 pods crash-looping");
+        // In memory at once; not yet on disk.
+        shared
+            .with(&guard, |session| assert_eq!(session.evidence.len(), 1))
+            .unwrap();
+        shared.record(&guard, "oc_read_logs", true, "OOMKilled");
+        assert_eq!(read(shared.path()).evidence.len(), 1);
+        // Someone else (`wayline guard advance`, `approve`) changes the file meanwhile.
+        let mut theirs = read(shared.path());
+        theirs.state = "analyzing".into();
+        std::fs::write(shared.path(), serde_json::to_vec(&theirs).unwrap()).unwrap();
+        // Same length as ours ("analyzing", "gathering"): the time tells them apart, even on a
+        // file system whose clock is coarse.
+        let file = std::fs::File::options()
+            .write(true)
+            .open(shared.path())
+            .unwrap();
+        file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000))
+            .unwrap();
+        shared.flush(&guard).unwrap();
+        let merged = read(shared.path());
+        assert_eq!(merged.state, "analyzing", "their change is kept");
+        let said: Vec<&str> = merged
+            .evidence
+            .iter()
+            .map(|e| e.description.as_str())
+            .collect();
+        assert_eq!(said, ["2 pods crash-looping", "OOMKilled"], "ours too");
+        // A failed call or a tool the policy draws no evidence from adds nothing.
+        shared.record(&guard, "oc_read_logs", false, "error");
+        shared.record(&guard, "oc_write_scale", true, "scaled");
+        shared.flush(&guard).unwrap();
+        assert_eq!(read(shared.path()).evidence.len(), 2);
+    }
+
+    #[test]
+    fn session_names_stay_inside_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let guard = Guard::new(Arc::new(Policy::default_policy()), Mode::Blocking);
+        let files = SessionFiles::new(dir.path()).unwrap();
+        for bad in ["../up", ".hidden", "a/b", ""] {
+            assert!(files.open(bad, &guard).is_err(), "{bad}");
+        }
+        std::fs::write(dir.path().join("broken.json"), "{not json").unwrap();
+        let error = files.open("broken", &guard).unwrap_err().to_string();
+        assert!(error.contains("move it aside"), "{error}");
     }
 }
