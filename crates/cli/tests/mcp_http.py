@@ -30,6 +30,14 @@ async def main():
                 report["state"] = state.structured_content["state"]
                 blocked = await session.call_tool("everything__toggle-simulated-logging", {})
                 report["blocked"] = bool(blocked.is_error)
+                resources = await session.list_resources()
+                report["resources"] = [str(resource.uri) for resource in resources.resources]
+                read_back = await session.read_resource(resources.resources[0].uri)
+                report["resource_text"] = read_back.contents[0].text[:40]
+                prompts = await session.list_prompts()
+                report["prompts"] = [prompt.name for prompt in prompts.prompts]
+                prompt = await session.get_prompt("everything__args-prompt", {"city": "Lisbon"})
+                report["prompt"] = [message.content.text for message in prompt.messages]
     async with httpx2.AsyncClient() as plain:
         response = await plain.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
         report["without_token"] = response.status_code

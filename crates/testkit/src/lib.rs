@@ -71,3 +71,35 @@ pub fn python3_available(what: &str) -> bool {
     }
     found
 }
+
+/// An executable `.ci/run` installs from the npm registry into `.ci/node` (`bin`: its name in
+/// `node_modules/.bin`), or the one the environment variable `override_var` names, when it
+/// and Node.js can run here. Otherwise prints one line saying `what` is skipped and why.
+pub fn node_tool(bin: &str, override_var: &str, what: &str) -> Option<PathBuf> {
+    let installed = workspace_root()
+        .join(".ci/node/node_modules/.bin")
+        .join(bin);
+    let found = std::env::var_os(override_var)
+        .map(PathBuf::from)
+        .or_else(|| installed.is_file().then_some(installed));
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    match found {
+        Some(found) if node => Some(found),
+        _ => {
+            eprintln!(
+                "skipped: {what} ({bin} or Node.js is not installed here; .ci/run installs them, \
+                 or set {override_var})"
+            );
+            None
+        }
+    }
+}
+
+/// `mcp-server-everything`, the reference MCP server (`@modelcontextprotocol/server-everything`
+/// on npm), for tests of MCP; `WAYLINE_MCP_EVERYTHING` overrides where it is looked for.
+pub fn mcp_server_everything(what: &str) -> Option<PathBuf> {
+    node_tool("mcp-server-everything", "WAYLINE_MCP_EVERYTHING", what)
+}

@@ -18,25 +18,11 @@ use super::path;
 
 /// The json-server executable, if it can run here.
 fn json_server() -> Option<PathBuf> {
-    let installed =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/node/node_modules/.bin/json-server");
-    let found = std::env::var_os("WAYLINE_JSON_SERVER")
-        .map(PathBuf::from)
-        .or_else(|| installed.is_file().then_some(installed));
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    match found {
-        Some(found) if node => Some(found),
-        _ => {
-            eprintln!(
-                "skipped: json-server or Node.js is not installed here (.ci/run installs them; \
-                 or set WAYLINE_JSON_SERVER)"
-            );
-            None
-        }
-    }
+    wayline_testkit::node_tool(
+        "json-server",
+        "WAYLINE_JSON_SERVER",
+        "the json-server tests",
+    )
 }
 
 /// A json-server on loopback over a fresh database with an empty `posts` collection.

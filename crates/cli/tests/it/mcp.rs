@@ -10,26 +10,8 @@ use std::time::{Duration, Instant};
 use super::{code, path, stdout_json, wayline};
 
 /// The `mcp-server-everything` executable, if it can run here.
-pub(crate) fn everything() -> Option<PathBuf> {
-    let installed = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../.ci/node/node_modules/.bin/mcp-server-everything");
-    let found = std::env::var_os("WAYLINE_MCP_EVERYTHING")
-        .map(PathBuf::from)
-        .or_else(|| installed.is_file().then_some(installed));
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    match found {
-        Some(found) if node => Some(found),
-        _ => {
-            eprintln!(
-                "skipped: @modelcontextprotocol/server-everything or Node.js is not installed here \
-                 (.ci/run installs them; or set WAYLINE_MCP_EVERYTHING)"
-            );
-            None
-        }
-    }
+fn everything() -> Option<PathBuf> {
+    wayline_testkit::mcp_server_everything("the MCP tests of the CLI")
 }
 
 const WEATHER: &str = "id: weather\nname: Weather\nkind: mcp\nmcp: {server: everything, tool: get-structured-content}\nidempotent: true\n";
@@ -356,6 +338,21 @@ fn the_gateway_serves_streamable_http_behind_a_bearer_token() {
     assert!(
         tools.contains(&serde_json::json!("everything__echo")),
         "{tools:?}"
+    );
+    // Resources and prompts pass through (prompts prefixed like tools).
+    assert!(seen["resources"].as_array().unwrap().len() >= 5, "{seen}");
+    assert!(
+        seen["resource_text"].as_str().unwrap().starts_with('#'),
+        "{seen}"
+    );
+    let prompts = seen["prompts"].as_array().unwrap();
+    assert!(
+        prompts.contains(&serde_json::json!("everything__args-prompt")),
+        "{prompts:?}"
+    );
+    assert!(
+        seen["prompt"][0].as_str().unwrap().contains("Lisbon"),
+        "{seen}"
     );
     // The token is in no file the gateway wrote.
     for entry in walk(dir.path()) {

@@ -373,18 +373,23 @@ impl GatewayHandler {
             .map_err(internal)
     }
 
-    /// The upstream for an exposed prompt name, and its own name.
-    fn prompt_owner(&self, exposed: &str) -> Option<(&Upstream, String)> {
+    /// The upstreams that may have an exposed prompt name, with its name there: the one its
+    /// prefix names, or (without prefixes) every upstream, in order.
+    fn prompt_owners(&self, exposed: &str) -> Vec<(&Upstream, String)> {
         if self.shared.prefix {
-            let (server, name) = exposed.split_once("__")?;
-            return Some((self.shared.upstreams.get(server)?, name.to_owned()));
+            return exposed
+                .split_once("__")
+                .and_then(|(server, name)| {
+                    Some((self.shared.upstreams.get(server)?, name.to_owned()))
+                })
+                .into_iter()
+                .collect();
         }
-        // Without prefixes, the first upstream that has it (listing says which).
         self.shared
             .upstreams
             .values()
-            .next()
             .map(|upstream| (upstream, exposed.to_owned()))
+            .collect()
     }
 }
 
@@ -550,18 +555,22 @@ impl ServerHandler for GatewayHandler {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let Some((upstream, name)) = self.prompt_owner(&request.name) else {
-            return Err(ErrorData::invalid_params(
-                format!("no prompt `{}` here", request.name),
-                None,
-            ));
-        };
-        let mut forwarded = request;
-        forwarded.name = name;
-        upstream
-            .peer()
-            .get_prompt_once(forwarded)
-            .await
-            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+        let mut last = None;
+        for (upstream, name) in self.prompt_owners(&request.name) {
+            let mut forwarded = request.clone();
+            forwarded.name = name;
+            match upstream.peer().get_prompt_once(forwarded).await {
+                Ok(response) => return Ok(response),
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(ErrorData::invalid_params(
+            format!(
+                "no prompt `{}` here{}",
+                request.name,
+                last.map(|error| format!(" ({error})")).unwrap_or_default()
+            ),
+            None,
+        ))
     }
 }

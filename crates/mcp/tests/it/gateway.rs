@@ -1,7 +1,9 @@
 //! The gateway in process, in front of a fake MCP server that registers MCP-ocs's real tool
 //! names (`../shared/fixtures/guard/mcp-ocs-tools.txt`) over streamable HTTP, and that calls
 //! every one of its tools read-only: a server's annotations are hints, and the policy's
-//! patterns win. A client speaks to the gateway through an in-memory pipe.
+//! patterns win. The same calls are then made in blocking mode (writes stopped with the guard's
+//! words) and guidance mode (forwarded, the warning appended). A client speaks to the gateway
+//! through an in-memory pipe.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,10 +13,10 @@ use rmcp::model::{
     ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
     ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
 use wayline_core::McpServer;
 use wayline_guard::audit::{AuditLog, MemorySink};
@@ -81,6 +83,24 @@ async fn serve_http(handler: FakeOcs) -> String {
     format!("http://{address}/mcp")
 }
 
+/// A client of a gateway made of `config`, through an in-memory pipe.
+async fn client_of(config: GatewayConfig) -> RunningService<RoleClient, ClientConfig> {
+    let gateway = Gateway::connect(config).await.unwrap();
+    let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+    let handler = gateway.handler().unwrap();
+    tokio::spawn(async move {
+        let running = handler.serve(server_end).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("test-agent", "1"),
+    )
+    .serve(client_end)
+    .await
+    .unwrap()
+}
+
 /// The class MCP-ocs's default policy gives each of its names, written out by hand.
 fn expected_class(name: &str) -> &'static str {
     match name {
@@ -121,21 +141,7 @@ async fn mcp_ocs_names_are_classified_as_the_default_policy_says_whatever_the_se
         dir.path(),
     );
     config.prefix = true;
-    let gateway = Gateway::connect(config).await.unwrap();
-
-    let (server_end, client_end) = tokio::io::duplex(64 * 1024);
-    let handler = gateway.handler().unwrap();
-    tokio::spawn(async move {
-        let running = handler.serve(server_end).await.unwrap();
-        let _ = running.waiting().await;
-    });
-    let client = ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("test-agent", "1"),
-    )
-    .serve(client_end)
-    .await
-    .unwrap();
+    let client = client_of(config).await;
     let listed = client.peer().list_all_tools().await.unwrap();
     assert_eq!(
         listed.len(),
@@ -186,14 +192,7 @@ async fn mcp_ocs_names_are_classified_as_the_default_policy_says_whatever_the_se
         dir.path(),
     );
     config.prefix = true;
-    let gateway = Gateway::connect(config).await.unwrap();
-    let (server_end, client_end) = tokio::io::duplex(64 * 1024);
-    let handler = gateway.handler().unwrap();
-    tokio::spawn(async move {
-        let running = handler.serve(server_end).await.unwrap();
-        let _ = running.waiting().await;
-    });
-    let client = ClientConfig::default().serve(client_end).await.unwrap();
+    let client = client_of(config).await;
     let read = client
         .peer()
         .call_tool(CallToolRequestParams::new("ocs__oc_read_logs"))
@@ -208,4 +207,26 @@ async fn mcp_ocs_names_are_classified_as_the_default_policy_says_whatever_the_se
     assert_eq!(write.is_error, Some(true));
     let text = serde_json::to_string(&write.content).unwrap();
     assert!(text.contains("Blocked by the guard"), "{text}");
+
+    // Guidance mode: the same write goes through, with the guard's warning appended.
+    let guidance = Guard::new(Arc::new(Policy::default_policy()), Mode::Guidance);
+    let url = serve_http(FakeOcs {
+        names: Arc::new(names),
+    })
+    .await;
+    let config = GatewayConfig::new(
+        BTreeMap::from([("ocs".to_owned(), McpServer::url(url))]),
+        guidance,
+        dir.path(),
+    );
+    let client = client_of(config).await;
+    let warned = client
+        .peer()
+        .call_tool(CallToolRequestParams::new("oc_write_restart"))
+        .await
+        .unwrap();
+    assert_ne!(warned.is_error, Some(true), "{warned:?}");
+    let text = serde_json::to_string(&warned.content).unwrap();
+    assert!(text.contains("ok oc_write_restart"), "{text}");
+    assert!(text.contains("Guard: guidance mode, would block"), "{text}");
 }
