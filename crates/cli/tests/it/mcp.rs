@@ -496,4 +496,43 @@ fn mcp_serve_runs_a_saved_workflow_for_a_real_client_with_progress() {
         String::from_utf8_lossy(&shown.stderr)
     );
     assert_eq!(stdout_json(&shown)["status"], "success");
+
+    // With a guard policy, every step is decided: one that blocks `echo` fails the run, and
+    // the agent reads why.
+    let policy = at("policy.yaml");
+    let blocking = POLICY.replace(
+        "allowed_tools: [echo, get-*]",
+        "allowed_tools: [weather]\n    blocked_tools: [echo]",
+    );
+    std::fs::write(&policy, blocking).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_serve.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_wayline"))
+        .args([
+            "mcp", "serve", "--tools", &tools, "--config", &configs, "--store", &store,
+        ])
+        .args(["--workflows-only", "--guard-policy", &policy])
+        .env("WORKFLOW", "report")
+        .env("INPUTS", r#"{"city": "Chicago"}"#)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = stdout_json(&out);
+    assert_eq!(
+        seen["tools"].as_object().unwrap().len(),
+        1,
+        "workflows only: {seen}"
+    );
+    assert_eq!(seen["is_error"], true, "{seen}");
+    let failure = &seen["structured"]["failures"][0];
+    assert_eq!(failure["step"], "say", "{seen}");
+    assert!(
+        failure["error"].as_str().unwrap().contains("blocked"),
+        "{failure}"
+    );
 }
