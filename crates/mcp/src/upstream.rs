@@ -79,7 +79,12 @@ impl Upstream {
                 let transport = StreamableHttpClientTransport::from_config(config);
                 tokio::time::timeout(timeout, client.serve(transport)).await
             }
-            (None, None) => unreachable!("checked by McpServer::problem"),
+            (None, None) => {
+                return Err(Error::Definition {
+                    server: name.to_owned(),
+                    reason: "give `command` or `url`".into(),
+                });
+            }
         };
         let service = match started {
             Ok(Ok(service)) => service,
