@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod postgres;
+
 /// The workspace root (the directory holding the root `Cargo.toml`).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

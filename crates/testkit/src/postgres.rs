@@ -1,0 +1,252 @@
+//! A throwaway PostgreSQL cluster for tests (issue 24): `initdb` in a temporary directory,
+//! started with `pg_ctl` on a free loopback port with trust authentication and `fsync=off`,
+//! stopped when dropped. PostgreSQL refuses to run as root, so as root (CI containers) the
+//! cluster runs as `nobody` through `runuser`. Where PostgreSQL is not installed, [`start`]
+//! prints one line saying what is skipped and answers `None`; `.ci/run` installs it.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A running cluster; stopped on drop.
+#[derive(Debug)]
+pub struct Cluster {
+    bin: PathBuf,
+    data: PathBuf,
+    port: u16,
+    as_nobody: bool,
+    _dir: tempfile::TempDir,
+}
+
+/// The user tests connect as (a superuser of the throwaway cluster).
+pub const USER: &str = "wayline";
+
+/// The directory holding `initdb` and `pg_ctl`: `WAYLINE_PG_BIN`, else `pg_config --bindir`,
+/// else the newest `/usr/lib/postgresql/*/bin` (Debian keeps them off the `PATH`), else
+/// wherever `initdb` is on the `PATH`.
+pub fn bin_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("WAYLINE_PG_BIN") {
+        return Some(PathBuf::from(dir));
+    }
+    let has_initdb = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
+    if let Ok(output) = Command::new("pg_config").arg("--bindir").output()
+        && output.status.success()
+    {
+        let dir = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+        if has_initdb(&dir) {
+            return Some(dir);
+        }
+    }
+    let mut debian: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("bin"))
+        .filter(|dir| has_initdb(dir))
+        .collect();
+    debian.sort_by_key(|dir| {
+        dir.parent()
+            .and_then(Path::file_name)
+            .and_then(|name| name.to_str())
+            .and_then(|name| name.parse::<u32>().ok())
+            .unwrap_or(0)
+    });
+    if let Some(newest) = debian.pop() {
+        return Some(newest);
+    }
+    std::env::var_os("PATH")
+        .and_then(|path| std::env::split_paths(&path).find(|dir| has_initdb(dir)))
+}
+
+/// Starts a cluster, or says in one line that `what` is skipped and why.
+pub fn start(what: &str) -> Option<Cluster> {
+    let Some(bin) = bin_dir() else {
+        eprintln!(
+            "skipped: {what} (PostgreSQL is not installed here; .ci/run installs it, or set WAYLINE_PG_BIN)"
+        );
+        return None;
+    };
+    match Cluster::start(bin) {
+        Ok(cluster) => Some(cluster),
+        Err(reason) => panic!("PostgreSQL is installed but a cluster would not start: {reason}"),
+    }
+}
+
+impl Cluster {
+    fn start(bin: PathBuf) -> Result<Cluster, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("wayline-pg-")
+            .tempdir()
+            .map_err(|error| format!("no temporary directory: {error}"))?;
+        let as_nobody = is_root();
+        if as_nobody {
+            chown_nobody(dir.path())?;
+        }
+        let data = dir.path().join("data");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map_err(|error| format!("no free port: {error}"))?
+            .port();
+        let cluster = Cluster {
+            bin,
+            data,
+            port,
+            as_nobody,
+            _dir: dir,
+        };
+        cluster.run(
+            "initdb",
+            &[
+                "-D",
+                &cluster.data.display().to_string(),
+                "-U",
+                USER,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        )?;
+        let options = format!(
+            "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            cluster.data.display()
+        );
+        let log = cluster.data.join("server.log").display().to_string();
+        cluster.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &cluster.data.display().to_string(),
+                "-o",
+                &options,
+                "-l",
+                &log,
+                "-w",
+                "start",
+            ],
+        )?;
+        Ok(cluster)
+    }
+
+    /// Runs program `name` of the PostgreSQL directory (as `nobody` when we are root).
+    fn run(&self, name: &str, args: &[&str]) -> Result<Output, String> {
+        let program = self.bin.join(name);
+        let mut command = if self.as_nobody {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "nobody", "--"]).arg(&program);
+            command
+        } else {
+            Command::new(&program)
+        };
+        let output = command
+            .args(args)
+            .output()
+            .map_err(|error| format!("cannot run {}: {error}", program.display()))?;
+        if output.status.success() {
+            Ok(output)
+        } else {
+            Err(format!(
+                "{name} failed: {}{}",
+                String::from_utf8_lossy(&output.stderr),
+                String::from_utf8_lossy(&output.stdout)
+            ))
+        }
+    }
+
+    /// The loopback port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A connection URL for database `database` (`postgres` always exists).
+    pub fn url(&self, database: &str) -> String {
+        format!("postgres://{USER}@127.0.0.1:{}/{database}", self.port)
+    }
+
+    /// Runs SQL through `psql` (setup a test cannot do through the code under test), answering
+    /// what it printed (unaligned, tuples only); panics with psql's message when it fails.
+    pub fn psql(&self, database: &str, sql: &str) -> String {
+        let port = self.port.to_string();
+        let output = self.run(
+            "psql",
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-U",
+                USER,
+                "-d",
+                database,
+                "-XAtq",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                sql,
+            ],
+        );
+        match output {
+            Ok(output) => String::from_utf8_lossy(&output.stdout).trim().to_owned(),
+            Err(reason) => panic!("psql: {reason}"),
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let data = self.data.display().to_string();
+        let _ = self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"]);
+    }
+}
+
+#[cfg(unix)]
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).trim() == "0")
+}
+
+#[cfg(not(unix))]
+fn is_root() -> bool {
+    false
+}
+
+#[cfg(unix)]
+fn chown_nobody(path: &Path) -> Result<(), String> {
+    let status = Command::new("chown")
+        .args(["nobody:", &path.display().to_string()])
+        .status()
+        .map_err(|error| format!("cannot run chown: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("chown nobody {} failed", path.display()))
+    }
+}
+
+#[cfg(not(unix))]
+fn chown_nobody(_path: &Path) -> Result<(), String> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_cluster_starts_answers_sql_and_stops() {
+        let Some(cluster) = super::start("the PostgreSQL test cluster's own test") else {
+            return;
+        };
+        assert_eq!(cluster.psql("postgres", "select 40 + 2"), "42");
+        let second = super::start("a second cluster").unwrap();
+        assert_ne!(second.port(), cluster.port());
+        assert!(
+            cluster
+                .url("postgres")
+                .starts_with("postgres://wayline@127.0.0.1:")
+        );
+        let data = cluster.data.clone();
+        drop(cluster);
+        assert!(!data.exists(), "the directory goes with the cluster");
+    }
+}
