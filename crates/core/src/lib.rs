@@ -18,6 +18,7 @@
 //! ```
 
 pub mod advice;
+pub mod canonical;
 pub mod catalog;
 pub mod code;
 pub mod decide;

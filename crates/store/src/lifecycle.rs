@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use chrono::Utc;
-use serde_json::Value;
 use sha2::{Digest, Sha256};
+use wayline_core::canonical::canonical_json;
 use wayline_core::store::{Approval, StoreError, StoreErrorKind, StoredWorkflow, check_id};
 use wayline_core::{Run, RunStatus, Workflow, WorkflowStatus, WorkflowStore};
 
@@ -17,44 +17,12 @@ pub fn graph_hash(workflow: &Workflow) -> String {
         "steps": workflow.steps,
         "edges": workflow.edges,
     });
-    let mut text = String::new();
-    write_canonical(&graph, &mut text);
-    let digest = Sha256::digest(text.as_bytes());
+    let digest = Sha256::digest(canonical_json(&graph).as_bytes());
     let mut hex = String::with_capacity(64);
     for byte in digest {
         hex.push_str(&format!("{byte:02x}"));
     }
     format!("sha256:{hex}")
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (index, key) in keys.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
 }
 
 /// What [`Lifecycle::save`] did.

@@ -118,7 +118,7 @@ struct Shared {
     prefix: bool,
     guard: Guard,
     files: SessionFiles,
-    choice: SessionChoice,
+    /// The session every connection shares, when one is named.
     named: Option<Arc<SharedSession>>,
     call_timeout: Duration,
     connections: AtomicU64,
@@ -190,7 +190,6 @@ impl Gateway {
                 prefix: config.prefix,
                 guard: config.guard,
                 files,
-                choice: config.session,
                 named,
                 call_timeout: config.call_timeout,
                 connections: AtomicU64::new(0),
@@ -206,9 +205,9 @@ impl Gateway {
 
     /// A handler for one client connection, in its session (a new one, or the named one).
     pub fn handler(&self) -> Result<GatewayHandler, Error> {
-        let session = match (&self.shared.choice, &self.shared.named) {
-            (SessionChoice::Named(_), Some(named)) => Arc::clone(named),
-            _ => {
+        let session = match &self.shared.named {
+            Some(named) => Arc::clone(named),
+            None => {
                 let n = self.shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
                 let name = format!("conn-{}-{n}", Utc::now().format("%Y%m%dT%H%M%S%.3f"));
                 Arc::new(self.shared.files.open(&name, &self.shared.guard)?)
@@ -341,9 +340,14 @@ impl GatewayHandler {
             }
         };
         if let CallToolResponse::Complete(result) = &mut response {
-            let succeeded = result.is_error != Some(true);
-            self.session
-                .record(guard, &exposed.name, succeeded, &summary(result));
+            // Only a success the policy draws evidence from is summarised (a result may be
+            // large: images, files).
+            let evidence = result.is_error != Some(true)
+                && guard.policy().evidence_of(&exposed.name).is_some();
+            if evidence {
+                self.session
+                    .record(guard, &exposed.name, true, &summary(result));
+            }
             if let Some(warning) = warning {
                 result
                     .content

@@ -83,7 +83,7 @@ pub(crate) fn state(guard: &Guard, session: &Session, file: &str) -> CallToolRes
         "grants": session.grants.iter().filter(|grant| grant.active(now)).collect::<Vec<_>>(),
         "requests": session.requests,
     });
-    structured(value)
+    CallToolResult::structured(value)
 }
 
 /// What `workflow_advance` answers.
@@ -97,7 +97,7 @@ pub(crate) fn advance(
     };
     let from = session.state.clone();
     match guard.advance(session, to, Utc::now()) {
-        Ok(()) => structured(json!({"from": from, "state": session.state})),
+        Ok(()) => CallToolResult::structured(json!({"from": from, "state": session.state})),
         Err(missing) => failure(format!(
             "still in {from}: {}. Gather what is missing, then ask again.",
             missing.join("; ")
@@ -139,7 +139,7 @@ pub(crate) fn break_glass(
         .map(|calls| u32::try_from(calls).unwrap_or(u32::MAX));
     match guard.request_break_glass(session, ask, Utc::now()) {
         Ok(request) => {
-            let mut result = structured(json!({
+            let mut result = CallToolResult::structured(json!({
                 "request": request.id,
                 "status": "waiting for approval",
                 "approve_with": format!("wayline guard approve --session {file} {} --approver NAME", request.id),
@@ -152,11 +152,6 @@ pub(crate) fn break_glass(
         }
         Err(error) => failure(error.to_string()),
     }
-}
-
-/// A result with `value` as structured content (and as JSON text, for older clients).
-pub(crate) fn structured(value: Value) -> CallToolResult {
-    CallToolResult::structured(value)
 }
 
 /// A tool error the agent reads.
