@@ -28,6 +28,17 @@ pub enum Error {
         #[source]
         source: rusqlite::Error,
     },
+    /// PostgreSQL refused a connection or a statement.
+    #[cfg(feature = "postgres")]
+    #[error("PostgreSQL {database}: {message}")]
+    Postgres {
+        /// The database's URL, its password masked.
+        database: String,
+        /// What the server or the connection said.
+        message: String,
+        /// The server's SQLSTATE code, when it answered with one.
+        code: Option<String>,
+    },
 }
 
 impl Error {

@@ -42,6 +42,8 @@ mod file;
 mod lifecycle;
 mod memory;
 mod notify;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod records;
 pub mod schedule;
 #[cfg(feature = "sqlite")]
@@ -55,6 +57,8 @@ pub use file::FileStore;
 pub use lifecycle::{Lifecycle, Saved, graph_hash};
 pub use memory::MemoryStore;
 pub use notify::{ConsoleNotifier, Notifications, WebhookNotifier, origin};
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Durability, SqliteStore};
 pub use wayline_core::store::{

@@ -76,3 +76,63 @@ fn sqlite_connections_share_a_file_in_wal_mode() {
         "{error}"
     );
 }
+
+/// Migrations on a real server: eight pools opening one database at once apply each version
+/// once; a second open with more versions applies only the new one; a database a newer
+/// wayline migrated is refused; a server that is not there is a clear error without the
+/// password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_migrations_apply_once_and_refuse_newer_schemas() {
+    use wayline_durable::postgres::Database;
+
+    let Some(cluster) = wayline_testkit::postgres::start("the PostgreSQL migration test") else {
+        return;
+    };
+    let url = cluster.url("postgres");
+    let first = ["CREATE TABLE counted (n INTEGER); INSERT INTO counted VALUES (1);"];
+    let opens: Vec<_> = (0..8)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                Database::open(&url)
+                    .unwrap()
+                    .migrate("test", &first)
+                    .await
+                    .unwrap();
+            })
+        })
+        .collect();
+    for open in opens {
+        open.await.unwrap();
+    }
+    let database = Database::open(&url).unwrap();
+    let second = [first[0], "INSERT INTO counted VALUES (2);"];
+    database.migrate("test", &second).await.unwrap();
+    database.migrate("test", &second).await.unwrap();
+    let client = database.client().await.unwrap();
+    let rows: Vec<i32> = client
+        .query("SELECT n FROM counted ORDER BY n", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(rows, [1, 2]);
+
+    let error = database.migrate("test", &first).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("schema version 2, newer than this wayline knows (1)"),
+        "{error}"
+    );
+
+    // Nobody listens on port 1.
+    let gone = Database::open("postgres://wayline:s3cret@127.0.0.1:1/none").unwrap();
+    let error = gone.client().await.unwrap_err().to_string();
+    assert!(!error.contains("s3cret"), "{error}");
+    assert!(
+        error.contains("postgres://wayline:***@127.0.0.1:1/none"),
+        "{error}"
+    );
+}

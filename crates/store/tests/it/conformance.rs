@@ -99,3 +99,14 @@ async fn a_write_lock_held_by_another_process_never_blocks_the_async_runtime() {
         wayline_core::StepStatus::Success
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_store_conforms() {
+    let Some(cluster) = wayline_testkit::postgres::start("the PostgreSQL store conformance test")
+    else {
+        return;
+    };
+    let store = Arc::new(wayline_store::PostgresStore::open(&cluster.url("postgres")).unwrap());
+    conformance::workflow_store(store.clone()).await;
+    conformance::run_store(store).await;
+}

@@ -1,0 +1,531 @@
+//! [`PostgresStore`]: workflows and runs in a PostgreSQL database, shared by every process that
+//! opens it (several hosts, a pool of workers).
+//!
+//! The tables mirror the SQLite store's: `wayline_workflows`, `wayline_runs` (a run's header)
+//! and `wayline_step_results` (one row per step). Records are `json` (not `jsonb`, which would
+//! reorder their keys); the columns that queries filter and sort on are plain columns, text
+//! ones in the `C` collation so that their order is byte order, as in the other stores. The
+//! schema is versioned in `wayline_migrations` and brought up to date on first use.
+//!
+//! Every write is one transaction on the server; a step result locks its run's row, so that a
+//! result cannot land after the run's final record, whatever process sends it.
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use tokio::sync::OnceCell;
+use wayline_core::store::{
+    Cursor, RunPage, RunQuery, RunStore, RunSummary, StoreError, StoreErrorKind, StoredWorkflow,
+    WorkflowStore, check_id,
+};
+use wayline_core::{Run, RunStatus, StepResult};
+use wayline_durable::postgres::deadpool_postgres::{Client, GenericClient};
+use wayline_durable::postgres::{Database, tokio_postgres};
+
+use crate::records;
+
+/// The schema of the workflow and run store (component `store` in `wayline_migrations`).
+const MIGRATIONS: &[&str] = &[
+    // 1: workflows, runs, step results.
+    r#"CREATE TABLE wayline_workflows (
+        id TEXT COLLATE "C" NOT NULL,
+        version BIGINT NOT NULL,
+        state TEXT NOT NULL,
+        revision BIGINT NOT NULL,
+        record JSON NOT NULL,
+        PRIMARY KEY (id, version)
+    );
+    CREATE TABLE wayline_runs (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        workflow_id TEXT COLLATE "C" NOT NULL,
+        workflow_version BIGINT,
+        status TEXT NOT NULL,
+        -- RFC 3339 UTC with nanoseconds, fixed width: text order is time order, and the
+        -- precision is the record's (timestamptz keeps microseconds).
+        started_at TEXT COLLATE "C",
+        finished_at TEXT COLLATE "C",
+        record JSON NOT NULL
+    );
+    CREATE INDEX wayline_runs_newest_first ON wayline_runs (started_at DESC, id);
+    CREATE INDEX wayline_runs_by_workflow ON wayline_runs (workflow_id, started_at DESC, id);
+    CREATE TABLE wayline_step_results (
+        run_id TEXT COLLATE "C" NOT NULL REFERENCES wayline_runs (id) ON DELETE CASCADE,
+        -- From a sequence: results keep the order they were first saved in, without two
+        -- writers of one run computing the same next position.
+        position BIGSERIAL NOT NULL,
+        step_id TEXT COLLATE "C" NOT NULL,
+        status TEXT NOT NULL,
+        result JSON NOT NULL,
+        PRIMARY KEY (run_id, step_id)
+    );
+    CREATE INDEX wayline_step_results_position ON wayline_step_results (run_id, position);"#,
+];
+
+/// Workflows and runs in PostgreSQL. Cloning shares the connection pool.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    database: Database,
+    migrated: OnceCell<()>,
+}
+
+impl PostgresStore {
+    /// The store in the database `url` names (`postgres://USER:PASSWORD@HOST:PORT/DATABASE`).
+    /// Nothing connects yet: the first call connects and brings the schema up to date, and
+    /// reports a server that cannot be reached.
+    pub fn open(url: &str) -> Result<PostgresStore, StoreError> {
+        let database = Database::open(url).map_err(unavailable)?;
+        Ok(PostgresStore::on(database))
+    }
+
+    /// The store in `database` (whose pool it shares).
+    pub fn on(database: Database) -> PostgresStore {
+        PostgresStore {
+            inner: Arc::new(Inner {
+                database,
+                migrated: OnceCell::new(),
+            }),
+        }
+    }
+
+    /// Opens the store at `url`, connects and brings the schema up to date now.
+    pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
+        let store = PostgresStore::open(url)?;
+        drop(store.client().await?);
+        Ok(store)
+    }
+
+    /// The database (its pool, and its URL with the password masked).
+    pub fn database(&self) -> &Database {
+        &self.inner.database
+    }
+
+    /// A pooled connection to an up-to-date schema.
+    pub(crate) async fn client(&self) -> Result<Client, StoreError> {
+        let database = &self.inner.database;
+        self.inner
+            .migrated
+            .get_or_try_init(|| database.migrate("store", MIGRATIONS))
+            .await
+            .map_err(unavailable)?;
+        database.client().await.map_err(unavailable)
+    }
+
+    /// `error` from this store's database, as a [`StoreError`].
+    pub(crate) fn error(&self, error: &tokio_postgres::Error) -> StoreError {
+        unavailable(self.inner.database.error(error))
+    }
+
+    fn corrupt(&self, what: &str, error: &serde_json::Error) -> StoreError {
+        StoreError::new(
+            StoreErrorKind::Corrupt,
+            format!(
+                "{what} in {} is damaged: {error}; restore the database from a backup or delete that row",
+                self.inner.database.shown()
+            ),
+        )
+    }
+
+    fn decode<T: DeserializeOwned>(&self, text: &str, what: &str) -> Result<T, StoreError> {
+        serde_json::from_str(text).map_err(|error| self.corrupt(what, &error))
+    }
+}
+
+/// A failure of the database, as a [`StoreError`] the caller may retry.
+pub(crate) fn unavailable(error: wayline_durable::Error) -> StoreError {
+    StoreError::new(StoreErrorKind::Unavailable, error.to_string())
+}
+
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|error| {
+        StoreError::new(
+            StoreErrorKind::Invalid,
+            format!("cannot encode a record: {error}"),
+        )
+    })
+}
+
+/// Timestamps as fixed-width UTC text, so text order is time order.
+pub(crate) fn timestamp(at: Option<chrono::DateTime<chrono::Utc>>) -> Option<String> {
+    at.map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true))
+}
+
+/// A run's header (its record without step results) and its step results, as rows.
+struct RunRows {
+    header: String,
+    step_ids: Vec<String>,
+    statuses: Vec<String>,
+    results: Vec<String>,
+}
+
+impl RunRows {
+    fn of(run: &Run) -> Result<RunRows, StoreError> {
+        let mut header = run.clone();
+        header.step_results = Vec::new();
+        let mut rows = RunRows {
+            header: to_json(&header)?,
+            step_ids: Vec::with_capacity(run.step_results.len()),
+            statuses: Vec::with_capacity(run.step_results.len()),
+            results: Vec::with_capacity(run.step_results.len()),
+        };
+        for result in &run.step_results {
+            rows.step_ids.push(result.step_id.clone());
+            rows.statuses.push(result.status.as_str().to_owned());
+            rows.results.push(to_json(result)?);
+        }
+        Ok(rows)
+    }
+}
+
+/// Inserts the run's header row.
+const INSERT_RUN: &str = "INSERT INTO wayline_runs
+        (id, workflow_id, workflow_version, status, started_at, finished_at, record)
+    VALUES ($1, $2, $3, $4, $5, $6, $7::text::json)
+    ON CONFLICT (id) DO NOTHING";
+
+/// Inserts a run's step results in their order (positions from the sequence, in row order).
+const INSERT_STEPS: &str = "INSERT INTO wayline_step_results (run_id, step_id, status, result)
+    SELECT $1, s.step_id, s.status, s.result::json
+    FROM UNNEST($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS s(step_id, status, result, n)
+    ORDER BY s.n";
+
+/// Writes the run's header and steps inside `client`'s transaction; `false` when `replace`
+/// is set and the run is not stored, or is not set and it is.
+async fn write_run(
+    client: &impl GenericClient,
+    run: &Run,
+    rows: &RunRows,
+    replace: bool,
+) -> Result<bool, tokio_postgres::Error> {
+    let version = run.workflow_version.map(i64::from);
+    let (started, finished) = (timestamp(run.started_at), timestamp(run.finished_at));
+    let written = if replace {
+        let updated = client
+            .execute(
+                "UPDATE wayline_runs SET workflow_id = $2, workflow_version = $3, status = $4,
+                    started_at = $5, finished_at = $6, record = $7::text::json
+                 WHERE id = $1",
+                &[
+                    &run.id,
+                    &run.workflow_id,
+                    &version,
+                    &run.status.as_str(),
+                    &started,
+                    &finished,
+                    &rows.header,
+                ],
+            )
+            .await?;
+        if updated == 1 {
+            client
+                .execute(
+                    "DELETE FROM wayline_step_results WHERE run_id = $1",
+                    &[&run.id],
+                )
+                .await?;
+        }
+        updated
+    } else {
+        let statement = client.prepare_cached(INSERT_RUN).await?;
+        client
+            .execute(
+                &statement,
+                &[
+                    &run.id,
+                    &run.workflow_id,
+                    &version,
+                    &run.status.as_str(),
+                    &started,
+                    &finished,
+                    &rows.header,
+                ],
+            )
+            .await?
+    };
+    if written == 0 {
+        return Ok(false);
+    }
+    if !rows.results.is_empty() {
+        let statement = client.prepare_cached(INSERT_STEPS).await?;
+        client
+            .execute(
+                &statement,
+                &[&run.id, &rows.step_ids, &rows.statuses, &rows.results],
+            )
+            .await?;
+    }
+    Ok(true)
+}
+
+#[async_trait::async_trait]
+impl WorkflowStore for PostgresStore {
+    async fn insert_workflow(&self, record: &StoredWorkflow) -> Result<(), StoreError> {
+        check_id("workflow", record.id())?;
+        let text = to_json(record)?;
+        let client = self.client().await?;
+        let inserted = client
+            .execute(
+                "INSERT INTO wayline_workflows (id, version, state, revision, record)
+                 VALUES ($1, $2, $3, $4, $5::text::json) ON CONFLICT DO NOTHING",
+                &[
+                    &record.id(),
+                    &i64::from(record.version),
+                    &record.state().as_str(),
+                    &(record.revision as i64),
+                    &text,
+                ],
+            )
+            .await
+            .map_err(|error| self.error(&error))?;
+        if inserted == 0 {
+            return Err(records::version_exists(record));
+        }
+        Ok(())
+    }
+
+    async fn update_workflow(&self, record: &StoredWorkflow) -> Result<StoredWorkflow, StoreError> {
+        let mut next = record.clone();
+        // Wrapping: a hand-edited record may hold the largest value; any change still shows.
+        next.revision = next.revision.wrapping_add(1);
+        let text = to_json(&next)?;
+        let mut client = self.client().await?;
+        let transaction = client
+            .transaction()
+            .await
+            .map_err(|error| self.error(&error))?;
+        let current = transaction
+            .query_opt(
+                "SELECT revision FROM wayline_workflows WHERE id = $1 AND version = $2 FOR UPDATE",
+                &[&record.id(), &i64::from(record.version)],
+            )
+            .await
+            .map_err(|error| self.error(&error))?
+            .ok_or_else(|| records::version_missing(record))?;
+        let mut stored = record.clone();
+        stored.revision = current.get::<_, i64>(0) as u64;
+        records::check_revision(&stored, record)?;
+        transaction
+            .execute(
+                "UPDATE wayline_workflows SET state = $3, revision = $4, record = $5::text::json
+                 WHERE id = $1 AND version = $2",
+                &[
+                    &next.id(),
+                    &i64::from(next.version),
+                    &next.state().as_str(),
+                    &(next.revision as i64),
+                    &text,
+                ],
+            )
+            .await
+            .map_err(|error| self.error(&error))?;
+        transaction
+            .commit()
+            .await
+            .map_err(|error| self.error(&error))?;
+        Ok(next)
+    }
+
+    async fn workflow(
+        &self,
+        id: &str,
+        version: Option<u32>,
+    ) -> Result<Option<StoredWorkflow>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT record::text FROM wayline_workflows
+                 WHERE id = $1 AND ($2::bigint IS NULL OR version = $2)
+                 ORDER BY version DESC LIMIT 1",
+                &[&id, &version.map(i64::from)],
+            )
+            .await
+            .map_err(|error| self.error(&error))?;
+        row.map(|row| self.decode(row.get(0), &format!("workflow `{id}`")))
+            .transpose()
+    }
+
+    async fn workflow_versions(&self, id: &str) -> Result<Vec<StoredWorkflow>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT record::text FROM wayline_workflows WHERE id = $1 ORDER BY version",
+                &[&id],
+            )
+            .await
+            .map_err(|error| self.error(&error))?;
+        rows.iter()
+            .map(|row| self.decode(row.get(0), &format!("workflow `{id}`")))
+            .collect()
+    }
+
+    async fn list_workflows(&self) -> Result<Vec<StoredWorkflow>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT DISTINCT ON (id) id, record::text FROM wayline_workflows
+                 ORDER BY id, version DESC",
+                &[],
+            )
+            .await
+            .map_err(|error| self.error(&error))?;
+        rows.iter()
+            .map(|row| {
+                let id: &str = row.get(0);
+                self.decode(row.get(1), &format!("workflow `{id}`"))
+            })
+            .collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl RunStore for PostgresStore {
+    async fn create_run(&self, run: &Run) -> Result<(), StoreError> {
+        check_id("run", &run.id)?;
+        let rows = RunRows::of(run)?;
+        let mut client = self.client().await?;
+        let transaction = client
+            .transaction()
+            .await
+            .map_err(|error| self.error(&error))?;
+        let created = write_run(&transaction, run, &rows, false)
+            .await
+            .map_err(|error| self.error(&error))?;
+        if !created {
+            return Err(records::run_exists(&run.id));
+        }
+        transaction
+            .commit()
+            .await
+            .map_err(|error| self.error(&error))
+    }
+
+    async fn save_step(&self, run_id: &str, result: &StepResult) -> Result<(), StoreError> {
+        let text = to_json(result)?;
+        let client = self.client().await?;
+        // One statement: the run's row is locked (a final record being written waits, or has
+        // been written), the result is saved only while the run is running, and the answer
+        // says which.
+        let statement = client
+            .prepare_cached(
+                "WITH run AS (SELECT status FROM wayline_runs WHERE id = $1 FOR UPDATE),
+                 saved AS (
+                    INSERT INTO wayline_step_results (run_id, step_id, status, result)
+                    SELECT $1, $2, $3, $4::text::json FROM run WHERE run.status = 'running'
+                    ON CONFLICT (run_id, step_id)
+                    DO UPDATE SET status = excluded.status, result = excluded.result
+                    RETURNING 1
+                 )
+                 SELECT (SELECT status FROM run), (SELECT COUNT(*) FROM saved)",
+            )
+            .await
+            .map_err(|error| self.error(&error))?;
+        let row = client
+            .query_one(
+                &statement,
+                &[&run_id, &result.step_id, &result.status.as_str(), &text],
+            )
+            .await
+            .map_err(|error| self.error(&error))?;
+        let status: Option<&str> = row.get(0);
+        let saved: i64 = row.get(1);
+        match status {
+            None => Err(records::run_missing(run_id)),
+            Some(_) if saved == 0 => Err(records::run_ended(run_id)),
+            Some(_) => Ok(()),
+        }
+    }
+
+    async fn finish_run(&self, run: &Run) -> Result<(), StoreError> {
+        let rows = RunRows::of(run)?;
+        let mut client = self.client().await?;
+        let transaction = client
+            .transaction()
+            .await
+            .map_err(|error| self.error(&error))?;
+        let replaced = write_run(&transaction, run, &rows, true)
+            .await
+            .map_err(|error| self.error(&error))?;
+        if !replaced {
+            return Err(records::run_missing(&run.id));
+        }
+        transaction
+            .commit()
+            .await
+            .map_err(|error| self.error(&error))
+    }
+
+    async fn run(&self, id: &str) -> Result<Option<Run>, StoreError> {
+        let client = self.client().await?;
+        // One statement, so the header and the steps come from one snapshot.
+        let row = client
+            .query_opt(
+                "SELECT r.record::text,
+                    (SELECT COALESCE(json_agg(s.result ORDER BY s.position), '[]'::json)::text
+                     FROM wayline_step_results s WHERE s.run_id = r.id)
+                 FROM wayline_runs r WHERE r.id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(|error| self.error(&error))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let mut run: Run = self.decode(row.get(0), &format!("run `{id}`"))?;
+        run.step_results = self.decode(row.get(1), &format!("the step results of run `{id}`"))?;
+        Ok(Some(run))
+    }
+
+    async fn list_runs(&self, query: &RunQuery) -> Result<RunPage, StoreError> {
+        let cursor = query.cursor.as_deref().map(Cursor::parse).transpose()?;
+        let (cursor_set, cursor_at, cursor_id) = match &cursor {
+            Some(cursor) => (true, timestamp(cursor.started_at()), cursor.id().to_owned()),
+            None => (false, None, String::new()),
+        };
+        let limit = i64::try_from(query.page_size().saturating_add(1)).unwrap_or(i64::MAX);
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT r.id, r.record::text,
+                    (SELECT COUNT(*) FROM wayline_step_results s WHERE s.run_id = r.id),
+                    (SELECT COUNT(*) FROM wayline_step_results s
+                     WHERE s.run_id = r.id AND s.status IN ('failed', 'unknown_outcome'))
+                 FROM wayline_runs AS r
+                 WHERE ($1::text IS NULL OR r.workflow_id = $1)
+                   AND ($2::text IS NULL OR r.status = $2)
+                   AND ($3::text IS NULL OR r.started_at >= $3)
+                   AND ($4::text IS NULL OR r.started_at < $4)
+                   AND (NOT $5::bool
+                        OR ($6::text IS NOT NULL AND (r.started_at < $6
+                            OR (r.started_at = $6 AND r.id > $7) OR r.started_at IS NULL))
+                        OR ($6::text IS NULL AND r.started_at IS NULL AND r.id > $7))
+                 ORDER BY r.started_at IS NULL, r.started_at DESC, r.id
+                 LIMIT $8",
+                &[
+                    &query.workflow_id,
+                    &query.status.map(RunStatus::as_str),
+                    &timestamp(query.started_after),
+                    &timestamp(query.started_before),
+                    &cursor_set,
+                    &cursor_at,
+                    &cursor_id,
+                    &limit,
+                ],
+            )
+            .await
+            .map_err(|error| self.error(&error))?;
+        let mut summaries = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: &str = row.get(0);
+            let run: Run = self.decode(row.get(1), &format!("run `{id}`"))?;
+            let mut summary = RunSummary::of(&run);
+            summary.steps = usize::try_from(row.get::<_, i64>(2)).unwrap_or_default();
+            summary.failed_steps = usize::try_from(row.get::<_, i64>(3)).unwrap_or_default();
+            summaries.push(summary);
+        }
+        Ok(RunPage::from_sorted(summaries, query))
+    }
+}
