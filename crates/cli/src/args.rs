@@ -7,6 +7,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::report::{Outcome, unreadable};
+use wayline_store::Location;
 
 /// The tools a command calls, and their configs.
 #[derive(Debug, Clone, clap::Args)]
@@ -65,20 +66,23 @@ pub(crate) struct Common {
 /// Where runs and workflows are kept.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct StoreArg {
-    /// The store: a `.db` file (SQLite) or a directory (JSON files). Default:
-    /// `$WAYLINE_HOME/wayline.db` (`WAYLINE_HOME` defaults to `~/.wayline`).
-    #[arg(long = "store", value_name = "PATH")]
-    pub(crate) store: Option<PathBuf>,
+    /// The store: a `postgres://USER:PASSWORD@HOST/DATABASE` URL (PostgreSQL, shared by
+    /// hosts and workers), a `.db` file (SQLite) or a directory (JSON files). Default:
+    /// `WAYLINE_STORE`, else `$WAYLINE_HOME/wayline.db` (`WAYLINE_HOME` defaults to
+    /// `~/.wayline`).
+    #[arg(long = "store", value_name = "STORE")]
+    pub(crate) store: Option<Location>,
 }
 
 /// Where knowledge is kept.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct KnowledgeArg {
-    /// The knowledge store: a `.db` file (SQLite; it may be the run store's file) or a
-    /// directory holding `knowledge/SUT/{patterns,pitfalls,stats}.yaml`. Default: the run
-    /// store given to `--store` (its SQLite file, or its directory), else `$WAYLINE_HOME`.
-    #[arg(long = "knowledge", value_name = "PATH")]
-    pub(crate) knowledge: Option<PathBuf>,
+    /// The knowledge store: a `postgres://` URL (it may be the run store's database), a `.db`
+    /// file (SQLite; it may be the run store's file) or a directory holding
+    /// `knowledge/SUT/{patterns,pitfalls,stats}.yaml`. Default: the run store given to
+    /// `--store` (its database, its SQLite file, or its directory), else `$WAYLINE_HOME`.
+    #[arg(long = "knowledge", value_name = "STORE")]
+    pub(crate) knowledge: Option<Location>,
 }
 
 /// `wayline run --learn --sut NAME`.

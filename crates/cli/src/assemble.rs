@@ -16,7 +16,7 @@ use wayline_core::{Run, ScriptedDecider, StepKind, ToolCatalog, Transport, Workf
 use wayline_executor::{
     CancelToken, Engine, EngineBuilder, ReqwestTransport, ReqwestTransportBuilder, RunOptions,
 };
-use wayline_knowledge::{KnowledgeStore, SqliteKnowledge, YamlKnowledge};
+use wayline_knowledge::{KnowledgeStore, PostgresKnowledge, SqliteKnowledge, YamlKnowledge};
 use wayline_mcp::McpServers;
 use wayline_planner::decide::ModelDecider;
 use wayline_planner::llm::{LanguageModel, OpenAiConfig, OpenAiModel};
@@ -25,7 +25,7 @@ use wayline_sandbox::{
     BayClient, BayConfig, CodeRouter, LocalConfig, LocalProvider, SandboxCodeRunner,
     SandboxProvider,
 };
-use wayline_store::{ConsoleNotifier, Notifications, Stores, WebhookNotifier};
+use wayline_store::{ConsoleNotifier, Location, Notifications, Stores, WebhookNotifier};
 
 use crate::args::{
     KnowledgeArg, ModelArgs, NetworkArgs, NotifyArgs, StoreArg, ToolsArgs, parse_inputs,
@@ -545,47 +545,63 @@ pub(crate) fn execute(
     .map_err(engine_error)
 }
 
-/// The path of the store `store` names, or of the default one.
-fn store_path(store: &StoreArg) -> Result<PathBuf, Outcome> {
+/// The store `store` names, or the configured one (`WAYLINE_STORE`, else the default).
+pub(crate) fn store_location(store: &StoreArg) -> Result<Location, Outcome> {
     match &store.store {
-        Some(path) => Ok(path.clone()),
-        None => wayline_store::default_location().ok_or_else(|| {
+        Some(location) => Ok(location.clone()),
+        None => Location::configured().ok_or_else(|| {
             unreadable(
-                "no store given and no home directory known; pass --store PATH or set WAYLINE_HOME",
+                "no store given and no home directory known; pass --store STORE, or set WAYLINE_STORE or WAYLINE_HOME",
             )
         }),
     }
 }
 
-/// Opens the store `store` names, or the default one, making it if it is not there.
+/// Opens the store `store` names, or the configured one, making it if it is not there.
 pub(crate) fn open_store(store: &StoreArg) -> Result<Stores, Outcome> {
-    wayline_store::open(&store_path(store)?).map_err(fail)
+    wayline_store::open(&store_location(store)?).map_err(fail)
 }
 
-/// Opens the store `store` names, or the default one, for a command that only reads: `None`
-/// (and nothing made) when there is no store there yet.
-pub(crate) fn open_existing_store(store: &StoreArg) -> Result<Option<(Stores, PathBuf)>, Outcome> {
-    let path = store_path(store)?;
-    if !path.exists() {
+/// Opens the store `store` names, or the configured one, for a command that only reads:
+/// `None` (and nothing made) when there is no store there yet.
+pub(crate) fn open_existing_store(store: &StoreArg) -> Result<Option<(Stores, Location)>, Outcome> {
+    let location = store_location(store)?;
+    if !location.exists() {
         return Ok(None);
     }
-    Ok(Some((wayline_store::open(&path).map_err(fail)?, path)))
+    Ok(Some((
+        wayline_store::open(&location).map_err(fail)?,
+        location,
+    )))
 }
 
 /// Opens the knowledge store `knowledge` names, else beside the run store, else in the
 /// default directory.
 pub(crate) fn open_knowledge(
     knowledge: &KnowledgeArg,
-    run_store: Option<&Path>,
+    run_store: Option<&Location>,
 ) -> Result<Arc<dyn KnowledgeStore>, Outcome> {
-    let path = match (&knowledge.knowledge, run_store) {
-        (Some(path), _) => path.clone(),
-        (None, Some(store)) => store.to_path_buf(),
-        (None, _) => wayline_store::default_location()
-            .and_then(|db| db.parent().map(Path::to_path_buf))
-            .ok_or_else(|| {
-                unreadable("no knowledge store given and no home directory known; pass --knowledge PATH or set WAYLINE_HOME")
-            })?,
+    let location = match (&knowledge.knowledge, run_store) {
+        (Some(location), _) => location.clone(),
+        (None, Some(store)) => store.clone(),
+        (None, _) => Location::Path(
+            wayline_store::default_location()
+                .and_then(|db| db.parent().map(Path::to_path_buf))
+                .ok_or_else(|| {
+                    unreadable("no knowledge store given and no home directory known; pass --knowledge STORE or set WAYLINE_HOME")
+                })?,
+        ),
+    };
+    let path = match location {
+        Location::Postgres(url) => {
+            return Ok(Arc::new(PostgresKnowledge::open(&url).map_err(fail)?));
+        }
+        Location::Path(path) => path,
+        other => {
+            return Err(unreadable(format!(
+                "{other} is not a knowledge store this build knows"
+            )));
+        }
     };
     if path.extension().is_some_and(|extension| extension == "db") {
         Ok(Arc::new(SqliteKnowledge::open(&path).map_err(fail)?))

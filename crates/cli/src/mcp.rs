@@ -23,6 +23,7 @@ use crate::assemble::{
 };
 use crate::guard::ModeArg;
 use crate::report::{Outcome, fail, unreadable};
+use wayline_store::Location;
 
 /// `wayline mcp ...`
 #[derive(Debug, clap::Subcommand)]
@@ -44,8 +45,8 @@ pub(crate) struct ServeArgs {
     tools: ToolsArgs,
     /// Serve the active version of every workflow saved in this store, and keep the runs
     /// there.
-    #[arg(long = "store", value_name = "PATH")]
-    store: Option<PathBuf>,
+    #[arg(long = "store", value_name = "STORE")]
+    store: Option<Location>,
     /// Serve only the workflows, not each tool on its own.
     #[arg(long)]
     workflows_only: bool,
@@ -220,7 +221,7 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
     }
     let recorder = match (&args.learn.sut, args.learn.learn) {
         (Some(sut), true) => {
-            let store = open_knowledge(&args.learn.store, args.store.as_deref())?;
+            let store = open_knowledge(&args.learn.store, args.store.as_ref())?;
             let recorder = Recorder::new(store, wayline_knowledge::sut_key(sut), registry.clone());
             for (workflow, _) in &workflows {
                 recorder.register(workflow);

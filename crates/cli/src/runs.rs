@@ -158,7 +158,7 @@ fn list(store: &StoreArg, query: &RunQuery, format: ReportFormat) -> Result<Outc
     if page.runs.is_empty() && format == ReportFormat::Text {
         outln!(
             "no runs in {}{}",
-            path.display(),
+            path,
             if query_filters(query) { " match" } else { "" }
         );
         return Ok(Outcome::Ok);
@@ -196,10 +196,10 @@ fn store_shown(store: &StoreArg) -> String {
     store
         .store
         .clone()
-        .or_else(wayline_store::default_location)
+        .or_else(wayline_store::Location::configured)
         .map_or_else(
             || "the default place".to_owned(),
-            |path| path.display().to_string(),
+            |location| location.to_string(),
         )
 }
 

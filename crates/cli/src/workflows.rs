@@ -428,7 +428,7 @@ fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
     match format {
         ReportFormat::Json => print_json(&listed),
         ReportFormat::Text if listed.is_empty() => {
-            outln!("no workflows in {}", path.display());
+            outln!("no workflows in {path}");
         }
         ReportFormat::Text => {
             for item in &listed {

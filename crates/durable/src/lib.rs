@@ -1,8 +1,8 @@
 //! Durable local storage, in one place for every crate that keeps files: a file written whole
 //! or not at all ([`write()`]), the lock file that serialises writers across processes
 //! ([`LockFile`]), (feature `sqlite`) the SQLite connection setup the stores share
-//! ([`sqlite::open`]), and (feature `postgres`) the PostgreSQL pool and migrations they share
-//! ([`postgres::Database`]).
+//! ([`sqlite::open`]), and the PostgreSQL URLs they take ([`postgres::mask`]) with (feature
+//! `postgres`) the pool and migrations they share (`postgres::Database`).
 //!
 //! Durable means a crash or a power loss leaves the old content or the new, never an empty or
 //! half-written file: the new content goes to a temporary file beside the target, which is
@@ -17,7 +17,6 @@
 
 mod error;
 mod lock;
-#[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

@@ -1,11 +1,14 @@
-//! The PostgreSQL setup every wayline store shares: a [`Database`] (a connection pool on a
-//! `postgres://` URL, shown with its password masked), versioned migrations applied under an
-//! advisory lock, and error messages that say what the server said.
+//! The PostgreSQL setup every wayline store shares: which text is a database URL
+//! ([`is_url`]) and how it is shown ([`mask`]), and with the `postgres` feature a `Database`
+//! (a connection pool on a `postgres://` URL, shown with its password masked), versioned
+//! migrations applied under an advisory lock, and error messages that say what the server
+//! said.
 //!
 //! Connections are plain TCP or Unix sockets: a URL asking for TLS (`sslmode=require`) is
 //! refused when the pool connects, with a message saying so.
 //!
 //! ```
+//! # #[cfg(feature = "postgres")] {
 //! use wayline_durable::postgres::{Database, is_url, mask};
 //!
 //! assert!(is_url("postgres://ops:s3cret@db.internal:5432/wayline"));
@@ -17,31 +20,11 @@
 //! let database = Database::open("postgresql://ops:s3cret@localhost/wayline").unwrap();
 //! assert_eq!(database.shown(), "postgresql://ops:***@localhost/wayline");
 //! assert!(!format!("{database:?}").contains("s3cret"));
+//! # }
 //! ```
 
-use std::fmt;
-use std::str::FromStr;
-use std::sync::Arc;
-use std::time::Duration;
-
-pub use deadpool_postgres;
-pub use tokio_postgres;
-
-use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
-
-use crate::error::Error;
-
-/// How many connections a pool opens at most, unless told otherwise.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
-
-/// How long a query waits for a free connection, and a new connection for the server, before
-/// failing.
-const WAIT: Duration = Duration::from_secs(30);
-const CONNECT: Duration = Duration::from_secs(10);
-
-/// The key all migrations take (`pg_advisory_xact_lock`), so that processes opening one
-/// database at once apply each migration once.
-const MIGRATION_LOCK: i64 = 0x0077_6179_6c69_6e65; // "wayline" in ASCII
+#[cfg(feature = "postgres")]
+pub use pool::{DEFAULT_MAX_CONNECTIONS, Database, deadpool_postgres, describe, tokio_postgres};
 
 /// Whether `text` names a PostgreSQL database (`postgres://…` or `postgresql://…`).
 pub fn is_url(text: &str) -> bool {
@@ -88,194 +71,223 @@ pub fn mask(url: &str) -> String {
     shown
 }
 
-/// What the server (or the connection) said, in one line: the server's message with its
-/// detail and hint when it answered, else the driver's description and its causes.
-pub fn describe(error: &tokio_postgres::Error) -> String {
-    if let Some(db) = error.as_db_error() {
-        let mut text = format!("{} ({})", db.message(), db.code().code());
-        if let Some(detail) = db.detail() {
-            text.push_str(&format!("; {detail}"));
-        }
-        if let Some(hint) = db.hint() {
-            text.push_str(&format!("; hint: {hint}"));
-        }
-        return text;
-    }
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(&format!(": {cause_text}"));
-        }
-        source = cause.source();
-    }
-    text
-}
+#[cfg(feature = "postgres")]
+mod pool {
+    use std::fmt;
+    use std::str::FromStr;
+    use std::sync::Arc;
+    use std::time::Duration;
 
-/// A PostgreSQL database: a pool of connections to it, and its URL with the password masked.
-/// Cloning shares the pool.
-#[derive(Clone)]
-pub struct Database {
-    pool: Pool,
-    shown: Arc<str>,
-}
+    pub use deadpool_postgres;
+    pub use tokio_postgres;
 
-impl fmt::Debug for Database {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Database")
-            .field("url", &self.shown)
-            .field("max_connections", &self.pool.status().max_size)
-            .finish()
-    }
-}
+    use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 
-impl Database {
-    /// A pool of at most [`DEFAULT_MAX_CONNECTIONS`] connections to the database the
-    /// `postgres://` (or `postgresql://`) URL names. Nothing connects yet: a server that cannot
-    /// be reached is reported by the first query.
-    pub fn open(url: &str) -> Result<Database, Error> {
-        Database::open_with(url, DEFAULT_MAX_CONNECTIONS)
-    }
+    use super::{is_url, mask};
+    use crate::error::Error;
 
-    /// As [`Database::open`], with at most `max_connections` connections (at least one).
-    pub fn open_with(url: &str, max_connections: usize) -> Result<Database, Error> {
-        let shown: Arc<str> = mask(url).into();
-        let refuse = |message: String| Error::Postgres {
-            database: shown.to_string(),
-            message,
-            code: None,
-        };
-        if !is_url(url) {
-            return Err(refuse(
-                "write the database as a URL: postgres://USER:PASSWORD@HOST:PORT/DATABASE".into(),
-            ));
+    /// How many connections a pool opens at most, unless told otherwise.
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
+
+    /// How long a query waits for a free connection, and a new connection for the server, before
+    /// failing.
+    const WAIT: Duration = Duration::from_secs(30);
+    const CONNECT: Duration = Duration::from_secs(10);
+
+    /// The key all migrations take (`pg_advisory_xact_lock`), so that processes opening one
+    /// database at once apply each migration once.
+    const MIGRATION_LOCK: i64 = 0x0077_6179_6c69_6e65; // "wayline" in ASCII
+
+    /// What the server (or the connection) said, in one line: the server's message with its
+    /// detail and hint when it answered, else the driver's description and its causes.
+    pub fn describe(error: &tokio_postgres::Error) -> String {
+        if let Some(db) = error.as_db_error() {
+            let mut text = format!("{} ({})", db.message(), db.code().code());
+            if let Some(detail) = db.detail() {
+                text.push_str(&format!("; {detail}"));
+            }
+            if let Some(hint) = db.hint() {
+                text.push_str(&format!("; hint: {hint}"));
+            }
+            return text;
         }
-        // The driver's own message for a bad URL may quote it, password and all; say what is
-        // wrong without it.
-        let mut config = tokio_postgres::Config::from_str(url).map_err(|_| {
-            refuse(
-                "this is not a PostgreSQL URL the driver understands; write postgres://USER:PASSWORD@HOST:PORT/DATABASE".into(),
-            )
-        })?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT);
+        let mut text = error.to_string();
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            let cause_text = cause.to_string();
+            if !text.contains(&cause_text) {
+                text.push_str(&format!(": {cause_text}"));
+            }
+            source = cause.source();
         }
-        if config.get_application_name().is_none() {
-            config.application_name("wayline");
-        }
-        let manager = Manager::from_config(
-            config,
-            tokio_postgres::NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(max_connections.max(1))
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(WAIT))
-            .create_timeout(Some(CONNECT))
-            .build()
-            .map_err(|error| refuse(format!("cannot make a connection pool: {error}")))?;
-        Ok(Database { pool, shown })
+        text
     }
 
-    /// The URL with its password masked (see [`mask`]).
-    pub fn shown(&self) -> &str {
-        &self.shown
+    /// A PostgreSQL database: a pool of connections to it, and its URL with the password masked.
+    /// Cloning shares the pool.
+    #[derive(Clone)]
+    pub struct Database {
+        pool: Pool,
+        shown: Arc<str>,
     }
 
-    /// A connection from the pool, returned to it when dropped.
-    pub async fn client(&self) -> Result<deadpool_postgres::Client, Error> {
-        self.pool.get().await.map_err(|error| match error {
-            PoolError::Backend(error) => self.error(&error),
-            PoolError::Timeout(_) => Error::Postgres {
-                database: self.shown.to_string(),
-                message: "no connection to the server within the time allowed; is it running and reachable?".into(),
+    impl fmt::Debug for Database {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("Database")
+                .field("url", &self.shown)
+                .field("max_connections", &self.pool.status().max_size)
+                .finish()
+        }
+    }
+
+    impl Database {
+        /// A pool of at most [`DEFAULT_MAX_CONNECTIONS`] connections to the database the
+        /// `postgres://` (or `postgresql://`) URL names. Nothing connects yet: a server that cannot
+        /// be reached is reported by the first query.
+        pub fn open(url: &str) -> Result<Database, Error> {
+            Database::open_with(url, DEFAULT_MAX_CONNECTIONS)
+        }
+
+        /// As [`Database::open`], with at most `max_connections` connections (at least one).
+        pub fn open_with(url: &str, max_connections: usize) -> Result<Database, Error> {
+            let shown: Arc<str> = mask(url).into();
+            let refuse = |message: String| Error::Postgres {
+                database: shown.to_string(),
+                message,
                 code: None,
-            },
-            other => Error::Postgres {
-                database: self.shown.to_string(),
-                message: other.to_string(),
-                code: None,
-            },
-        })
-    }
-
-    /// `error`, as an [`Error::Postgres`] naming this database.
-    pub fn error(&self, error: &tokio_postgres::Error) -> Error {
-        Error::Postgres {
-            database: self.shown.to_string(),
-            message: describe(error),
-            code: error.code().map(|code| code.code().to_owned()),
-        }
-    }
-
-    /// Brings the schema of `component` up to date: `migrations[n]` is the SQL of version
-    /// `n + 1`, and the versions a database has are rows of the table `wayline_migrations`.
-    /// Each missing version runs in one transaction that holds an advisory lock, so that
-    /// processes opening the database at once apply it once. A database with a version this
-    /// build does not know was written by a newer wayline, and is refused rather than changed.
-    pub async fn migrate(&self, component: &str, migrations: &[&str]) -> Result<(), Error> {
-        let mut client = self.client().await?;
-        let transaction = client
-            .transaction()
-            .await
-            .map_err(|error| self.error(&error))?;
-        let run = async {
-            transaction
-                .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-                .await?;
-            transaction
-                .batch_execute(
-                    "CREATE TABLE IF NOT EXISTS wayline_migrations (
-                        component TEXT NOT NULL,
-                        version INTEGER NOT NULL,
-                        applied_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-                        PRIMARY KEY (component, version)
-                    )",
+            };
+            if !is_url(url) {
+                return Err(refuse(
+                    "write the database as a URL: postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+                        .into(),
+                ));
+            }
+            // The driver's own message for a bad URL may quote it, password and all; say what is
+            // wrong without it.
+            let mut config = tokio_postgres::Config::from_str(url).map_err(|_| {
+                refuse(
+                    "this is not a PostgreSQL URL the driver understands; write postgres://USER:PASSWORD@HOST:PORT/DATABASE".into(),
                 )
-                .await?;
-            let row = transaction
-                .query_one(
-                    "SELECT COALESCE(MAX(version), 0) FROM wayline_migrations WHERE component = $1",
-                    &[&component],
-                )
-                .await?;
-            Ok::<i32, tokio_postgres::Error>(row.get(0))
-        };
-        let applied = run.await.map_err(|error| self.error(&error))?;
-        let known = i32::try_from(migrations.len()).unwrap_or(i32::MAX);
-        if applied > known {
-            return Err(Error::Postgres {
-                database: self.shown.to_string(),
-                message: format!(
-                    "its `{component}` tables are at schema version {applied}, newer than this wayline knows ({known}); upgrade wayline"
-                ),
-                code: None,
-            });
+            })?;
+            if config.get_connect_timeout().is_none() {
+                config.connect_timeout(CONNECT);
+            }
+            if config.get_application_name().is_none() {
+                config.application_name("wayline");
+            }
+            let manager = Manager::from_config(
+                config,
+                tokio_postgres::NoTls,
+                ManagerConfig {
+                    recycling_method: RecyclingMethod::Fast,
+                },
+            );
+            let pool = Pool::builder(manager)
+                .max_size(max_connections.max(1))
+                .runtime(Runtime::Tokio1)
+                .wait_timeout(Some(WAIT))
+                .create_timeout(Some(CONNECT))
+                .build()
+                .map_err(|error| refuse(format!("cannot make a connection pool: {error}")))?;
+            Ok(Database { pool, shown })
         }
-        for (version, sql) in (1..)
-            .zip(migrations)
-            .skip(usize::try_from(applied).unwrap_or(0))
-        {
-            transaction
-                .batch_execute(sql)
+
+        /// The URL with its password masked (see [`mask`]).
+        pub fn shown(&self) -> &str {
+            &self.shown
+        }
+
+        /// A connection from the pool, returned to it when dropped.
+        pub async fn client(&self) -> Result<deadpool_postgres::Client, Error> {
+            self.pool.get().await.map_err(|error| match error {
+                PoolError::Backend(error) => self.error(&error),
+                PoolError::Timeout(_) => Error::Postgres {
+                    database: self.shown.to_string(),
+                    message: "no connection to the server within the time allowed; is it running and reachable?".into(),
+                    code: None,
+                },
+                other => Error::Postgres {
+                    database: self.shown.to_string(),
+                    message: other.to_string(),
+                    code: None,
+                },
+            })
+        }
+
+        /// `error`, as an [`Error::Postgres`] naming this database.
+        pub fn error(&self, error: &tokio_postgres::Error) -> Error {
+            Error::Postgres {
+                database: self.shown.to_string(),
+                message: describe(error),
+                code: error.code().map(|code| code.code().to_owned()),
+            }
+        }
+
+        /// Brings the schema of `component` up to date: `migrations[n]` is the SQL of version
+        /// `n + 1`, and the versions a database has are rows of the table `wayline_migrations`.
+        /// Each missing version runs in one transaction that holds an advisory lock, so that
+        /// processes opening the database at once apply it once. A database with a version this
+        /// build does not know was written by a newer wayline, and is refused rather than changed.
+        pub async fn migrate(&self, component: &str, migrations: &[&str]) -> Result<(), Error> {
+            let mut client = self.client().await?;
+            let transaction = client
+                .transaction()
                 .await
                 .map_err(|error| self.error(&error))?;
+            let run = async {
+                transaction
+                    .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+                    .await?;
+                transaction
+                    .batch_execute(
+                        "CREATE TABLE IF NOT EXISTS wayline_migrations (
+                            component TEXT NOT NULL,
+                            version INTEGER NOT NULL,
+                            applied_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+                            PRIMARY KEY (component, version)
+                        )",
+                    )
+                    .await?;
+                let row = transaction
+                    .query_one(
+                        "SELECT COALESCE(MAX(version), 0) FROM wayline_migrations WHERE component = $1",
+                        &[&component],
+                    )
+                    .await?;
+                Ok::<i32, tokio_postgres::Error>(row.get(0))
+            };
+            let applied = run.await.map_err(|error| self.error(&error))?;
+            let known = i32::try_from(migrations.len()).unwrap_or(i32::MAX);
+            if applied > known {
+                return Err(Error::Postgres {
+                    database: self.shown.to_string(),
+                    message: format!(
+                        "its `{component}` tables are at schema version {applied}, newer than this wayline knows ({known}); upgrade wayline"
+                    ),
+                    code: None,
+                });
+            }
+            for (version, sql) in (1..)
+                .zip(migrations)
+                .skip(usize::try_from(applied).unwrap_or(0))
+            {
+                transaction
+                    .batch_execute(sql)
+                    .await
+                    .map_err(|error| self.error(&error))?;
+                transaction
+                    .execute(
+                        "INSERT INTO wayline_migrations (component, version) VALUES ($1, $2)",
+                        &[&component, &version],
+                    )
+                    .await
+                    .map_err(|error| self.error(&error))?;
+            }
             transaction
-                .execute(
-                    "INSERT INTO wayline_migrations (component, version) VALUES ($1, $2)",
-                    &[&component, &version],
-                )
+                .commit()
                 .await
-                .map_err(|error| self.error(&error))?;
+                .map_err(|error| self.error(&error))
         }
-        transaction
-            .commit()
-            .await
-            .map_err(|error| self.error(&error))
     }
 }
 
@@ -302,6 +314,7 @@ mod tests {
         assert!(!is_url("post"));
     }
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn a_malformed_url_is_refused_without_repeating_it() {
         let error = Database::open("postgres://u:s3cret@h:notaport/d").unwrap_err();

@@ -5,8 +5,8 @@
 //! - [`model`]: the three YAML files of a SUT's knowledge (`patterns.yaml`, `pitfalls.yaml`,
 //!   `stats.yaml`) as types ([`Knowledge`] holds all three).
 //! - [`KnowledgeStore`] with [`MemoryKnowledge`], [`YamlKnowledge`] (the three files in
-//!   `knowledge/<sut>/`) and, with the default `sqlite` feature, [`SqliteKnowledge`];
-//!   [`conformance`] checks any implementation.
+//!   `knowledge/<sut>/`), with the default `sqlite` feature [`SqliteKnowledge`], and with
+//!   the `postgres` feature `PostgresKnowledge`; [`conformance`] checks any implementation.
 //! - [`Recorder`]: a run observer that learns from runs; [`Knowledge::learn`] holds the update
 //!   rules, for hosts that observe sessions of their own.
 //! - [`Queries`]: the pattern for an intent, the pitfalls ahead of a call, operations ranked by
@@ -41,6 +41,8 @@ pub mod learn;
 pub mod mask;
 mod memory;
 pub mod model;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod query;
 mod recorder;
 #[cfg(feature = "sqlite")]
@@ -53,6 +55,8 @@ pub use error::Error;
 pub use export::export;
 pub use memory::MemoryKnowledge;
 pub use model::Knowledge;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresKnowledge;
 pub use query::{
     ExpectedPoll, PatternMatch, PitfallWarning, Queries, RankedOperation, ResourceStates,
 };

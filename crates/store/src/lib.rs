@@ -7,8 +7,9 @@
 //!   any implementation against their contracts.
 //! - [`Lifecycle`] moves saved workflows through `Draft → Approved → Validated → Active →
 //!   Archived`, keeping every version.
-//! - [`open`] picks the store a path names: a `.db` file is SQLite, anything else a directory
-//!   of files.
+//! - With the `postgres` feature, `PostgresStore`: the store several hosts and workers share.
+//! - [`open`] picks the store a [`Location`] names (`--store`, `WAYLINE_STORE`): a
+//!   `postgres://` URL is PostgreSQL, a `.db` file SQLite, anything else a directory of files.
 //! - [`schedule`]: interval and cron [`Trigger`](schedule::Trigger)s, read from a schedules
 //!   file, and the loop a host embeds to fire them ([`run_triggers`](schedule::run_triggers)).
 //! - [`Notifications`]: who is told when a run fails (or succeeds): [`WebhookNotifier`] posts
@@ -40,6 +41,7 @@ pub mod conformance;
 mod error;
 mod file;
 mod lifecycle;
+mod location;
 mod memory;
 mod notify;
 #[cfg(feature = "postgres")]
@@ -49,12 +51,13 @@ pub mod schedule;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use error::Error;
 pub use file::FileStore;
 pub use lifecycle::{Lifecycle, Saved, graph_hash};
+pub use location::{Location, STORE_VARIABLE};
 pub use memory::MemoryStore;
 pub use notify::{ConsoleNotifier, Notifications, WebhookNotifier, origin};
 #[cfg(feature = "postgres")]
@@ -85,25 +88,38 @@ impl Stores {
     }
 }
 
-/// Opens the store `location` names: a path ending in `.db` is a SQLite database (created when
-/// missing), anything else a [`FileStore`] directory (created when missing).
-pub fn open(location: &Path) -> Result<Stores, StoreError> {
-    if location
-        .extension()
-        .is_some_and(|extension| extension == "db")
-    {
+/// Opens the store `location` names: a PostgreSQL database (feature `postgres`; connected on
+/// first use), a path ending in `.db` a SQLite database (created when missing), anything else
+/// a [`FileStore`] directory (created when missing).
+pub fn open(location: &Location) -> Result<Stores, StoreError> {
+    let path = match location {
+        Location::Postgres(url) => {
+            #[cfg(feature = "postgres")]
+            return Ok(Stores::from_shared(Arc::new(PostgresStore::open(url)?)));
+            #[cfg(not(feature = "postgres"))]
+            return Err(StoreError::new(
+                StoreErrorKind::Unavailable,
+                format!(
+                    "{} is a PostgreSQL store, but this build has no `postgres` feature",
+                    Location::Postgres(url.clone())
+                ),
+            ));
+        }
+        Location::Path(path) => path,
+    };
+    if path.extension().is_some_and(|extension| extension == "db") {
         #[cfg(feature = "sqlite")]
-        return Ok(Stores::from_shared(Arc::new(SqliteStore::open(location)?)));
+        return Ok(Stores::from_shared(Arc::new(SqliteStore::open(path)?)));
         #[cfg(not(feature = "sqlite"))]
         return Err(StoreError::new(
             StoreErrorKind::Unavailable,
             format!(
                 "{} is a SQLite store, but this build has no `sqlite` feature; use a directory (the file store)",
-                location.display()
+                path.display()
             ),
         ));
     }
-    Ok(Stores::from_shared(Arc::new(FileStore::open(location)?)))
+    Ok(Stores::from_shared(Arc::new(FileStore::open(path)?)))
 }
 
 /// Where the embedded default store lives: `$WAYLINE_HOME/wayline.db`, with `WAYLINE_HOME`

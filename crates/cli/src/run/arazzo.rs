@@ -54,7 +54,7 @@ pub(super) fn run_document(args: &RunArgs, path: &Path, text: &str) -> Result<Ou
     }
     let recorder = match (&args.learn.sut, args.learn.learn) {
         (Some(sut), true) => {
-            let store = open_knowledge(&args.learn.store, args.store.as_deref())?;
+            let store = open_knowledge(&args.learn.store, args.store.as_ref())?;
             let recorder = Recorder::new(store, wayline_knowledge::sut_key(sut), catalog);
             for workflow in runner.compiled() {
                 recorder.register(workflow);

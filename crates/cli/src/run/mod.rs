@@ -9,7 +9,7 @@ use std::sync::Arc;
 use wayline_core::Workflow;
 use wayline_executor::RunOptions;
 use wayline_knowledge::Recorder;
-use wayline_store::{Lifecycle, Stores};
+use wayline_store::{Lifecycle, Location, Stores};
 
 use crate::args::{Common, LearnArgs, ModelArgs, NotifyArgs, StoreArg, arazzo_text};
 use crate::assemble::{
@@ -48,11 +48,12 @@ pub(crate) struct RunArgs {
     /// Output format: text prints a summary, json the run record.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub(crate) format: ReportFormat,
-    /// Record the run (durably, step by step) in this store: a `.db` file (SQLite) or a
-    /// directory (JSON files). A workflow file is saved there too, as a new version if it
-    /// changed. With `--workflow-id` the default store is used when this is not given.
-    #[arg(long, value_name = "PATH")]
-    pub(crate) store: Option<PathBuf>,
+    /// Record the run (durably, step by step) in this store: a `postgres://` URL, a `.db`
+    /// file (SQLite) or a directory (JSON files). A workflow file is saved there too, as a new
+    /// version if it changed. With `--workflow-id` the default store (`WAYLINE_STORE`, else
+    /// `$WAYLINE_HOME/wayline.db`) is used when this is not given.
+    #[arg(long, value_name = "STORE")]
+    pub(crate) store: Option<Location>,
     /// Check every response against its tool's response schema for the status, when the tool
     /// has one (tools imported from OpenAPI do); a step's `expect.schema` overrides it.
     #[arg(long)]
@@ -124,7 +125,7 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     let registry = Arc::new(registry);
     let recorder = match (&args.learn.sut, args.learn.learn && !args.common.dry_run) {
         (Some(sut), true) => {
-            let store = open_knowledge(&args.learn.store, args.store.as_deref())?;
+            let store = open_knowledge(&args.learn.store, args.store.as_ref())?;
             let recorder = Recorder::new(store, wayline_knowledge::sut_key(sut), registry.clone());
             recorder.register(&workflow);
             Some(recorder)

@@ -34,6 +34,43 @@ async fn sqlite_store_conforms() {
     .await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_store_conforms_and_concurrent_writers_lose_nothing() {
+    let Some(cluster) = wayline_testkit::postgres::start("the PostgreSQL knowledge store test")
+    else {
+        return;
+    };
+    let url = cluster.url("postgres");
+    conformance::knowledge_store(Arc::new(
+        wayline_knowledge::PostgresKnowledge::open(&url).unwrap(),
+    ))
+    .await;
+    // Eight stores (eight hosts, as far as the server can tell), all learning about a SUT
+    // nobody wrote before.
+    let writers: Vec<_> = (0..8)
+        .map(|_| {
+            let store = wayline_knowledge::PostgresKnowledge::open(&url).unwrap();
+            tokio::spawn(async move {
+                for _ in 0..10 {
+                    let mut seen = RunObservation::default();
+                    seen.attempts
+                        .push(AttemptSeen::new("GetCluster", true, 5.0));
+                    store
+                        .update("fresh", Box::new(move |knowledge| knowledge.learn(&seen)))
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let store = wayline_knowledge::PostgresKnowledge::open(&url).unwrap();
+    let knowledge = store.load("fresh").await.unwrap();
+    assert_eq!(knowledge.stats.operations["GetCluster"].successes, 80);
+}
+
 /// Set in a child process: the YAML directory it records into.
 const CHILD_DIR: &str = "WAYLINE_KNOWLEDGE_CHILD_DIR";
 const RECORDS_PER_PROCESS: u64 = 40;
