@@ -162,6 +162,8 @@ pub struct RunQuery {
     pub limit: usize,
     /// The previous page's [`RunPage::next_cursor`].
     pub cursor: Option<String>,
+    /// Only runs held (or last held) by this worker of a run queue.
+    pub worker: Option<String>,
 }
 
 impl RunQuery {
@@ -196,6 +198,13 @@ impl RunQuery {
     ) -> Self {
         self.started_after = after;
         self.started_before = before;
+        self
+    }
+
+    /// Only runs held (or last held) by the queue worker `name`.
+    #[must_use]
+    pub fn worker(mut self, name: impl Into<String>) -> Self {
+        self.worker = Some(name.into());
         self
     }
 
@@ -234,6 +243,10 @@ impl RunQuery {
             && self
                 .started_before
                 .is_none_or(|before| summary.started_at.is_some_and(|at| at < before))
+            && self
+                .worker
+                .as_ref()
+                .is_none_or(|worker| summary.worker.as_ref() == Some(worker))
     }
 }
 
@@ -285,6 +298,9 @@ pub struct RunSummary {
     pub steps: usize,
     /// Steps that failed, or whose outcome is unknown (skipped on resume): not done either way.
     pub failed_steps: usize,
+    /// The run-queue worker that holds (or last held) it; only stores with a run queue know.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
 }
 
 impl RunSummary {
@@ -308,6 +324,7 @@ impl RunSummary {
                     )
                 })
                 .count(),
+            worker: None,
         }
     }
 
@@ -367,6 +384,7 @@ impl Cursor {
                 finished_at: None,
                 steps: 0,
                 failed_steps: 0,
+                worker: None,
             },
         })
     }

@@ -316,3 +316,241 @@ pub async fn run_store(store: Arc<dyn RunStore>) {
         .unwrap_err();
     assert_eq!(bad.kind(), StoreErrorKind::Invalid, "{bad}");
 }
+
+fn heartbeat(name: &str, pid: u32) -> crate::queue::Heartbeat {
+    crate::queue::Heartbeat {
+        name: name.into(),
+        host: "test-host".into(),
+        pid,
+        concurrency: 4,
+        lease: std::time::Duration::from_secs(60),
+        stopping: false,
+    }
+}
+
+/// Checks the [`RunQueue`](crate::queue::RunQueue) contract on an empty queue; `runs` is the
+/// run store of the same location. Leases are the store's clock, so this waits (for real) a
+/// few tens of milliseconds for one to run out.
+pub async fn run_queue(queue: Arc<dyn crate::queue::RunQueue>, runs: Arc<dyn RunStore>) {
+    use crate::queue::{Cancellation, InFlight, QueueState, Release, Submission};
+    use std::time::Duration as Wait;
+
+    let hour = Wait::from_secs(3600);
+    // Submitting: an id of one's own, or a new one; a taken id is refused.
+    let first = queue
+        .submit(
+            &Submission::new("w", 3)
+                .run_id("q1")
+                .input("city", "Oslo")
+                .in_flight(InFlight::Retry),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            first.state,
+            first.workflow_version,
+            first.in_flight,
+            first.attempts
+        ),
+        (QueueState::Queued, 3, InFlight::Retry, 0)
+    );
+    assert_eq!(first.inputs["city"], json!("Oslo"));
+    let taken = queue
+        .submit(&Submission::new("w", 3).run_id("q1"))
+        .await
+        .unwrap_err();
+    assert_eq!(taken.kind(), StoreErrorKind::Conflict, "{taken}");
+    runs.create_run(&run("direct", "w", Utc::now(), RunStatus::Running))
+        .await
+        .unwrap();
+    let taken = queue
+        .submit(&Submission::new("w", 3).run_id("direct"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        taken.kind(),
+        StoreErrorKind::Conflict,
+        "a run id used outside the queue is taken too: {taken}"
+    );
+    let second = queue.submit(&Submission::new("w", 3)).await.unwrap();
+    assert!(!second.run_id.is_empty(), "a new id when none is given");
+    queue
+        .submit(&Submission::new("w", 3).run_id("q3"))
+        .await
+        .unwrap();
+    let stats = queue.stats().await.unwrap();
+    assert_eq!((stats.queued, stats.running), (3, 0));
+
+    // Workers: a live name is not taken twice.
+    queue.register(&heartbeat("w1", 1)).await.unwrap();
+    queue.register(&heartbeat("w1", 1)).await.unwrap();
+    let twice = queue.register(&heartbeat("w1", 2)).await.unwrap_err();
+    assert_eq!(twice.kind(), StoreErrorKind::Conflict, "{twice}");
+    queue.register(&heartbeat("w2", 2)).await.unwrap();
+
+    // Claims: oldest first, each run once, never one the worker says it still holds.
+    let claimed = queue.claim("w1", hour, 1, &[]).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].entry.run_id, "q1", "oldest first");
+    assert_eq!(claimed[0].entry.state, QueueState::Running);
+    assert_eq!(claimed[0].lease.attempt, 1);
+    let held = claimed[0].lease.clone();
+    let more = queue
+        .claim("w2", hour, 10, &["q3".to_owned()])
+        .await
+        .unwrap();
+    let ids: Vec<_> = more.iter().map(|c| c.entry.run_id.clone()).collect();
+    assert_eq!(ids, std::slice::from_ref(&second.run_id), "q1 is held, q3 excluded");
+    let w2_lease = more[0].lease.clone();
+    let q3 = queue.claim("w2", hour, 10, &[]).await.unwrap();
+    assert_eq!(q3.len(), 1);
+    assert!(queue.claim("w2", hour, 10, &[]).await.unwrap().is_empty());
+    assert_eq!(queue.stats().await.unwrap().running, 3);
+
+    // Fenced writes: only the holder records the run.
+    let mine = queue.fenced_runs("w1");
+    let theirs = queue.fenced_runs("w2");
+    let mut record = run("q1", "w", Utc::now(), RunStatus::Running);
+    let refused = theirs.create_run(&record).await.unwrap_err();
+    assert_eq!(refused.kind(), StoreErrorKind::Conflict, "{refused}");
+    mine.create_run(&record).await.unwrap();
+    let step = finished_step("first", Utc::now());
+    let refused = theirs.save_step("q1", &step).await.unwrap_err();
+    assert_eq!(refused.kind(), StoreErrorKind::Conflict, "{refused}");
+    mine.save_step("q1", &step).await.unwrap();
+    mine.save_step("direct", &step)
+        .await
+        .expect("a run outside the queue is not fenced");
+
+    // Renewal, and cancellation of a running run from anywhere.
+    let beat = heartbeat("w1", 1);
+    let renewed = queue
+        .renew(&beat, std::slice::from_ref(&held))
+        .await
+        .unwrap();
+    assert!(renewed.lost.is_empty() && renewed.cancel.is_empty());
+    assert_eq!(queue.cancel("q1").await.unwrap(), Cancellation::Requested);
+    let renewed = queue
+        .renew(&beat, std::slice::from_ref(&held))
+        .await
+        .unwrap();
+    assert_eq!(renewed.cancel, ["q1"]);
+    record.status = RunStatus::Cancelled;
+    mine.finish_run(&record).await.unwrap();
+    assert!(queue.release(&held, Release::Done).await.unwrap());
+    assert!(
+        !queue.release(&held, Release::Done).await.unwrap(),
+        "a lease is released once"
+    );
+    assert_eq!(queue.cancel("q1").await.unwrap(), Cancellation::Ended);
+    let done = queue.entry("q1").await.unwrap().unwrap();
+    assert_eq!(done.state, QueueState::Done);
+    assert!(done.finished_at.is_some());
+
+    // A lease that runs out is taken over; the old holder's writes and renewals fail.
+    let short = queue
+        .submit(&Submission::new("w", 3).run_id("q4"))
+        .await
+        .unwrap();
+    let lost = queue
+        .claim("w1", Wait::from_millis(1), 1, &[])
+        .await
+        .unwrap();
+    assert_eq!(lost[0].entry.run_id, short.run_id);
+    mine.create_run(&run("q4", "w", Utc::now(), RunStatus::Running))
+        .await
+        .unwrap();
+    tokio::time::sleep(Wait::from_millis(30)).await;
+    let taken = queue.claim("w2", hour, 1, &[]).await.unwrap();
+    assert_eq!(taken[0].entry.run_id, "q4");
+    assert_eq!((taken[0].lease.attempt, taken[0].entry.attempts), (2, 2));
+    let renewed = queue.renew(&beat, &[lost[0].lease.clone()]).await.unwrap();
+    assert_eq!(renewed.lost, ["q4"]);
+    let refused = mine.save_step("q4", &step).await.unwrap_err();
+    assert_eq!(refused.kind(), StoreErrorKind::Conflict, "{refused}");
+    assert!(!queue.release(&lost[0].lease, Release::Done).await.unwrap());
+    theirs.save_step("q4", &step).await.unwrap();
+
+    // Requeued on shutdown: claimable again at once; blocked: waits for a person.
+    assert!(
+        queue
+            .release(&taken[0].lease, Release::Requeue)
+            .await
+            .unwrap()
+    );
+    let again = queue.claim("w1", hour, 1, &[]).await.unwrap();
+    assert_eq!(
+        (again[0].entry.run_id.as_str(), again[0].lease.attempt),
+        ("q4", 3)
+    );
+    assert!(
+        queue
+            .release(
+                &again[0].lease,
+                Release::Blocked("step `pay` may have run".into())
+            )
+            .await
+            .unwrap()
+    );
+    let blocked = queue.entry("q4").await.unwrap().unwrap();
+    assert_eq!(blocked.state, QueueState::Blocked);
+    assert_eq!(blocked.note.as_deref(), Some("step `pay` may have run"));
+    assert!(queue.claim("w1", hour, 10, &[]).await.unwrap().is_empty());
+
+    // Cancelling a waiting run ends it at once, with a cancelled record.
+    assert_eq!(queue.cancel("q4").await.unwrap(), Cancellation::Cancelled);
+    assert_eq!(
+        runs.run("q4").await.unwrap().unwrap().status,
+        RunStatus::Cancelled
+    );
+    let waiting = queue
+        .submit(&Submission::new("w", 3).run_id("q5").input("n", 1))
+        .await
+        .unwrap();
+    assert_eq!(
+        queue.cancel(&waiting.run_id).await.unwrap(),
+        Cancellation::Cancelled
+    );
+    let record = runs.run("q5").await.unwrap().unwrap();
+    assert_eq!(
+        (
+            record.status,
+            record.workflow_version,
+            &record.user_inputs["n"]
+        ),
+        (RunStatus::Cancelled, Some(3), &json!(1))
+    );
+    assert_eq!(
+        queue.entry("q5").await.unwrap().unwrap().state,
+        QueueState::Cancelled
+    );
+    let unknown = queue.cancel("nope").await.unwrap_err();
+    assert_eq!(unknown.kind(), StoreErrorKind::NotFound, "{unknown}");
+
+    // What the queue and its workers look like.
+    let listed: Vec<_> = queue
+        .entries(Some(QueueState::Running), 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|entry| entry.run_id)
+        .collect();
+    assert_eq!(listed, [second.run_id.clone(), "q3".to_owned()]);
+    let workers = queue.workers().await.unwrap();
+    let w1 = workers.iter().find(|w| w.name == "w1").unwrap();
+    let w2 = workers.iter().find(|w| w.name == "w2").unwrap();
+    assert!(w1.alive && w2.alive);
+    assert_eq!(w1.finished, 1, "w1 finished q1");
+    assert!(w1.runs.is_empty());
+    assert_eq!(w2.runs.len(), 2, "w2 holds two runs: {:?}", w2.runs);
+    let mut stopping = heartbeat("w2", 2);
+    stopping.stopping = true;
+    queue.renew(&stopping, &[w2_lease]).await.unwrap();
+    let workers = queue.workers().await.unwrap();
+    assert!(!workers.iter().find(|w| w.name == "w2").unwrap().alive);
+    let page = runs.list_runs(&RunQuery::new().worker("w1")).await.unwrap();
+    let ids: Vec<_> = page.runs.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["q4", "q1"], "runs by the worker that last held them");
+    assert_eq!(page.runs[0].worker.as_deref(), Some("w1"));
+}

@@ -46,6 +46,7 @@ mod memory;
 mod notify;
 #[cfg(feature = "postgres")]
 mod postgres;
+pub mod queue;
 mod records;
 pub mod schedule;
 #[cfg(feature = "sqlite")]

@@ -24,6 +24,8 @@ use wayline_durable::postgres::{Database, tokio_postgres};
 
 use crate::records;
 
+mod queue;
+
 /// The schema of the workflow and run store (component `store` in `wayline_migrations`).
 const MIGRATIONS: &[&str] = &[
     // 1: workflows, runs, step results.
@@ -59,16 +61,53 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, step_id)
     );
     CREATE INDEX wayline_step_results_position ON wayline_step_results (run_id, position);"#,
+    // 2: the run queue and its workers (see `queue.rs`).
+    r#"CREATE TABLE wayline_queue (
+        run_id TEXT COLLATE "C" PRIMARY KEY,
+        workflow_id TEXT COLLATE "C" NOT NULL,
+        workflow_version BIGINT NOT NULL,
+        inputs JSON NOT NULL,
+        in_flight TEXT NOT NULL,
+        state TEXT NOT NULL,
+        worker TEXT COLLATE "C",
+        attempts INTEGER NOT NULL DEFAULT 0,
+        submitted_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        -- Submission order among runs submitted in the same microsecond.
+        seq BIGSERIAL NOT NULL,
+        claimed_at TIMESTAMPTZ,
+        lease_until TIMESTAMPTZ,
+        finished_at TIMESTAMPTZ,
+        cancel_requested BOOLEAN NOT NULL DEFAULT false,
+        note TEXT
+    );
+    -- What a claim scans: only runs not yet ended are in it.
+    CREATE INDEX wayline_queue_claimable ON wayline_queue (submitted_at, seq)
+        WHERE state IN ('queued', 'running');
+    CREATE INDEX wayline_queue_by_worker ON wayline_queue (worker, state);
+    CREATE TABLE wayline_workers (
+        name TEXT COLLATE "C" PRIMARY KEY,
+        host TEXT NOT NULL,
+        pid BIGINT NOT NULL,
+        concurrency INTEGER NOT NULL,
+        lease_ms BIGINT NOT NULL,
+        started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        last_seen TIMESTAMPTZ NOT NULL DEFAULT now(),
+        stopping BOOLEAN NOT NULL DEFAULT false,
+        finished BIGINT NOT NULL DEFAULT 0
+    );"#,
 ];
 
-/// Workflows and runs in PostgreSQL. Cloning shares the connection pool.
+/// Workflows, runs and the run queue in PostgreSQL. Cloning shares the connection pool.
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
+    /// The worker whose leases this handle's run writes need (see
+    /// [`RunQueue::fenced_runs`](crate::queue::RunQueue::fenced_runs)).
+    pub(crate) fence: Option<Arc<str>>,
 }
 
 #[derive(Debug)]
-struct Inner {
+pub(crate) struct Inner {
     database: Database,
     migrated: OnceCell<()>,
 }
@@ -89,6 +128,7 @@ impl PostgresStore {
                 database,
                 migrated: OnceCell::new(),
             }),
+            fence: None,
         }
     }
 
@@ -120,6 +160,61 @@ impl PostgresStore {
         unavailable(self.inner.database.error(error))
     }
 
+    /// Refuses a write to `run_id` through a fenced handle when the run is in the queue and
+    /// this handle's worker does not hold it. The queue row stays share-locked until the
+    /// transaction ends, so a claim cannot slip in between the check and the write.
+    async fn check_fence(
+        &self,
+        client: &impl GenericClient,
+        run_id: &str,
+    ) -> Result<(), StoreError> {
+        let Some(worker) = &self.fence else {
+            return Ok(());
+        };
+        let row = client
+            .query_opt(
+                "SELECT worker, state FROM wayline_queue WHERE run_id = $1 FOR SHARE",
+                &[&run_id],
+            )
+            .await
+            .map_err(|error| self.error(&error))?;
+        match row {
+            None => Ok(()),
+            Some(row)
+                if row.get::<_, Option<&str>>(0) == Some(&**worker)
+                    && row.get::<_, &str>(1) == "running" =>
+            {
+                Ok(())
+            }
+            Some(_) => Err(lease_lost(run_id, worker)),
+        }
+    }
+
+    /// Run `id`, read through `client` (inside its transaction, if it is one).
+    pub(crate) async fn run_in(
+        &self,
+        client: &impl GenericClient,
+        id: &str,
+    ) -> Result<Option<Run>, StoreError> {
+        // One statement, so the header and the steps come from one snapshot.
+        let row = client
+            .query_opt(
+                "SELECT r.record::text,
+                    (SELECT COALESCE(json_agg(s.result ORDER BY s.position), '[]'::json)::text
+                     FROM wayline_step_results s WHERE s.run_id = r.id)
+                 FROM wayline_runs r WHERE r.id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(|error| self.error(&error))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let mut run: Run = self.decode(row.get(0), &format!("run `{id}`"))?;
+        run.step_results = self.decode(row.get(1), &format!("the step results of run `{id}`"))?;
+        Ok(Some(run))
+    }
+
     fn corrupt(&self, what: &str, error: &serde_json::Error) -> StoreError {
         StoreError::new(
             StoreErrorKind::Corrupt,
@@ -133,6 +228,16 @@ impl PostgresStore {
     fn decode<T: DeserializeOwned>(&self, text: &str, what: &str) -> Result<T, StoreError> {
         serde_json::from_str(text).map_err(|error| self.corrupt(what, &error))
     }
+}
+
+/// The refusal of a write by a worker that no longer holds the run.
+pub(crate) fn lease_lost(run_id: &str, worker: &str) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::Conflict,
+        format!(
+            "run `{run_id}` is no longer held by worker `{worker}` (its lease ran out and another worker took the run over, or it was requeued); this worker's writes to it are refused"
+        ),
+    )
 }
 
 /// A failure of the database, as a [`StoreError`] the caller may retry.
@@ -391,6 +496,7 @@ impl RunStore for PostgresStore {
             .transaction()
             .await
             .map_err(|error| self.error(&error))?;
+        self.check_fence(&transaction, &run.id).await?;
         let created = write_run(&transaction, run, &rows, false)
             .await
             .map_err(|error| self.error(&error))?;
@@ -407,35 +513,55 @@ impl RunStore for PostgresStore {
         let text = to_json(result)?;
         let client = self.client().await?;
         // One statement: the run's row is locked (a final record being written waits, or has
-        // been written), the result is saved only while the run is running, and the answer
-        // says which.
+        // been written), the result is saved only while the run is running and, through a
+        // fenced handle, while its worker ($5) holds it in the queue (the queue row is
+        // share-locked, so a claim waits for this write); the answer says which.
         let statement = client
             .prepare_cached(
-                "WITH run AS (SELECT status FROM wayline_runs WHERE id = $1 FOR UPDATE),
+                "WITH fence AS (
+                    SELECT worker, state FROM wayline_queue WHERE run_id = $1 FOR SHARE
+                 ),
+                 allowed AS (
+                    SELECT $5::text IS NULL OR NOT EXISTS (SELECT 1 FROM fence)
+                        OR EXISTS (SELECT 1 FROM fence WHERE worker = $5 AND state = 'running')
+                        AS ok
+                 ),
+                 run AS (SELECT status FROM wayline_runs WHERE id = $1 FOR UPDATE),
                  saved AS (
                     INSERT INTO wayline_step_results (run_id, step_id, status, result)
-                    SELECT $1, $2, $3, $4::text::json FROM run WHERE run.status = 'running'
+                    SELECT $1, $2, $3, $4::text::json FROM run, allowed
+                    WHERE run.status = 'running' AND allowed.ok
                     ON CONFLICT (run_id, step_id)
                     DO UPDATE SET status = excluded.status, result = excluded.result
                     RETURNING 1
                  )
-                 SELECT (SELECT status FROM run), (SELECT COUNT(*) FROM saved)",
+                 SELECT (SELECT status FROM run), (SELECT COUNT(*) FROM saved),
+                    (SELECT ok FROM allowed)",
             )
             .await
             .map_err(|error| self.error(&error))?;
+        let fence = self.fence.as_deref();
         let row = client
             .query_one(
                 &statement,
-                &[&run_id, &result.step_id, &result.status.as_str(), &text],
+                &[
+                    &run_id,
+                    &result.step_id,
+                    &result.status.as_str(),
+                    &text,
+                    &fence,
+                ],
             )
             .await
             .map_err(|error| self.error(&error))?;
         let status: Option<&str> = row.get(0);
         let saved: i64 = row.get(1);
-        match status {
-            None => Err(records::run_missing(run_id)),
-            Some(_) if saved == 0 => Err(records::run_ended(run_id)),
-            Some(_) => Ok(()),
+        let allowed: bool = row.get(2);
+        match (status, fence) {
+            (None, _) => Err(records::run_missing(run_id)),
+            (Some(_), Some(worker)) if !allowed => Err(lease_lost(run_id, worker)),
+            (Some(_), _) if saved == 0 => Err(records::run_ended(run_id)),
+            (Some(_), _) => Ok(()),
         }
     }
 
@@ -446,6 +572,7 @@ impl RunStore for PostgresStore {
             .transaction()
             .await
             .map_err(|error| self.error(&error))?;
+        self.check_fence(&transaction, &run.id).await?;
         let replaced = write_run(&transaction, run, &rows, true)
             .await
             .map_err(|error| self.error(&error))?;
@@ -460,23 +587,7 @@ impl RunStore for PostgresStore {
 
     async fn run(&self, id: &str) -> Result<Option<Run>, StoreError> {
         let client = self.client().await?;
-        // One statement, so the header and the steps come from one snapshot.
-        let row = client
-            .query_opt(
-                "SELECT r.record::text,
-                    (SELECT COALESCE(json_agg(s.result ORDER BY s.position), '[]'::json)::text
-                     FROM wayline_step_results s WHERE s.run_id = r.id)
-                 FROM wayline_runs r WHERE r.id = $1",
-                &[&id],
-            )
-            .await
-            .map_err(|error| self.error(&error))?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let mut run: Run = self.decode(row.get(0), &format!("run `{id}`"))?;
-        run.step_results = self.decode(row.get(1), &format!("the step results of run `{id}`"))?;
-        Ok(Some(run))
+        self.run_in(&client, id).await
     }
 
     async fn list_runs(&self, query: &RunQuery) -> Result<RunPage, StoreError> {
@@ -492,9 +603,11 @@ impl RunStore for PostgresStore {
                 "SELECT r.id, r.record::text,
                     (SELECT COUNT(*) FROM wayline_step_results s WHERE s.run_id = r.id),
                     (SELECT COUNT(*) FROM wayline_step_results s
-                     WHERE s.run_id = r.id AND s.status IN ('failed', 'unknown_outcome'))
-                 FROM wayline_runs AS r
+                     WHERE s.run_id = r.id AND s.status IN ('failed', 'unknown_outcome')),
+                    q.worker
+                 FROM wayline_runs AS r LEFT JOIN wayline_queue AS q ON q.run_id = r.id
                  WHERE ($1::text IS NULL OR r.workflow_id = $1)
+                   AND ($9::text IS NULL OR q.worker = $9)
                    AND ($2::text IS NULL OR r.status = $2)
                    AND ($3::text IS NULL OR r.started_at >= $3)
                    AND ($4::text IS NULL OR r.started_at < $4)
@@ -513,6 +626,7 @@ impl RunStore for PostgresStore {
                     &cursor_at,
                     &cursor_id,
                     &limit,
+                    &query.worker,
                 ],
             )
             .await
@@ -524,6 +638,7 @@ impl RunStore for PostgresStore {
             let mut summary = RunSummary::of(&run);
             summary.steps = usize::try_from(row.get::<_, i64>(2)).unwrap_or_default();
             summary.failed_steps = usize::try_from(row.get::<_, i64>(3)).unwrap_or_default();
+            summary.worker = row.get(4);
             summaries.push(summary);
         }
         Ok(RunPage::from_sorted(summaries, query))
