@@ -401,7 +401,11 @@ pub async fn run_queue(queue: Arc<dyn crate::queue::RunQueue>, runs: Arc<dyn Run
         .await
         .unwrap();
     let ids: Vec<_> = more.iter().map(|c| c.entry.run_id.clone()).collect();
-    assert_eq!(ids, std::slice::from_ref(&second.run_id), "q1 is held, q3 excluded");
+    assert_eq!(
+        ids,
+        std::slice::from_ref(&second.run_id),
+        "q1 is held, q3 excluded"
+    );
     let w2_lease = more[0].lease.clone();
     let q3 = queue.claim("w2", hour, 10, &[]).await.unwrap();
     assert_eq!(q3.len(), 1);

@@ -314,6 +314,26 @@ pub struct Heartbeat {
     pub stopping: bool,
 }
 
+impl Heartbeat {
+    /// The heartbeat of a worker that is not stopping.
+    pub fn new(
+        name: impl Into<String>,
+        host: impl Into<String>,
+        pid: u32,
+        concurrency: u32,
+        lease: Duration,
+    ) -> Self {
+        Heartbeat {
+            name: name.into(),
+            host: host.into(),
+            pid,
+            concurrency,
+            lease,
+            stopping: false,
+        }
+    }
+}
+
 /// How deep the queue is.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
