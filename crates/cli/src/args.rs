@@ -126,6 +126,33 @@ pub(crate) struct NotifyArgs {
 }
 
 /// Parses `NAME=TEXT` and `NAME:=JSON` inputs into `into`.
+/// A duration as written on the command line: a number and a unit (`500ms`, `30s`, `2m`,
+/// `1h`).
+pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration; write e.g. 500ms, 30s, 2m or 1h"))?;
+    let millis = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => {
+            return Err(format!(
+                "`{text}`: the unit must be ms, s, m or h (e.g. 30s)"
+            ));
+        }
+    };
+    Ok(std::time::Duration::from_millis(
+        number.saturating_mul(millis),
+    ))
+}
+
 pub(crate) fn parse_inputs(
     raw: &[String],
     into: &mut IndexMap<String, Value>,

@@ -32,6 +32,7 @@ mod schema;
 mod test;
 mod tools;
 mod validate;
+mod worker;
 mod workflows;
 
 use clap::{ArgAction, CommandFactory, Parser, Subcommand};
@@ -100,6 +101,12 @@ enum Command {
     /// Saved workflows: save, show, approve, activate (after a validation run), list.
     #[command(subcommand)]
     Workflow(workflows::WorkflowCommand),
+    /// Work on the run queue of a shared PostgreSQL store, as one of a pool of workers:
+    /// claimed runs are held on a lease, and a lost worker's runs are taken over.
+    Worker(Box<worker::WorkerArgs>),
+    /// The workers of a shared store and its queue: list them, or their metrics.
+    #[command(subcommand)]
+    Workers(worker::WorkersCommand),
     /// Run saved workflows on intervals and cron schedules.
     #[command(subcommand)]
     Schedule(schedule::ScheduleCommand),
@@ -170,6 +177,8 @@ fn main() -> ExitCode {
         Command::Runs(command) => runs::runs_command(command),
         Command::Workflow(command) => workflows::workflow_command(command),
         Command::Schedule(command) => schedule::schedule_command(command),
+        Command::Worker(args) => worker::worker_command(*args),
+        Command::Workers(command) => worker::workers_command(command),
         Command::Knowledge(command) => knowledge::knowledge_command(command),
         Command::Guard(command) => guard::guard_command(command),
         Command::Sandbox(command) => sandbox::sandbox_command(command),

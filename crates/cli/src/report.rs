@@ -183,6 +183,7 @@ one_outcome!(Outcome::Unreadable =>
     wayline_mcp::Error,
     wayline_sandbox::Error,
     wayline_sandbox::SandboxError,
+    wayline_worker::Error,
     wayline_store::Error,
 );
 

@@ -1,4 +1,5 @@
-//! `wayline runs list|show|resume`: run history, and finishing interrupted runs.
+//! `wayline runs list|show|resume`: run history, and finishing interrupted runs;
+//! `wayline runs submit|cancel|queue|requeue`: the run queue of a shared PostgreSQL store.
 
 use std::sync::Arc;
 
@@ -7,15 +8,17 @@ use wayline_core::RunStatus;
 use wayline_core::store::RunQuery;
 use wayline_executor::{Error, ResumeOptions, UnknownSteps, summary};
 use wayline_store::Lifecycle;
+use wayline_store::queue::{Cancellation, InFlight, QueueState, Submission};
 
 use crate::args::{ModelArgs, StoreArg, ToolsArgs};
 use crate::assemble::{
     Environment, cancellable, engine_builder, load_tools_to_call, open_existing_store, open_store,
-    runtime, with_decider,
+    run_inputs, runtime, with_decider,
 };
 use crate::report::{
     Outcome, ReportFormat, engine_error, fail, out, outln, print_json, report_run, unreadable,
 };
+use crate::worker::open_queue;
 
 /// `wayline runs ...`
 #[derive(Debug, clap::Subcommand)]
@@ -40,6 +43,9 @@ pub(crate) enum RunsCommand {
         /// Only runs started before this time (RFC 3339).
         #[arg(long, value_name = "TIME", value_parser = parse_time)]
         until: Option<DateTime<Utc>>,
+        /// Only runs a queue worker held (or last held), by its name.
+        #[arg(long, value_name = "NAME")]
+        worker: Option<String>,
         #[command(flatten)]
         store: StoreArg,
         /// Output format.
@@ -58,6 +64,111 @@ pub(crate) enum RunsCommand {
     },
     /// Finish an interrupted run: keep what finished, run the rest with the same inputs.
     Resume(ResumeArgs),
+    /// Queue a run of a saved workflow for the workers of a shared store (PostgreSQL); prints
+    /// its run id.
+    Submit(SubmitArgs),
+    /// Cancel a submitted run from any machine: a queued one at once, a running one when its
+    /// worker next renews its lease.
+    Cancel {
+        /// The run id.
+        run_id: String,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// The run queue: submitted runs, oldest first, with their state and worker.
+    Queue {
+        /// Only runs in this state.
+        #[arg(long, value_enum)]
+        state: Option<QueueStateArg>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
+    /// Queue a blocked run again (its worker was lost while a step that is not safe to repeat
+    /// ran), once you have checked whether that step took effect.
+    Requeue {
+        /// The run id.
+        run_id: String,
+        /// Send the steps of unknown outcome again.
+        #[arg(
+            long,
+            conflicts_with = "skip_unknown",
+            required_unless_present = "skip_unknown"
+        )]
+        retry_unknown: bool,
+        /// Skip them (and what depends on them).
+        #[arg(long)]
+        skip_unknown: bool,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+}
+
+/// Queue states, for filters.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum QueueStateArg {
+    Queued,
+    Running,
+    Blocked,
+    Done,
+    Cancelled,
+}
+
+impl From<QueueStateArg> for QueueState {
+    fn from(state: QueueStateArg) -> Self {
+        match state {
+            QueueStateArg::Queued => QueueState::Queued,
+            QueueStateArg::Running => QueueState::Running,
+            QueueStateArg::Blocked => QueueState::Blocked,
+            QueueStateArg::Done => QueueState::Done,
+            QueueStateArg::Cancelled => QueueState::Cancelled,
+        }
+    }
+}
+
+/// What a worker taking over a run does with a step in flight that is not safe to repeat.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum InFlightArg {
+    /// Stop and wait for a person (`wayline runs requeue`).
+    Ask,
+    /// Skip it and what depends on it.
+    Skip,
+    /// Send it again.
+    Retry,
+}
+
+/// `wayline runs submit` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SubmitArgs {
+    /// The saved workflow.
+    workflow_id: String,
+    /// Its version (default: the active one).
+    #[arg(long)]
+    version: Option<u32>,
+    /// A run input, NAME=TEXT or NAME:=JSON (repeatable). Inputs wait in the queue until a
+    /// worker starts the run: give secrets to the workers (`--env-file`), not here.
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    inputs: Vec<String>,
+    /// A YAML or JSON file of run inputs (`--input` wins over it).
+    #[arg(long = "inputs", value_name = "FILE")]
+    inputs_file: Option<std::path::PathBuf>,
+    /// The run's id (default: a new one).
+    #[arg(long, value_name = "ID")]
+    run_id: Option<String>,
+    /// When a worker is lost while a step that is not safe to repeat runs, what the worker
+    /// taking over does with that step.
+    #[arg(long, value_enum, default_value_t = InFlightArg::Ask)]
+    in_flight: InFlightArg,
+    #[command(flatten)]
+    store: StoreArg,
+    /// Output format: text prints the run id, json the queue entry.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
 }
 
 /// Run statuses, for filters.
@@ -112,12 +223,16 @@ pub(crate) fn runs_command(command: RunsCommand) -> Outcome {
             after,
             since,
             until,
+            worker,
             store,
             format,
         } => {
             let mut query = RunQuery::new()
                 .limit(limit.max(1))
                 .started_between(since, until);
+            if let Some(worker) = worker {
+                query = query.worker(worker);
+            }
             if let Some(workflow) = workflow {
                 query = query.workflow(workflow);
             }
@@ -135,6 +250,28 @@ pub(crate) fn runs_command(command: RunsCommand) -> Outcome {
             format,
         } => show(&store, &run_id, format),
         RunsCommand::Resume(args) => resume(args),
+        RunsCommand::Submit(args) => submit(&args),
+        RunsCommand::Cancel { run_id, store } => cancel(&store, &run_id),
+        RunsCommand::Queue {
+            state,
+            limit,
+            store,
+            format,
+        } => queue(&store, state.map(Into::into), limit, format),
+        RunsCommand::Requeue {
+            run_id,
+            retry_unknown,
+            store,
+            ..
+        } => requeue(
+            &store,
+            &run_id,
+            if retry_unknown {
+                InFlight::Retry
+            } else {
+                InFlight::Skip
+            },
+        ),
     };
     match outcome {
         Ok(outcome) | Err(outcome) => outcome,
@@ -174,8 +311,12 @@ fn list(store: &StoreArg, query: &RunQuery, format: ReportFormat) -> Result<Outc
                     || "-".to_owned(),
                     |at| at.format("%Y-%m-%d %H:%M:%S").to_string(),
                 );
+                let worker = run
+                    .worker
+                    .as_ref()
+                    .map_or_else(String::new, |worker| format!("  [{worker}]"));
                 outln!(
-                    "{}  {started}  {:<9}  {}{version}  ({} steps, {} failed)",
+                    "{}  {started}  {:<9}  {}{version}  ({} steps, {} failed){worker}",
                     run.id,
                     run.status.as_str(),
                     run.workflow_id,
@@ -282,6 +423,116 @@ fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
         }
         Err(error) => Err(engine_error(error)),
     }
+}
+
+fn submit(args: &SubmitArgs) -> Result<Outcome, Outcome> {
+    let (stores, queue) = open_queue(&args.store)?;
+    let inputs = run_inputs(args.inputs_file.as_deref(), &args.inputs)?;
+    let runtime = runtime()?;
+    let lifecycle = Lifecycle::new(stores.workflows.clone());
+    let record = runtime
+        .block_on(async {
+            match args.version {
+                Some(version) => lifecycle.get(&args.workflow_id, Some(version)).await,
+                None => lifecycle.active(&args.workflow_id).await,
+            }
+        })
+        .map_err(fail)?;
+    let mut submission = Submission::new(&args.workflow_id, record.version)
+        .inputs(inputs)
+        .in_flight(match args.in_flight {
+            InFlightArg::Ask => InFlight::Ask,
+            InFlightArg::Skip => InFlight::Skip,
+            InFlightArg::Retry => InFlight::Retry,
+        });
+    if let Some(id) = &args.run_id {
+        submission = submission.run_id(id);
+    }
+    let entry = runtime.block_on(queue.submit(&submission)).map_err(fail)?;
+    match args.format {
+        ReportFormat::Json => print_json(&entry),
+        ReportFormat::Text => outln!("{}", entry.run_id),
+    }
+    Ok(Outcome::Ok)
+}
+
+fn cancel(store: &StoreArg, run_id: &str) -> Result<Outcome, Outcome> {
+    let (_, queue) = open_queue(store)?;
+    let cancelled = runtime()?.block_on(queue.cancel(run_id)).map_err(fail)?;
+    match cancelled {
+        Cancellation::Cancelled => outln!("cancelled {run_id} before it ran"),
+        Cancellation::Requested => {
+            outln!("cancelling {run_id}: its worker stops it when it next renews its lease");
+        }
+        Cancellation::Ended => outln!("{run_id} had already ended; nothing to cancel"),
+        _ => outln!("{run_id}: {cancelled:?}"),
+    }
+    Ok(Outcome::Ok)
+}
+
+fn queue(
+    store: &StoreArg,
+    state: Option<QueueState>,
+    limit: usize,
+    format: ReportFormat,
+) -> Result<Outcome, Outcome> {
+    let (_, queue) = open_queue(store)?;
+    let entries = runtime()?
+        .block_on(queue.entries(state, limit.max(1)))
+        .map_err(fail)?;
+    if format == ReportFormat::Json {
+        print_json(&entries);
+        return Ok(Outcome::Ok);
+    }
+    if entries.is_empty() {
+        outln!(
+            "no runs in the queue{}",
+            if state.is_some() { " match" } else { "" }
+        );
+    }
+    for entry in &entries {
+        let worker = entry.worker.as_ref().map_or_else(String::new, |worker| {
+            format!("  [{worker}, attempt {}]", entry.attempts)
+        });
+        outln!(
+            "{}  {}  {:<9}  {} v{}{worker}",
+            entry.run_id,
+            entry.submitted_at.format("%Y-%m-%d %H:%M:%S"),
+            entry.state.as_str(),
+            entry.workflow_id,
+            entry.workflow_version
+        );
+        if let Some(note) = &entry.note {
+            outln!("    {note}");
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn requeue(store: &StoreArg, run_id: &str, in_flight: InFlight) -> Result<Outcome, Outcome> {
+    let (_, queue) = open_queue(store)?;
+    let runtime = runtime()?;
+    if runtime
+        .block_on(queue.requeue(run_id, in_flight))
+        .map_err(fail)?
+    {
+        outln!(
+            "{run_id} is queued again; the worker that takes it will {} the steps of unknown outcome",
+            if in_flight == InFlight::Retry {
+                "send again"
+            } else {
+                "skip"
+            }
+        );
+        return Ok(Outcome::Ok);
+    }
+    let state = runtime
+        .block_on(queue.entry(run_id))
+        .map_err(fail)?
+        .map_or("not in the queue", |entry| entry.state.as_str());
+    Err(unreadable(format!(
+        "{run_id} is {state}, not blocked; only a blocked run is queued again"
+    )))
 }
 
 fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {

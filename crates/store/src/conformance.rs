@@ -501,6 +501,25 @@ pub async fn run_queue(queue: Arc<dyn crate::queue::RunQueue>, runs: Arc<dyn Run
     assert_eq!(blocked.state, QueueState::Blocked);
     assert_eq!(blocked.note.as_deref(), Some("step `pay` may have run"));
     assert!(queue.claim("w1", hour, 10, &[]).await.unwrap().is_empty());
+    assert!(
+        !queue.requeue("q1", InFlight::Retry).await.unwrap(),
+        "only a blocked run is queued again"
+    );
+    assert!(queue.requeue("q4", InFlight::Skip).await.unwrap());
+    let requeued = queue.claim("w1", hour, 10, &[]).await.unwrap();
+    assert_eq!(
+        (
+            requeued[0].entry.run_id.as_str(),
+            requeued[0].entry.in_flight
+        ),
+        ("q4", InFlight::Skip)
+    );
+    assert!(
+        queue
+            .release(&requeued[0].lease, Release::Blocked("again".into()))
+            .await
+            .unwrap()
+    );
 
     // Cancelling a waiting run ends it at once, with a cancelled record.
     assert_eq!(queue.cancel("q4").await.unwrap(), Cancellation::Cancelled);

@@ -70,13 +70,16 @@ pub use wayline_core::store::{
     StoredWorkflow, WorkflowStore,
 };
 
-/// Both stores of one location.
+/// The stores of one location.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Stores {
     /// Workflow versions.
     pub workflows: Arc<dyn WorkflowStore>,
     /// Runs.
     pub runs: Arc<dyn RunStore>,
+    /// The run queue, for a store that has one (PostgreSQL).
+    pub queue: Option<Arc<dyn queue::RunQueue>>,
 }
 
 impl Stores {
@@ -85,6 +88,18 @@ impl Stores {
         Stores {
             workflows: store.clone(),
             runs: store,
+            queue: None,
+        }
+    }
+
+    /// The three parts of one store that has a run queue too.
+    pub fn with_queue<S: WorkflowStore + RunStore + queue::RunQueue + 'static>(
+        store: Arc<S>,
+    ) -> Stores {
+        Stores {
+            workflows: store.clone(),
+            runs: store.clone(),
+            queue: Some(store),
         }
     }
 }
@@ -96,7 +111,7 @@ pub fn open(location: &Location) -> Result<Stores, StoreError> {
     let path = match location {
         Location::Postgres(url) => {
             #[cfg(feature = "postgres")]
-            return Ok(Stores::from_shared(Arc::new(PostgresStore::open(url)?)));
+            return Ok(Stores::with_queue(Arc::new(PostgresStore::open(url)?)));
             #[cfg(not(feature = "postgres"))]
             return Err(StoreError::new(
                 StoreErrorKind::Unavailable,

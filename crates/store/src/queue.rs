@@ -375,6 +375,10 @@ pub trait RunQueue: Send + Sync + fmt::Debug {
     /// Lets go of `lease`'s run. `false` when the lease had been lost (nothing changed).
     async fn release(&self, lease: &Lease, release: Release) -> Result<bool, StoreError>;
 
+    /// Queues a blocked run again, with `in_flight` deciding what happens to its steps of
+    /// unknown outcome (a person has checked them). `false` when the run is not blocked.
+    async fn requeue(&self, run_id: &str, in_flight: InFlight) -> Result<bool, StoreError>;
+
     /// Cancels a run from any host.
     async fn cancel(&self, run_id: &str) -> Result<Cancellation, StoreError>;
 

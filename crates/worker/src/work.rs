@@ -126,7 +126,7 @@ pub(crate) async fn work(context: Context<'_>, entry: QueueEntry, cancel: Cancel
         Ok(_) => Outcome::Release(Release::Done),
         Err(EngineError::UnknownOutcome { steps, .. }) => {
             Outcome::Release(Release::Blocked(format!(
-                "its worker was lost while {} ran, and repeating {} is not known to be safe; check whether {} took effect, then `wayline runs resume {run_id} --retry-unknown` (send again) or `--skip-unknown`, or `wayline runs cancel {run_id}`",
+                "its worker was lost while {} ran, and repeating {} is not known to be safe; check whether {} took effect, then `wayline runs requeue {run_id} --retry-unknown` (send again) or `--skip-unknown`, or `wayline runs cancel {run_id}`",
                 quoted(&steps),
                 if steps.len() == 1 { "it" } else { "them" },
                 if steps.len() == 1 { "it" } else { "they" },

@@ -334,6 +334,20 @@ impl RunQueue for PostgresStore {
         Ok(row.get::<_, i64>(0) == 1)
     }
 
+    async fn requeue(&self, run_id: &str, in_flight: InFlight) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let updated = client
+            .execute(
+                "UPDATE wayline_queue SET state = 'queued', in_flight = $2, note = NULL,
+                    finished_at = NULL
+                 WHERE run_id = $1 AND state = 'blocked'",
+                &[&run_id, &in_flight.as_str()],
+            )
+            .await
+            .map_err(|error| self.error(&error))?;
+        Ok(updated == 1)
+    }
+
     async fn cancel(&self, run_id: &str) -> Result<Cancellation, StoreError> {
         let mut client = self.client().await?;
         let transaction = client

@@ -1,0 +1,274 @@
+//! `wayline worker` (one worker of a pool sharing a PostgreSQL store's run queue) and
+//! `wayline workers list|metrics` (what the pool is doing).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use wayline_store::Stores;
+use wayline_store::queue::RunQueue;
+use wayline_worker::{Worker, WorkerOptions, default_name};
+
+use crate::args::{ModelArgs, StoreArg, ToolsArgs, parse_duration};
+use crate::assemble::{
+    Environment, engine_builder, load_tools_to_call, open_store, runtime, store_location,
+    with_decider_for_later,
+};
+use crate::report::{Outcome, ReportFormat, fail, outln, print_json, unreadable};
+
+/// `wayline worker` arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct WorkerArgs {
+    #[command(flatten)]
+    tools: ToolsArgs,
+    /// The language model that answers decision steps, if workflows have any.
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    store: StoreArg,
+    /// This worker's name, unique among live workers (default: HOST-PID).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// How many runs it works on at once.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    concurrency: usize,
+    /// Its lease on a run: a worker not heard from for this long loses its runs to the others
+    /// (e.g. 30s, 2m).
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_duration)]
+    lease: Duration,
+    /// On shutdown (Ctrl-C, SIGTERM): how long its runs may go on to finish before they are
+    /// handed back to the queue.
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_duration)]
+    grace: Duration,
+    /// How often an idle worker looks for queued runs.
+    #[arg(long, value_name = "TIME", default_value = "500ms", value_parser = parse_duration)]
+    poll: Duration,
+}
+
+/// `wayline workers ...`
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum WorkersCommand {
+    /// The workers the store has heard from (alive or not, the runs they hold), and the
+    /// queue's depth and lag.
+    List {
+        #[command(flatten)]
+        store: StoreArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
+    /// The same as metrics, in the Prometheus text format (for a textfile collector or a
+    /// scrape through a script).
+    Metrics {
+        #[command(flatten)]
+        store: StoreArg,
+    },
+}
+
+/// The stores `store` names and their run queue; a store without one is refused with what to
+/// use instead.
+pub(crate) fn open_queue(store: &StoreArg) -> Result<(Stores, Arc<dyn RunQueue>), Outcome> {
+    let stores = open_store(store)?;
+    match stores.queue.clone() {
+        Some(queue) => Ok((stores, queue)),
+        None => Err(unreadable(format!(
+            "{} has no run queue: workers share a PostgreSQL store; pass --store postgres://USER:PASSWORD@HOST/DATABASE (or set WAYLINE_STORE)",
+            store_location(store)?
+        ))),
+    }
+}
+
+pub(crate) fn worker_command(args: WorkerArgs) -> Outcome {
+    match work(args) {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn work(args: WorkerArgs) -> Result<Outcome, Outcome> {
+    let (stores, queue) = open_queue(&args.store)?;
+    let env = Environment::load(&args.tools.env_files)?;
+    let registry = load_tools_to_call(&args.tools.tools, &env)?;
+    let builder = engine_builder(Arc::new(registry), &args.tools, &env)?;
+    let builder = with_decider_for_later(builder, [], &args.model)?;
+    let name = args.name.unwrap_or_else(default_name);
+    let options = WorkerOptions::new(&name)
+        .concurrency(args.concurrency)
+        .lease(args.lease)
+        .grace(args.grace)
+        .poll(args.poll);
+    let worker = Worker::new(queue, stores.workflows.clone(), builder, options);
+    eprintln!(
+        "worker {name}: taking runs from {} ({} at once, lease {:?}); Ctrl-C or SIGTERM stops it",
+        store_location(&args.store)?,
+        args.concurrency,
+        args.lease
+    );
+    let report = runtime()?.block_on(worker.run(shutdown())).map_err(fail)?;
+    let metrics = report.metrics;
+    eprintln!(
+        "worker {name} stopped: {} runs claimed ({} taken over), {} finished, {} blocked, {} handed back, {} lost to other workers",
+        metrics.claimed,
+        metrics.taken_over,
+        metrics.finished,
+        metrics.blocked,
+        metrics.requeued,
+        metrics.lost
+    );
+    Ok(Outcome::Ok)
+}
+
+/// Completes at the first Ctrl-C or SIGTERM; a second one ends the process at once.
+async fn shutdown() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut interrupt), Ok(mut terminate)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        eprintln!("stopping: finishing the runs in hand (again to stop at once)");
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            std::process::exit(130);
+        });
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        eprintln!("stopping: finishing the runs in hand (again to stop at once)");
+        tokio::spawn(async {
+            let _ = tokio::signal::ctrl_c().await;
+            std::process::exit(130);
+        });
+    }
+}
+
+pub(crate) fn workers_command(command: WorkersCommand) -> Outcome {
+    let outcome = match command {
+        WorkersCommand::List { store, format } => list(&store, format),
+        WorkersCommand::Metrics { store } => metrics(&store),
+    };
+    match outcome {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
+    let (_, queue) = open_queue(store)?;
+    let runtime = runtime()?;
+    let (workers, stats) = runtime
+        .block_on(async {
+            Ok::<_, wayline_store::StoreError>((queue.workers().await?, queue.stats().await?))
+        })
+        .map_err(fail)?;
+    if format == ReportFormat::Json {
+        print_json(&serde_json::json!({"queue": stats, "workers": workers}));
+        return Ok(Outcome::Ok);
+    }
+    outln!(
+        "queue: {} queued (the oldest waiting {:.1}s), {} running, {} blocked",
+        stats.queued,
+        stats.lag_seconds,
+        stats.running,
+        stats.blocked
+    );
+    if workers.is_empty() {
+        outln!("no workers have started on this store yet: `wayline worker --store …` starts one");
+        return Ok(Outcome::Ok);
+    }
+    let now = Utc::now();
+    for worker in &workers {
+        let seen = (now - worker.last_seen).num_milliseconds().max(0) as f64 / 1000.0;
+        outln!(
+            "{}  {}  on {} (pid {})  {} of {} runs held, {} finished, seen {seen:.1}s ago",
+            worker.name,
+            if worker.alive { "alive  " } else { "stopped" },
+            worker.host,
+            worker.pid,
+            worker.runs.len(),
+            worker.concurrency,
+            worker.finished,
+        );
+        for run in &worker.runs {
+            outln!("    {run}");
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn metrics(store: &StoreArg) -> Result<Outcome, Outcome> {
+    let (_, queue) = open_queue(store)?;
+    let runtime = runtime()?;
+    let (workers, stats) = runtime
+        .block_on(async {
+            Ok::<_, wayline_store::StoreError>((queue.workers().await?, queue.stats().await?))
+        })
+        .map_err(fail)?;
+    let mut text = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, samples: Vec<(String, String)>| {
+        text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+        for (labels, value) in samples {
+            text.push_str(&format!("{name}{labels} {value}\n"));
+        }
+    };
+    metric(
+        "wayline_queue_runs",
+        "gauge",
+        "Runs in the queue, by state.",
+        [
+            ("queued", stats.queued),
+            ("running", stats.running),
+            ("blocked", stats.blocked),
+        ]
+        .iter()
+        .map(|(state, count)| (format!("{{state=\"{state}\"}}"), count.to_string()))
+        .collect(),
+    );
+    metric(
+        "wayline_queue_lag_seconds",
+        "gauge",
+        "How long the oldest queued run has waited.",
+        vec![(String::new(), format!("{}", stats.lag_seconds))],
+    );
+    let per_worker = |value: &dyn Fn(&wayline_store::queue::WorkerInfo) -> String| {
+        workers
+            .iter()
+            .map(|worker| (format!("{{worker=\"{}\"}}", worker.name), value(worker)))
+            .collect::<Vec<_>>()
+    };
+    metric(
+        "wayline_worker_alive",
+        "gauge",
+        "1 while the worker renews within its lease time and is not stopping.",
+        per_worker(&|worker| u8::from(worker.alive).to_string()),
+    );
+    metric(
+        "wayline_worker_runs_held",
+        "gauge",
+        "Runs the worker holds now.",
+        per_worker(&|worker| worker.runs.len().to_string()),
+    );
+    metric(
+        "wayline_worker_runs_finished_total",
+        "counter",
+        "Runs the worker has finished (released as done).",
+        per_worker(&|worker| worker.finished.to_string()),
+    );
+    metric(
+        "wayline_worker_last_seen_seconds",
+        "gauge",
+        "Unix time of the worker's last heartbeat.",
+        per_worker(&|worker| worker.last_seen.timestamp().to_string()),
+    );
+    crate::report::out!("{text}");
+    Ok(Outcome::Ok)
+}
