@@ -13,7 +13,8 @@ use futures_util::stream::FuturesUnordered;
 use tokio::time::{Instant, MissedTickBehavior};
 use wayline_core::{RunStore, WorkflowStore};
 use wayline_executor::{CancelToken, Engine, EngineBuilder};
-use wayline_store::queue::{Claimed, Heartbeat, Lease, Release, RunQueue};
+use wayline_store::StoreError;
+use wayline_store::queue::{Claimed, Heartbeat, Lease, Release, Renewed, RunQueue};
 
 use crate::error::Error;
 use crate::metrics::{Counters, Metrics};
@@ -50,6 +51,26 @@ struct Active {
 /// A run's work: its lease (which run, which attempt) and how it ended.
 type Running<'w> = Pin<Box<dyn Future<Output = (Lease, Result<Outcome, Aborted>)> + 'w>>;
 
+/// A call to the queue the loop waits for while it goes on polling the runs. Awaiting one
+/// in place would stop the runs mid-transaction, and the call could wait on a lock (or a
+/// pooled connection) one of them holds: a deadlock the server cannot see.
+type Call<'w> = Pin<Box<dyn Future<Output = Answer> + 'w>>;
+
+/// What a queue call answered.
+enum Answer {
+    Claimed(Result<Vec<Claimed>, StoreError>),
+    Renewed(Vec<Lease>, Result<Renewed, StoreError>),
+    Released(Counted, Result<bool, StoreError>),
+}
+
+/// Which counter a release adds to when it goes through.
+#[derive(Clone, Copy)]
+enum Counted {
+    Finished,
+    Blocked,
+    Requeued,
+}
+
 impl Worker {
     /// A worker taking runs from `queue`, reading their workflow versions from `workflows`, and
     /// running them on the engine `engine` builds. The engine records runs through the queue's
@@ -84,16 +105,14 @@ impl Worker {
         self.counters.snapshot()
     }
 
-    fn heartbeat(&self, stopping: bool) -> Heartbeat {
-        let mut heartbeat = Heartbeat::new(
+    fn heartbeat(&self) -> Heartbeat {
+        Heartbeat::new(
             self.options.name.clone(),
             self.options.host.clone(),
             std::process::id(),
             u32::try_from(self.options.concurrency).unwrap_or(u32::MAX),
             self.options.lease,
-        );
-        heartbeat.stopping = stopping;
-        heartbeat
+        )
     }
 
     /// Works until `shutdown` completes, then stops taking runs, lets the runs it holds finish
@@ -107,7 +126,7 @@ impl Worker {
                 reason,
             });
         }
-        let mut heartbeat = self.heartbeat(false);
+        let mut heartbeat = self.heartbeat();
         self.queue
             .register(&heartbeat)
             .await
@@ -119,22 +138,28 @@ impl Worker {
         tokio::pin!(shutdown);
         let mut active: HashMap<String, Active> = HashMap::new();
         let mut running: FuturesUnordered<Running<'_>> = FuturesUnordered::new();
+        let mut calls: FuturesUnordered<Call<'_>> = FuturesUnordered::new();
+        let (mut claiming, mut renewing) = (false, false);
         let mut renew = tokio::time::interval(self.options.lease / 3);
         renew.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut poll = tokio::time::interval(self.options.poll);
         poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut stop_by: Option<Instant> = None;
         loop {
-            if stop_by.is_some() && active.is_empty() {
+            if stop_by.is_some() && active.is_empty() && calls.is_empty() {
                 break;
             }
             let free = self.options.concurrency.saturating_sub(active.len());
+            let mut claim_now = false;
             tokio::select! {
                 () = &mut shutdown, if stop_by.is_none() => {
                     tracing::info!(worker = %self.options.name, runs = active.len(), "stopping: no new runs; letting these finish");
                     stop_by = Some(Instant::now() + self.options.grace);
                     heartbeat.stopping = true;
-                    self.renew(&heartbeat, &mut active).await;
+                    if !renewing {
+                        renewing = true;
+                        calls.push(self.renew(&heartbeat, &active));
+                    }
                 }
                 Some((lease, ended)) = running.next() => {
                     // An aborted run was removed when it was stopped, and its id may be held
@@ -143,22 +168,50 @@ impl Worker {
                         && active.get(&lease.run_id).is_some_and(|held| held.lease == lease)
                     {
                         active.remove(&lease.run_id);
-                        self.release(&lease, outcome).await;
+                        if let Some(call) = self.release(lease, outcome) {
+                            calls.push(call);
+                        }
                     }
-                    if stop_by.is_none() {
-                        self.claim(&mut active, &mut running).await;
+                    claim_now = true;
+                }
+                Some(answer) = calls.next() => match answer {
+                    Answer::Claimed(claimed) => {
+                        claiming = false;
+                        self.start(claimed, &mut active, &mut running);
                     }
+                    Answer::Renewed(leases, renewed) => {
+                        renewing = false;
+                        self.renewed(&leases, renewed, &mut active);
+                    }
+                    Answer::Released(counted, released) => self.released(counted, released),
+                },
+                _ = renew.tick(), if !renewing => {
+                    renewing = true;
+                    calls.push(self.renew(&heartbeat, &active));
                 }
-                _ = renew.tick() => self.renew(&heartbeat, &mut active).await,
-                _ = poll.tick(), if stop_by.is_none() && free > 0 => {
-                    self.claim(&mut active, &mut running).await;
-                }
-                () = tokio::time::sleep_until(stop_by.unwrap_or_else(far_future)), if stop_by.is_some() => {
+                _ = poll.tick(), if free > 0 => claim_now = true,
+                () = tokio::time::sleep_until(stop_by.unwrap_or_else(far_future)), if stop_by.is_some() && !active.is_empty() => {
                     for (run_id, held) in active.drain() {
                         held.abort.abort();
                         tracing::info!(run_id = %run_id, "grace time over: handing the run back to the queue");
-                        self.release(&held.lease, Outcome::Release(Release::Requeue)).await;
+                        if let Some(call) = self.release(held.lease, Outcome::Release(Release::Requeue)) {
+                            calls.push(call);
+                        }
                     }
+                }
+            }
+            if claim_now && stop_by.is_none() && !claiming {
+                let free = self.options.concurrency.saturating_sub(active.len());
+                if free > 0 {
+                    claiming = true;
+                    let holding: Vec<String> = active.keys().cloned().collect();
+                    calls.push(Box::pin(async move {
+                        Answer::Claimed(
+                            self.queue
+                                .claim(&self.options.name, self.options.lease, free, &holding)
+                                .await,
+                        )
+                    }));
                 }
             }
         }
@@ -172,22 +225,14 @@ impl Worker {
         })
     }
 
-    /// Takes as many runs as there is room for, and starts them.
-    async fn claim<'w>(
+    /// Starts the runs a claim took.
+    fn start<'w>(
         &'w self,
+        claimed: Result<Vec<Claimed>, StoreError>,
         active: &mut HashMap<String, Active>,
         running: &mut FuturesUnordered<Running<'w>>,
     ) {
-        let free = self.options.concurrency.saturating_sub(active.len());
-        if free == 0 {
-            return;
-        }
-        let holding: Vec<String> = active.keys().cloned().collect();
-        let claimed = match self
-            .queue
-            .claim(&self.options.name, self.options.lease, free, &holding)
-            .await
-        {
+        let claimed = match claimed {
             Ok(claimed) => claimed,
             Err(error) => {
                 Counters::add(&self.counters.store_errors);
@@ -222,11 +267,24 @@ impl Worker {
         }
     }
 
-    /// Renews the leases (and the heartbeat); stops runs it lost, cancels runs someone asked
-    /// to cancel.
-    async fn renew(&self, heartbeat: &Heartbeat, active: &mut HashMap<String, Active>) {
+    /// The renewal of the leases held now (and the heartbeat).
+    fn renew<'w>(&'w self, heartbeat: &Heartbeat, active: &HashMap<String, Active>) -> Call<'w> {
         let leases: Vec<Lease> = active.values().map(|held| held.lease.clone()).collect();
-        let renewed = match self.queue.renew(heartbeat, &leases).await {
+        let heartbeat = heartbeat.clone();
+        Box::pin(async move {
+            let renewed = self.queue.renew(&heartbeat, &leases).await;
+            Answer::Renewed(leases, renewed)
+        })
+    }
+
+    /// Stops runs it lost; cancels runs someone asked to cancel.
+    fn renewed(
+        &self,
+        leases: &[Lease],
+        renewed: Result<Renewed, StoreError>,
+        active: &mut HashMap<String, Active>,
+    ) {
+        let renewed = match renewed {
             Ok(renewed) => renewed,
             Err(error) => {
                 Counters::add(&self.counters.store_errors);
@@ -234,8 +292,19 @@ impl Worker {
                 return;
             }
         };
+        // Only the attempts this renewal was about: a run released since, or taken again,
+        // is not affected.
+        let renewed_lease = |run_id: &str, held: &Active| {
+            leases
+                .iter()
+                .any(|lease| lease.run_id == run_id && *lease == held.lease)
+        };
         for run_id in renewed.lost {
-            if let Some(held) = active.remove(&run_id) {
+            if active
+                .get(&run_id)
+                .is_some_and(|held| renewed_lease(&run_id, held))
+                && let Some(held) = active.remove(&run_id)
+            {
                 Counters::add(&self.counters.lost);
                 tracing::warn!(run_id = %run_id, "lost the lease (another worker has the run now); stopping work on it");
                 held.abort.abort();
@@ -252,31 +321,42 @@ impl Worker {
         }
     }
 
-    async fn release(&self, lease: &Lease, outcome: Outcome) {
+    /// The release a finished run's outcome asks for (none when the run was lost).
+    fn release<'w>(&'w self, lease: Lease, outcome: Outcome) -> Option<Call<'w>> {
         let release = match outcome {
             Outcome::Lost => {
                 Counters::add(&self.counters.lost);
-                return;
+                return None;
             }
             Outcome::Release(release) => release,
         };
-        let counter = match &release {
-            Release::Done => &self.counters.finished,
+        let counted = match &release {
+            Release::Done => Counted::Finished,
             Release::Blocked(why) => {
                 tracing::warn!(run_id = %lease.run_id, reason = %why, "the run needs a person");
-                &self.counters.blocked
+                Counted::Blocked
             }
-            _ => &self.counters.requeued,
+            _ => Counted::Requeued,
         };
-        match self.queue.release(lease, release).await {
-            Ok(true) => Counters::add(counter),
-            Ok(false) => Counters::add(&self.counters.lost),
-            Err(error) => {
+        Some(Box::pin(async move {
+            let released = self.queue.release(&lease, release).await;
+            if let Err(error) = &released {
                 // The lease runs out and another worker sees the run as it was left.
-                Counters::add(&self.counters.store_errors);
                 tracing::warn!(run_id = %lease.run_id, %error, "could not release the run; its lease will run out");
             }
-        }
+            Answer::Released(counted, released)
+        }))
+    }
+
+    fn released(&self, counted: Counted, released: Result<bool, StoreError>) {
+        let counter = match (counted, released) {
+            (_, Err(_)) => &self.counters.store_errors,
+            (_, Ok(false)) => &self.counters.lost,
+            (Counted::Finished, Ok(true)) => &self.counters.finished,
+            (Counted::Blocked, Ok(true)) => &self.counters.blocked,
+            (Counted::Requeued, Ok(true)) => &self.counters.requeued,
+        };
+        Counters::add(counter);
     }
 }
 

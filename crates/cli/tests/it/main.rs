@@ -20,6 +20,7 @@ mod run;
 mod sandbox;
 mod schema;
 mod test_command;
+mod workers;
 mod workflows;
 
 fn wayline(args: &[&str]) -> Output {

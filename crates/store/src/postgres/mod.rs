@@ -161,8 +161,9 @@ impl PostgresStore {
     }
 
     /// Refuses a write to `run_id` through a fenced handle when the run is in the queue and
-    /// this handle's worker does not hold it. The queue row stays share-locked until the
-    /// transaction ends, so a claim cannot slip in between the check and the write.
+    /// this handle's worker does not hold it. The queue row stays key-share-locked until the
+    /// transaction ends, so a claim (`FOR UPDATE SKIP LOCKED`) cannot take the run between
+    /// the check and the write; renewals and releases, which change no key, do not wait.
     async fn check_fence(
         &self,
         client: &impl GenericClient,
@@ -173,7 +174,7 @@ impl PostgresStore {
         };
         let row = client
             .query_opt(
-                "SELECT worker, state FROM wayline_queue WHERE run_id = $1 FOR SHARE",
+                "SELECT worker, state FROM wayline_queue WHERE run_id = $1 FOR KEY SHARE",
                 &[&run_id],
             )
             .await
@@ -515,11 +516,12 @@ impl RunStore for PostgresStore {
         // One statement: the run's row is locked (a final record being written waits, or has
         // been written), the result is saved only while the run is running and, through a
         // fenced handle, while its worker ($5) holds it in the queue (the queue row is
-        // share-locked, so a claim waits for this write); the answer says which.
+        // key-share-locked, so a claim skips the run until this write is done); the answer
+        // says which.
         let statement = client
             .prepare_cached(
                 "WITH fence AS (
-                    SELECT worker, state FROM wayline_queue WHERE run_id = $1 FOR SHARE
+                    SELECT worker, state FROM wayline_queue WHERE run_id = $1 FOR KEY SHARE
                  ),
                  allowed AS (
                     SELECT $5::text IS NULL OR NOT EXISTS (SELECT 1 FROM fence)
