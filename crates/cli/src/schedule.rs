@@ -1,4 +1,6 @@
-//! `wayline schedule run`: saved workflows run on intervals and cron schedules.
+//! `wayline schedule run`: saved workflows run on intervals and cron schedules, in this process;
+//! `wayline schedule sync|list`: the same schedules shared by the workers of a PostgreSQL
+//! store.
 
 use std::cell::Cell;
 use std::path::PathBuf;
@@ -7,14 +9,15 @@ use std::sync::Arc;
 use wayline_core::RunStatus;
 use wayline_executor::RunOptions;
 use wayline_store::Lifecycle;
-use wayline_store::schedule::{Firing, load_triggers, run_triggers};
+use wayline_store::schedule::{Firing, Schedule, load_triggers, run_triggers};
 
 use crate::args::{ModelArgs, NotifyArgs, StoreArg, ToolsArgs};
 use crate::assemble::{
     Environment, announce, engine_builder, load_tools_to_call, notifications, open_store, runtime,
     with_decider_for_later,
 };
-use crate::report::{Outcome, ReportFormat, fail, outln};
+use crate::report::{Outcome, ReportFormat, fail, outln, print_json};
+use crate::worker::open_queue;
 
 /// `wayline schedule ...`
 #[derive(Debug, clap::Subcommand)]
@@ -22,6 +25,23 @@ pub(crate) enum ScheduleCommand {
     /// Run saved workflows on their schedules, in the foreground, until Ctrl-C (or
     /// `--max-runs`).
     Run(ScheduleArgs),
+    /// Make a schedules file the shared schedules of a PostgreSQL store: the workers fire each
+    /// due time once, whichever sees it first. Schedules not in the file are removed.
+    Sync {
+        /// The schedules file (as for `schedule run`; each trigger may add `id`, `missed: skip
+        /// | catch_up` and `until`).
+        file: PathBuf,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// The shared schedules of a PostgreSQL store: when each fires next, and how often it has.
+    List {
+        #[command(flatten)]
+        store: StoreArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
 }
 
 /// `wayline schedule run` arguments.
@@ -48,9 +68,93 @@ pub(crate) struct ScheduleArgs {
 }
 
 pub(crate) fn schedule_command(command: ScheduleCommand) -> Outcome {
-    let ScheduleCommand::Run(args) = command;
-    match schedule_run(&args) {
+    let outcome = match command {
+        ScheduleCommand::Run(args) => schedule_run(&args),
+        ScheduleCommand::Sync { file, store } => sync(&file, &store),
+        ScheduleCommand::List { store, format } => list(&store, format),
+    };
+    match outcome {
         Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn sync(file: &std::path::Path, store: &StoreArg) -> Result<Outcome, Outcome> {
+    let triggers = load_triggers(file).map_err(fail)?;
+    let (stores, queue) = open_queue(store)?;
+    let runtime = runtime()?;
+    let lifecycle = Lifecycle::new(stores.workflows.clone());
+    // A trigger whose workflow has no active version would only record that at each fire.
+    for trigger in &triggers {
+        if let Err(error) = runtime.block_on(lifecycle.active(&trigger.workflow_id)) {
+            eprintln!("warning: trigger `{}`: {error}", trigger.id);
+        }
+    }
+    let synced = runtime
+        .block_on(queue.sync_schedules(&triggers))
+        .map_err(fail)?;
+    for (what, ids) in [
+        ("added", &synced.added),
+        ("changed (starts again now)", &synced.changed),
+        ("removed", &synced.removed),
+        ("unchanged", &synced.kept),
+    ] {
+        if !ids.is_empty() {
+            outln!("{what}: {}", ids.join(", "));
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
+    let (_, queue) = open_queue(store)?;
+    let schedules = runtime()?.block_on(queue.schedules()).map_err(fail)?;
+    if format == ReportFormat::Json {
+        let listed: Vec<_> = schedules
+            .iter()
+            .map(|shared| {
+                serde_json::json!({
+                    "id": shared.trigger.id,
+                    "workflow_id": shared.trigger.workflow_id,
+                    "schedule": describe(&shared.trigger.schedule),
+                    "inputs": shared.trigger.inputs,
+                    "missed": shared.trigger.missed.as_str(),
+                    "until": shared.trigger.until,
+                    "start": shared.start,
+                    "next_due": shared.next_due,
+                    "fired": shared.fired,
+                    "skipped": shared.skipped,
+                })
+            })
+            .collect();
+        print_json(&listed);
+        return Ok(Outcome::Ok);
+    }
+    if schedules.is_empty() {
+        outln!("no shared schedules; `wayline schedule sync FILE` stores some");
+    }
+    for shared in &schedules {
+        let next = shared.next_due.map_or_else(
+            || "no more fires".to_owned(),
+            |at| format!("next {}", at.format("%Y-%m-%d %H:%M:%S%.3f")),
+        );
+        outln!(
+            "{}  {}  {}  {next}  ({} fired, {} skipped)",
+            shared.trigger.id,
+            shared.trigger.workflow_id,
+            describe(&shared.trigger.schedule),
+            shared.fired,
+            shared.skipped
+        );
+    }
+    Ok(Outcome::Ok)
+}
+
+/// A schedule as written: `every 15m`, `cron 0 6 * * *`.
+fn describe(schedule: &Schedule) -> String {
+    match schedule {
+        Schedule::Every(interval) => format!("every {}s", interval.as_secs()),
+        Schedule::Cron { expression, .. } => format!("cron {expression}"),
+        _ => "?".to_owned(),
     }
 }
 

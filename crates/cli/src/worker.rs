@@ -40,9 +40,12 @@ pub(crate) struct WorkerArgs {
     /// handed back to the queue.
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_duration)]
     grace: Duration,
-    /// How often an idle worker looks for queued runs.
+    /// How often an idle worker looks for queued runs (and due shared schedules).
     #[arg(long, value_name = "TIME", default_value = "500ms", value_parser = parse_duration)]
     poll: Duration,
+    /// Fire no shared schedules (`wayline schedule sync`): leave them to other workers.
+    #[arg(long)]
+    no_schedules: bool,
 }
 
 /// `wayline workers ...`
@@ -95,7 +98,8 @@ fn work(args: WorkerArgs) -> Result<Outcome, Outcome> {
         .concurrency(args.concurrency)
         .lease(args.lease)
         .grace(args.grace)
-        .poll(args.poll);
+        .poll(args.poll)
+        .schedules(!args.no_schedules);
     let worker = Worker::new(queue, stores.workflows.clone(), builder, options);
     eprintln!(
         "worker {name}: taking runs from {} ({} at once, lease {:?}); Ctrl-C or SIGTERM stops it",

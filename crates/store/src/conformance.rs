@@ -331,7 +331,11 @@ fn heartbeat(name: &str, pid: u32) -> crate::queue::Heartbeat {
 /// Checks the [`RunQueue`](crate::queue::RunQueue) contract on an empty queue; `runs` is the
 /// run store of the same location. Leases are the store's clock, so this waits (for real) a
 /// few tens of milliseconds for one to run out.
-pub async fn run_queue(queue: Arc<dyn crate::queue::RunQueue>, runs: Arc<dyn RunStore>) {
+pub async fn run_queue(
+    queue: Arc<dyn crate::queue::RunQueue>,
+    runs: Arc<dyn RunStore>,
+    workflows: Arc<dyn WorkflowStore>,
+) {
     use crate::queue::{Cancellation, InFlight, QueueState, Release, Submission};
     use std::time::Duration as Wait;
 
@@ -576,4 +580,103 @@ pub async fn run_queue(queue: Arc<dyn crate::queue::RunQueue>, runs: Arc<dyn Run
     let ids: Vec<_> = page.runs.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["q4", "q1"], "runs by the worker that last held them");
     assert_eq!(page.runs[0].worker.as_deref(), Some("w1"));
+
+    shared_schedules(&*queue, &*workflows).await;
+}
+
+/// Shared schedules: syncing is idempotent, each due time fires once however many callers
+/// race, and missed due times are skipped or caught up as each schedule says.
+async fn shared_schedules(queue: &dyn crate::queue::RunQueue, workflows: &dyn WorkflowStore) {
+    use crate::schedule::{Missed, Schedule, Trigger};
+
+    let mut active = version("ticker", 1);
+    active.workflow.status = WorkflowStatus::Active;
+    workflows.insert_workflow(&active).await.unwrap();
+    let every_second = |id: &str, missed: Missed| {
+        let mut trigger = Trigger::new("ticker", Schedule::every("1s").unwrap());
+        trigger.id = id.into();
+        trigger.missed = missed;
+        trigger.inputs.insert("q".into(), json!(id));
+        trigger
+    };
+    let mut nightly = Trigger::new("no-active", Schedule::cron("0 3 * * *").unwrap());
+    nightly.id = "nightly".into();
+    let set = [
+        every_second("skipper", Missed::Skip),
+        every_second("catcher", Missed::CatchUp),
+        nightly,
+    ];
+    let synced = queue.sync_schedules(&set).await.unwrap();
+    assert_eq!(synced.added, ["skipper", "catcher", "nightly"]);
+    let again = queue.sync_schedules(&set).await.unwrap();
+    assert_eq!(
+        (again.added.len(), again.kept.len()),
+        (0, 3),
+        "syncing the same set changes nothing"
+    );
+    assert!(
+        queue.fire_schedules().await.unwrap().is_empty(),
+        "nothing due yet"
+    );
+    // Two due times pass with nobody firing; then four callers race.
+    tokio::time::sleep(std::time::Duration::from_millis(2300)).await;
+    let racers: Vec<_> = (0..4).map(|_| queue.fire_schedules()).collect();
+    let fires: Vec<_> = futures_util::future::join_all(racers)
+        .await
+        .into_iter()
+        .flat_map(Result::unwrap)
+        .collect();
+    let of = |id: &str| {
+        fires
+            .iter()
+            .filter(|fire| fire.schedule_id == id)
+            .collect::<Vec<_>>()
+    };
+    // At least two due times passed (more on a slow machine).
+    let caught: Vec<_> = of("catcher");
+    let due = caught.len();
+    assert!(due >= 2, "catch_up fires each missed due time: {fires:?}");
+    assert!(caught.iter().all(|fire| fire.run_id.is_some()));
+    assert!(
+        caught
+            .windows(2)
+            .all(|pair| pair[0].due_at < pair[1].due_at)
+    );
+    let skipped: Vec<_> = of("skipper");
+    assert_eq!(skipped.len(), due, "{fires:?}");
+    assert!(
+        skipped[..due - 1].iter().all(|fire| fire.run_id.is_none())
+            && skipped[due - 1].run_id.is_some(),
+        "skip fires only the latest due time: {skipped:?}"
+    );
+    let run_id = caught[due - 1].run_id.clone().unwrap();
+    assert!(run_id.starts_with("catcher-"), "{run_id}");
+    let entry = queue.entry(&run_id).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            entry.workflow_id.as_str(),
+            entry.workflow_version,
+            &entry.inputs["q"]
+        ),
+        ("ticker", 1, &json!("catcher"))
+    );
+    let stored = queue.schedules().await.unwrap();
+    let catcher = stored.iter().find(|s| s.trigger.id == "catcher").unwrap();
+    assert_eq!((catcher.fired, catcher.skipped), (due as u64, 0));
+    assert!(catcher.next_due.unwrap() > caught[due - 1].due_at);
+    let skipper = stored.iter().find(|s| s.trigger.id == "skipper").unwrap();
+    assert_eq!((skipper.fired, skipper.skipped), (1, due as u64 - 1));
+    assert!(
+        stored
+            .iter()
+            .any(|s| s.trigger.id == "nightly" && s.next_due.is_some())
+    );
+    // A sync without a schedule removes it; with a changed one starts it again.
+    let mut changed = every_second("catcher", Missed::Skip);
+    changed.schedule = Schedule::every("1h").unwrap();
+    let synced = queue.sync_schedules(&[changed]).await.unwrap();
+    assert_eq!(
+        (synced.changed, synced.removed.len()),
+        (vec!["catcher".to_owned()], 2)
+    );
 }

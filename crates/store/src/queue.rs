@@ -30,6 +30,8 @@ use serde_json::Value;
 use wayline_core::RunStore;
 use wayline_core::store::StoreError;
 
+use crate::schedule::Trigger;
+
 /// What a worker taking over a run does with a step that was in flight when the run's previous
 /// worker was lost, when repeating the step is not known to be safe (a POST without an
 /// idempotency key, a tool marked `idempotent: false` or `destructive: true`).
@@ -348,6 +350,50 @@ pub struct QueueStats {
     pub lag_seconds: f64,
 }
 
+/// A shared schedule as the store keeps it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SharedSchedule {
+    /// The trigger.
+    pub trigger: Trigger,
+    /// When it was first stored: intervals count from here.
+    pub start: DateTime<Utc>,
+    /// When it fires next (`None`: past its `until`, or never again).
+    pub next_due: Option<DateTime<Utc>>,
+    /// Due times that started a run.
+    pub fired: u64,
+    /// Due times recorded without a run: missed (with `missed: skip`), or no active version.
+    pub skipped: u64,
+}
+
+/// What [`RunQueue::sync_schedules`] changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Synced {
+    /// Ids of schedules that were not stored before.
+    pub added: Vec<String>,
+    /// Ids of schedules whose definition changed (they start again from now).
+    pub changed: Vec<String>,
+    /// Ids of stored schedules that are no longer in the set (removed).
+    pub removed: Vec<String>,
+    /// Ids of schedules stored as they were.
+    pub kept: Vec<String>,
+}
+
+/// One due time of a shared schedule, as the store recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Fire {
+    /// The schedule.
+    pub schedule_id: String,
+    /// The due time.
+    pub due_at: DateTime<Utc>,
+    /// The run it queued (`None`: skipped, see `note`).
+    pub run_id: Option<String>,
+    /// Why it queued no run.
+    pub note: Option<String>,
+}
+
 /// The run queue. See the [module documentation](self).
 #[async_trait::async_trait]
 pub trait RunQueue: Send + Sync + fmt::Debug {
@@ -401,4 +447,19 @@ pub trait RunQueue: Send + Sync + fmt::Debug {
     /// The run store `worker` records its runs through: like the store, except that a write to
     /// a run in the queue is refused unless `worker` holds it.
     fn fenced_runs(&self, worker: &str) -> Arc<dyn RunStore>;
+
+    /// Makes the stored shared schedules `triggers` (by id): new ones start now, changed ones
+    /// start again, unchanged ones keep their next due time, and stored ones not in `triggers`
+    /// are removed. Several hosts syncing the same file change nothing.
+    async fn sync_schedules(&self, triggers: &[Trigger]) -> Result<Synced, StoreError>;
+
+    /// The stored shared schedules, by id.
+    async fn schedules(&self) -> Result<Vec<SharedSchedule>, StoreError>;
+
+    /// Fires the shared schedules that are due, by the store's clock: each due time once, however
+    /// many workers call this at once (a unique record per schedule and due time), queuing a
+    /// run of the workflow's active version with the run id `SCHEDULE-YYYYMMDDTHHMMSS.mmmZ`.
+    /// Due times missed while nobody called are handled as the schedule's
+    /// [`Missed`](crate::schedule::Missed) says.
+    async fn fire_schedules(&self) -> Result<Vec<Fire>, StoreError>;
 }

@@ -10,6 +10,12 @@
 //! - An interval fires first one interval after the start, then at a fixed rate; missed fires
 //!   (the host was busy or suspended) are not made up.
 //! - Cron expressions are evaluated in UTC (5 fields, or 6 with seconds first).
+//! - A trigger with `until` fires no more after that time.
+//! - The same triggers can be shared by a pool of workers instead (`wayline schedule sync`
+//!   into a PostgreSQL store; see [`RunQueue::sync_schedules`](crate::queue::RunQueue::sync_schedules)):
+//!   each due time then fires exactly once whichever worker sees it first, and [`Missed`] says
+//!   what happens to due times that passed while no worker ran. This loop, in one process,
+//!   never makes them up.
 
 use std::future::Future;
 use std::path::Path;
@@ -114,26 +120,76 @@ impl Schedule {
     }
 }
 
+/// What a shared schedule does with due times that passed while no worker ran (the store was
+/// down, or no worker was running).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Missed {
+    /// Only the latest of them fires; the others are recorded as skipped.
+    #[default]
+    Skip,
+    /// Each of them fires, oldest first (at most 100 at a time).
+    CatchUp,
+}
+
+impl Missed {
+    /// The policy's name: `skip` or `catch_up`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Missed::Skip => "skip",
+            Missed::CatchUp => "catch_up",
+        }
+    }
+
+    /// The policy `name` names.
+    pub fn parse(name: &str) -> Option<Missed> {
+        match name {
+            "skip" => Some(Missed::Skip),
+            "catch_up" => Some(Missed::CatchUp),
+            _ => None,
+        }
+    }
+}
+
 /// A saved workflow run on a schedule.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Trigger {
+    /// Its name, unique among the triggers of a schedules file (default: the workflow id).
+    pub id: String,
     /// The saved workflow (its active version runs).
     pub workflow_id: String,
     /// When.
     pub schedule: Schedule,
     /// The run inputs.
     pub inputs: IndexMap<String, Value>,
+    /// When shared: what happens to due times missed while no worker ran.
+    pub missed: Missed,
+    /// No fires after this time.
+    pub until: Option<DateTime<Utc>>,
 }
 
 impl Trigger {
-    /// A trigger with no inputs.
+    /// A trigger with no inputs, named after its workflow, that never ends.
     pub fn new(workflow_id: impl Into<String>, schedule: Schedule) -> Self {
+        let workflow_id = workflow_id.into();
         Trigger {
-            workflow_id: workflow_id.into(),
+            id: workflow_id.clone(),
+            workflow_id,
             schedule,
             inputs: IndexMap::new(),
+            missed: Missed::Skip,
+            until: None,
         }
+    }
+
+    /// The first fire after `after` for a trigger that started at `start`, unless it is past
+    /// `until`.
+    pub fn next_after(&self, start: DateTime<Utc>, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.schedule
+            .next_after(start, after)
+            .filter(|at| self.until.is_none_or(|until| *at <= until))
     }
 }
 
@@ -141,6 +197,8 @@ impl Trigger {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TriggerEntry {
+    #[serde(default)]
+    id: Option<String>,
     workflow_id: String,
     #[serde(default)]
     every: Option<String>,
@@ -148,10 +206,16 @@ struct TriggerEntry {
     cron: Option<String>,
     #[serde(default)]
     inputs: IndexMap<String, Value>,
+    #[serde(default)]
+    missed: Missed,
+    #[serde(default)]
+    until: Option<DateTime<Utc>>,
 }
 
-/// Reads a schedules file: a YAML (or JSON) list of `{workflow_id, every | cron, inputs}`.
-/// Errors name the file, and the entry and what to write instead.
+/// Reads a schedules file: a YAML (or JSON) list of `{workflow_id, every | cron, inputs}`, each
+/// with an optional `id` (default: the workflow id; needed when two triggers run one
+/// workflow), `missed: skip | catch_up` and `until` (RFC 3339). Errors name the file, and the
+/// entry and what to write instead.
 pub fn load_triggers(path: &Path) -> Result<Vec<Trigger>, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
@@ -191,13 +255,33 @@ pub fn load_triggers(path: &Path) -> Result<Vec<Trigger>, Error> {
                         .to_owned(),
                 ));
             }
+            let id = entry.id.unwrap_or_else(|| entry.workflow_id.clone());
+            wayline_core::store::check_id("trigger", &id)
+                .map_err(|error| invalid(error.message().to_owned()))?;
             Ok(Trigger {
+                id,
                 workflow_id: entry.workflow_id,
                 schedule,
                 inputs: entry.inputs,
+                missed: entry.missed,
+                until: entry.until,
             })
         })
-        .collect()
+        .collect::<Result<Vec<Trigger>, Error>>()
+        .and_then(|triggers| {
+            let mut seen = std::collections::HashSet::new();
+            match triggers
+                .iter()
+                .find(|trigger| !seen.insert(trigger.id.as_str()))
+            {
+                Some(twice) => Err(Error::Trigger {
+                    origin: origin.clone(),
+                    what: format!("trigger `{}`", twice.id),
+                    message: "two triggers have this id; give each an `id` of its own".into(),
+                }),
+                None => Ok(triggers),
+            }
+        })
 }
 
 /// What happened to a due trigger.
@@ -230,7 +314,7 @@ pub async fn run_triggers<F, Fut>(
     let start = clock.start;
     let mut next: Vec<Option<DateTime<Utc>>> = triggers
         .iter()
-        .map(|trigger| trigger.schedule.next_after(start, start))
+        .map(|trigger| trigger.next_after(start, start))
         .collect();
     let mut busy = vec![false; triggers.len()];
     let mut running = FuturesUnordered::new();
@@ -281,7 +365,7 @@ pub async fn run_triggers<F, Fut>(
                 }
                 // The next fire after both this one and now: missed fires are not made up.
                 let after = at.max(clock.now());
-                next[index] = trigger.schedule.next_after(start, after);
+                next[index] = trigger.next_after(start, after);
             }
         }
     }

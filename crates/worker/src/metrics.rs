@@ -14,6 +14,7 @@ pub(crate) struct Counters {
     pub(crate) lost: AtomicU64,
     pub(crate) cancel_requests: AtomicU64,
     pub(crate) store_errors: AtomicU64,
+    pub(crate) fired: AtomicU64,
 }
 
 impl Counters {
@@ -32,6 +33,7 @@ impl Counters {
             lost: read(&self.lost),
             cancel_requests: read(&self.cancel_requests),
             store_errors: read(&self.store_errors),
+            fired: read(&self.fired),
         }
     }
 }
@@ -57,11 +59,14 @@ pub struct Metrics {
     pub cancel_requests: u64,
     /// Queue calls that failed and were retried (`wayline_worker_store_errors_total`).
     pub store_errors: u64,
+    /// Due times of shared schedules this worker fired, each queuing a run
+    /// (`wayline_worker_schedule_fires_total`).
+    pub fired: u64,
 }
 
 impl Metrics {
     /// Each counter with its metric name.
-    pub fn named(&self) -> [(&'static str, u64); 8] {
+    pub fn named(&self) -> [(&'static str, u64); 9] {
         [
             ("wayline_worker_runs_claimed_total", self.claimed),
             ("wayline_worker_runs_taken_over_total", self.taken_over),
@@ -71,6 +76,7 @@ impl Metrics {
             ("wayline_worker_leases_lost_total", self.lost),
             ("wayline_worker_cancel_requests_total", self.cancel_requests),
             ("wayline_worker_store_errors_total", self.store_errors),
+            ("wayline_worker_schedule_fires_total", self.fired),
         ]
     }
 }

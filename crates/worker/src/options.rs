@@ -21,14 +21,17 @@ pub struct WorkerOptions {
     /// On shutdown, how long runs may go on to finish before they are handed back to the
     /// queue.
     pub grace: Duration,
+    /// Whether it fires the store's shared schedules that are due (looking every `poll`).
+    /// Any number of workers may: each due time fires once.
+    pub schedules: bool,
 }
 
 impl WorkerOptions {
     /// The shortest lease accepted: renewals every third of it must fit a round trip.
     pub const MIN_LEASE: Duration = Duration::from_millis(300);
 
-    /// Options for the worker `name`: 4 runs at once, a 30 s lease, looking for work every
-    /// 500 ms, 30 s of grace on shutdown.
+    /// Options for the worker `name`: 4 runs at once, a 30 s lease, looking for work (and due
+    /// shared schedules) every 500 ms, 30 s of grace on shutdown.
     pub fn new(name: impl Into<String>) -> Self {
         WorkerOptions {
             name: name.into(),
@@ -37,6 +40,7 @@ impl WorkerOptions {
             lease: Duration::from_secs(30),
             poll: Duration::from_millis(500),
             grace: Duration::from_secs(30),
+            schedules: true,
         }
     }
 
@@ -65,6 +69,13 @@ impl WorkerOptions {
     #[must_use]
     pub fn grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
+        self
+    }
+
+    /// Sets whether it fires shared schedules.
+    #[must_use]
+    pub fn schedules(mut self, fire: bool) -> Self {
+        self.schedules = fire;
         self
     }
 

@@ -14,7 +14,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use wayline_core::{RunStore, WorkflowStore};
 use wayline_executor::{CancelToken, Engine, EngineBuilder};
 use wayline_store::StoreError;
-use wayline_store::queue::{Claimed, Heartbeat, Lease, Release, Renewed, RunQueue};
+use wayline_store::queue::{Claimed, Fire, Heartbeat, Lease, Release, Renewed, RunQueue};
 
 use crate::error::Error;
 use crate::metrics::{Counters, Metrics};
@@ -61,6 +61,7 @@ enum Answer {
     Claimed(Result<Vec<Claimed>, StoreError>),
     Renewed(Vec<Lease>, Result<Renewed, StoreError>),
     Released(Counted, Result<bool, StoreError>),
+    Fired(Result<Vec<Fire>, StoreError>),
 }
 
 /// Which counter a release adds to when it goes through.
@@ -139,7 +140,7 @@ impl Worker {
         let mut active: HashMap<String, Active> = HashMap::new();
         let mut running: FuturesUnordered<Running<'_>> = FuturesUnordered::new();
         let mut calls: FuturesUnordered<Call<'_>> = FuturesUnordered::new();
-        let (mut claiming, mut renewing) = (false, false);
+        let (mut claiming, mut renewing, mut firing) = (false, false, false);
         let mut renew = tokio::time::interval(self.options.lease / 3);
         renew.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut poll = tokio::time::interval(self.options.poll);
@@ -184,12 +185,24 @@ impl Worker {
                         self.renewed(&leases, renewed, &mut active);
                     }
                     Answer::Released(counted, released) => self.released(counted, released),
+                    Answer::Fired(fired) => {
+                        firing = false;
+                        claim_now |= self.fired(fired);
+                    }
                 },
                 _ = renew.tick(), if !renewing => {
                     renewing = true;
                     calls.push(self.renew(&heartbeat, &active));
                 }
-                _ = poll.tick(), if free > 0 => claim_now = true,
+                _ = poll.tick() => {
+                    claim_now = free > 0;
+                    if self.options.schedules && !firing && stop_by.is_none() {
+                        firing = true;
+                        calls.push(Box::pin(async move {
+                            Answer::Fired(self.queue.fire_schedules().await)
+                        }));
+                    }
+                }
                 () = tokio::time::sleep_until(stop_by.unwrap_or_else(far_future)), if stop_by.is_some() && !active.is_empty() => {
                     for (run_id, held) in active.drain() {
                         held.abort.abort();
@@ -346,6 +359,31 @@ impl Worker {
             }
             Answer::Released(counted, released)
         }))
+    }
+
+    /// Reports what the schedules fired; `true` when runs were queued (worth claiming now).
+    fn fired(&self, fired: Result<Vec<Fire>, StoreError>) -> bool {
+        match fired {
+            Ok(fires) => {
+                for fire in &fires {
+                    match (&fire.run_id, &fire.note) {
+                        (Some(run_id), _) => {
+                            Counters::add(&self.counters.fired);
+                            tracing::info!(schedule = %fire.schedule_id, run_id = %run_id, due = %fire.due_at, "schedule fired");
+                        }
+                        (None, note) => {
+                            tracing::warn!(schedule = %fire.schedule_id, due = %fire.due_at, reason = note.as_deref().unwrap_or_default(), "schedule due time queued no run")
+                        }
+                    }
+                }
+                fires.iter().any(|fire| fire.run_id.is_some())
+            }
+            Err(error) => {
+                Counters::add(&self.counters.store_errors);
+                tracing::warn!(%error, "could not fire the due schedules; trying again");
+                false
+            }
+        }
     }
 
     fn released(&self, counted: Counted, released: Result<bool, StoreError>) {

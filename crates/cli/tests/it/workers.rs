@@ -330,3 +330,112 @@ async fn killed_workers_runs_finish_elsewhere_without_repeating_finished_steps()
         killed.len()
     );
 }
+
+/// Three workers and a schedule firing every second for 20 s: exactly 20 runs, whichever
+/// worker fires each due time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_workers_fire_a_shared_schedule_once_per_due_time() {
+    let Some(cluster) = wayline_testkit::postgres::start("the shared schedule test") else {
+        return;
+    };
+    let (server, calls) = api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (tools, _) = write_files(dir.path(), &server);
+    let url = cluster.url("postgres");
+    let workflow = dir.path().join("tick.yaml");
+    std::fs::write(
+        &workflow,
+        "id: tick\nname: Tick\nsteps:\n  - {id: s1, tool_id: s1, input_mapping: {n: $input.n}}\n",
+    )
+    .unwrap();
+    let workflow = workflow.display().to_string();
+    wayline_ok(&["workflow", "save", &workflow, "--store", &url]);
+    wayline_ok(&[
+        "workflow", "approve", "tick", "--by", "ada", "--store", &url,
+    ]);
+    let tag = [("WORKER_TAG", "activation")];
+    let activated = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args([
+            "workflow",
+            "activate",
+            "tick",
+            "--tools",
+            &tools,
+            "--store",
+            &url,
+            "--input",
+            "n=activation",
+        ])
+        .envs(tag)
+        .output()
+        .unwrap();
+    assert!(activated.status.success(), "{activated:?}");
+    let workers: Vec<(String, Child)> = (1..=3)
+        .map(|n| {
+            let name = format!("s{n}");
+            let child = worker(dir.path(), &name, &tools, &url, 4);
+            (name, child)
+        })
+        .collect();
+    let until = chrono::Utc::now() + chrono::Duration::milliseconds(20_500);
+    let schedules = dir.path().join("schedules.yaml");
+    std::fs::write(
+        &schedules,
+        format!(
+            "- {{id: tick, workflow_id: tick, every: 1s, until: \"{}\", inputs: {{n: tick}}}}\n",
+            until.to_rfc3339()
+        ),
+    )
+    .unwrap();
+    let synced = wayline_ok(&[
+        "schedule",
+        "sync",
+        &schedules.display().to_string(),
+        "--store",
+        &url,
+    ]);
+    assert_eq!(synced.trim(), "added: tick");
+    let store = Arc::new(PostgresStore::open(&url).unwrap());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let schedules = store.schedules().await.unwrap();
+        let stats = store.stats().await.unwrap();
+        if schedules[0].next_due.is_none() && stats.queued + stats.running == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the schedule did not end: {stats:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    for (name, mut child) in workers {
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        let status = child.wait().unwrap();
+        let log = std::fs::read_to_string(dir.path().join(format!("{name}.log"))).unwrap();
+        assert!(status.success(), "{name}: {log}");
+    }
+    let listed = wayline_ok(&["schedule", "list", "--store", &url]);
+    assert!(listed.contains("(20 fired, 0 skipped)"), "{listed}");
+    let entries = store.entries(None, 1000).await.unwrap();
+    let fired: Vec<_> = entries
+        .iter()
+        .filter(|entry| entry.run_id.starts_with("tick-"))
+        .collect();
+    assert_eq!(fired.len(), 20, "exactly 20 runs: {fired:#?}");
+    for entry in &fired {
+        assert_eq!(entry.state, QueueState::Done);
+        let run = store.run(&entry.run_id).await.unwrap().unwrap();
+        assert_eq!(run.status, RunStatus::Success, "{}", entry.run_id);
+    }
+    let scheduled_calls = calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|call| call.run == "tick")
+        .count();
+    assert_eq!(scheduled_calls, 20, "one call per fire");
+}

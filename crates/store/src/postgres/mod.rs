@@ -25,6 +25,7 @@ use wayline_durable::postgres::{Database, tokio_postgres};
 use crate::records;
 
 mod queue;
+mod schedules;
 
 /// The schema of the workflow and run store (component `store` in `wayline_migrations`).
 const MIGRATIONS: &[&str] = &[
@@ -94,6 +95,30 @@ const MIGRATIONS: &[&str] = &[
         last_seen TIMESTAMPTZ NOT NULL DEFAULT now(),
         stopping BOOLEAN NOT NULL DEFAULT false,
         finished BIGINT NOT NULL DEFAULT 0
+    );"#,
+    // 3: shared schedules and the record of each due time (see `schedules.rs`).
+    r#"CREATE TABLE wayline_schedules (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        workflow_id TEXT COLLATE "C" NOT NULL,
+        every_ms BIGINT,
+        cron TEXT,
+        inputs JSON NOT NULL,
+        missed TEXT NOT NULL,
+        until_at TIMESTAMPTZ,
+        -- The definition as text: a sync that changes it starts the schedule again.
+        definition TEXT NOT NULL,
+        start_at TIMESTAMPTZ NOT NULL,
+        next_due TIMESTAMPTZ
+    );
+    CREATE INDEX wayline_schedules_due ON wayline_schedules (next_due);
+    -- One row per schedule and due time: the reason a due time fires once, whoever fires it.
+    CREATE TABLE wayline_schedule_fires (
+        schedule_id TEXT COLLATE "C" NOT NULL,
+        due_at TIMESTAMPTZ NOT NULL,
+        run_id TEXT COLLATE "C",
+        note TEXT,
+        fired_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        PRIMARY KEY (schedule_id, due_at)
     );"#,
 ];
 

@@ -15,9 +15,10 @@ use wayline_durable::postgres::tokio_postgres::Row;
 
 use super::{PostgresStore, RunRows, to_json, write_run};
 use crate::queue::{
-    Cancellation, Claimed, Heartbeat, InFlight, Lease, QueueEntry, QueueState, QueueStats, Release,
-    Renewed, RunQueue, Submission, WorkerInfo,
+    Cancellation, Claimed, Fire, Heartbeat, InFlight, Lease, QueueEntry, QueueState, QueueStats,
+    Release, Renewed, RunQueue, SharedSchedule, Submission, Synced, WorkerInfo,
 };
+use crate::schedule::Trigger;
 
 /// The columns [`entry`] reads, in its order.
 const ENTRY: &str = "run_id, workflow_id, workflow_version, inputs::text, in_flight, state, \
@@ -65,6 +66,40 @@ impl PostgresStore {
         })
     }
 
+    /// Inserts a queued run (a new id when `run_id` is `None`); `None` when the id is taken,
+    /// in the queue or by a run outside it.
+    pub(crate) async fn enqueue(
+        &self,
+        client: &impl GenericClient,
+        run_id: Option<&str>,
+        workflow_id: &str,
+        version: u32,
+        inputs: &str,
+        in_flight: InFlight,
+    ) -> Result<Option<Row>, StoreError> {
+        client
+            .query_opt(
+                &format!(
+                    "INSERT INTO wayline_queue
+                        (run_id, workflow_id, workflow_version, inputs, in_flight, state)
+                     SELECT COALESCE($1, gen_random_uuid()::text), $2, $3, $4::text::json, $5,
+                        'queued'
+                     WHERE NOT EXISTS (SELECT 1 FROM wayline_runs WHERE id = $1)
+                     ON CONFLICT (run_id) DO NOTHING
+                     RETURNING {ENTRY}"
+                ),
+                &[
+                    &run_id,
+                    &workflow_id,
+                    &i64::from(version),
+                    &inputs,
+                    &in_flight.as_str(),
+                ],
+            )
+            .await
+            .map_err(|error| self.error(&error))
+    }
+
     /// Ends a waiting run's record as cancelled: the record a blocked run already has, or a
     /// new one for a run that never started.
     async fn record_cancelled(
@@ -109,28 +144,16 @@ impl RunQueue for PostgresStore {
         check_id("workflow", &submission.workflow_id)?;
         let inputs = to_json(&submission.inputs)?;
         let client = self.client().await?;
-        // A run id already used by a run outside the queue is taken too.
-        let row = client
-            .query_opt(
-                &format!(
-                    "INSERT INTO wayline_queue
-                        (run_id, workflow_id, workflow_version, inputs, in_flight, state)
-                     SELECT COALESCE($1, gen_random_uuid()::text), $2, $3, $4::text::json, $5,
-                        'queued'
-                     WHERE NOT EXISTS (SELECT 1 FROM wayline_runs WHERE id = $1)
-                     ON CONFLICT (run_id) DO NOTHING
-                     RETURNING {ENTRY}"
-                ),
-                &[
-                    &submission.run_id,
-                    &submission.workflow_id,
-                    &i64::from(submission.workflow_version),
-                    &inputs,
-                    &submission.in_flight.as_str(),
-                ],
+        let row = self
+            .enqueue(
+                &client,
+                submission.run_id.as_deref(),
+                &submission.workflow_id,
+                submission.workflow_version,
+                &inputs,
+                submission.in_flight,
             )
-            .await
-            .map_err(|error| self.error(&error))?;
+            .await?;
         match row {
             Some(row) => self.entry_of(&row),
             None => Err(StoreError::new(
@@ -489,6 +512,18 @@ impl RunQueue for PostgresStore {
             blocked: count(2),
             lag_seconds: row.get(3),
         })
+    }
+
+    async fn sync_schedules(&self, triggers: &[Trigger]) -> Result<Synced, StoreError> {
+        self.sync_shared_schedules(triggers).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<SharedSchedule>, StoreError> {
+        self.shared_schedules().await
+    }
+
+    async fn fire_schedules(&self) -> Result<Vec<Fire>, StoreError> {
+        self.fire_due_schedules().await
     }
 
     fn fenced_runs(&self, worker: &str) -> Arc<dyn RunStore> {

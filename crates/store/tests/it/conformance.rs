@@ -112,5 +112,5 @@ async fn postgres_store_conforms() {
     // The queue, on a database of its own (the run store's suite leaves runs behind).
     cluster.psql("postgres", "CREATE DATABASE queue");
     let store = Arc::new(wayline_store::PostgresStore::open(&cluster.url("queue")).unwrap());
-    conformance::run_queue(store.clone(), store).await;
+    conformance::run_queue(store.clone(), store.clone(), store).await;
 }
