@@ -10,13 +10,14 @@
 //! | [`graph`] | `wayline-graph`: edge inference, validation, order, views | `graph` |
 //! | [`registry`] | `wayline-registry`: tool files, tool configs, catalog | `registry` |
 //! | [`executor`] | `wayline-executor`: the engine — scheduling, HTTP, retries, polling, records | `executor` |
-//! | `store` | `wayline-store`: workflow and run stores (memory, files, SQLite), lifecycle, history, triggers, notifications | `store` (`store-sqlite` adds SQLite) |
-//! | `knowledge` | `wayline-knowledge`: patterns, pitfalls and statistics learned from runs, their stores, the recorder, queries | `knowledge` (`knowledge-sqlite` adds SQLite) |
+//! | `store` | `wayline-store`: workflow and run stores (memory, files, SQLite, PostgreSQL), lifecycle, history, triggers, notifications, the run queue | `store` (`store-sqlite` adds SQLite, `store-postgres` PostgreSQL with the run queue and shared schedules) |
+//! | `knowledge` | `wayline-knowledge`: patterns, pitfalls and statistics learned from runs, their stores, the recorder, queries | `knowledge` (`knowledge-sqlite` adds SQLite, `knowledge-postgres` PostgreSQL) |
 //! | `guard` | `wayline-guard`: the diagnostic state machine — phase-gated tools, panic detection, break-glass, audit log | `guard` |
 //! | `sandbox` | `wayline-sandbox`: code sandboxes — the `SandboxProvider` trait, the embedded local provider, `BayClient`, the code runner for code steps | `sandbox` (`sandbox-server` adds the Bay-compatible HTTP server) |
 //! | `explorer` | `wayline-explorer`: the explorer — SUT configs, suggestions, the intervention matrix, sessions, reusable scenarios | `explorer` |
 //! | `planner` | `wayline-planner`: the planner — language models, plans validated and repaired, learned plans, decision steps | `planner` |
 //! | `mcp` | `wayline-mcp`: the Model Context Protocol — the client for `kind: mcp` steps, the guard's gateway in front of MCP servers | `mcp` (not default: it brings the MCP SDK and its HTTP client) |
+//! | `worker` | `wayline-worker`: workers sharing a PostgreSQL store's run queue and schedules — leases, takeover without repeating finished steps, cancellation, graceful shutdown | `worker` (not default: it brings the PostgreSQL driver) |
 //! | `testing` | the tool test harness and a loopback mock server | `testing` |
 //!
 //! ```
@@ -54,5 +55,7 @@ pub use wayline_registry as registry;
 pub use wayline_sandbox as sandbox;
 #[cfg(feature = "store")]
 pub use wayline_store as store;
+#[cfg(feature = "worker")]
+pub use wayline_worker as worker;
 #[cfg(feature = "testing")]
 pub mod testing;

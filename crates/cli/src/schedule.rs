@@ -24,7 +24,7 @@ use crate::worker::open_queue;
 pub(crate) enum ScheduleCommand {
     /// Run saved workflows on their schedules, in the foreground, until Ctrl-C (or
     /// `--max-runs`).
-    Run(ScheduleArgs),
+    Run(Box<ScheduleArgs>),
     /// Make a schedules file the shared schedules of a PostgreSQL store: the workers fire each
     /// due time once, whichever sees it first. Schedules not in the file are removed.
     Sync {
