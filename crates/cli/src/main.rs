@@ -208,9 +208,12 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    /// The commands whose output is not a result to read back: a server, and documents that
-    /// are already in their one format.
-    const NO_RESULT: [&str; 6] = [
+    /// The commands whose output is not a result to read back: servers (a worker too), and
+    /// documents that are already in their one format (metrics: `workers list --format json`
+    /// is their JSON).
+    const NO_RESULT: [&str; 8] = [
+        "wayline worker",
+        "wayline workers metrics",
         "wayline sandbox serve",
         "wayline mcp gateway",
         "wayline mcp serve",

@@ -74,6 +74,9 @@ pub(crate) enum RunsCommand {
         run_id: String,
         #[command(flatten)]
         store: StoreArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
     },
     /// The run queue: submitted runs, oldest first, with their state and worker.
     Queue {
@@ -106,6 +109,9 @@ pub(crate) enum RunsCommand {
         skip_unknown: bool,
         #[command(flatten)]
         store: StoreArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
     },
 }
 
@@ -251,7 +257,11 @@ pub(crate) fn runs_command(command: RunsCommand) -> Outcome {
         } => show(&store, &run_id, format),
         RunsCommand::Resume(args) => resume(args),
         RunsCommand::Submit(args) => submit(&args),
-        RunsCommand::Cancel { run_id, store } => cancel(&store, &run_id),
+        RunsCommand::Cancel {
+            run_id,
+            store,
+            format,
+        } => cancel(&store, &run_id, format),
         RunsCommand::Queue {
             state,
             limit,
@@ -262,6 +272,7 @@ pub(crate) fn runs_command(command: RunsCommand) -> Outcome {
             run_id,
             retry_unknown,
             store,
+            format,
             ..
         } => requeue(
             &store,
@@ -271,6 +282,7 @@ pub(crate) fn runs_command(command: RunsCommand) -> Outcome {
             } else {
                 InFlight::Skip
             },
+            format,
         ),
     };
     match outcome {
@@ -456,9 +468,18 @@ fn submit(args: &SubmitArgs) -> Result<Outcome, Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn cancel(store: &StoreArg, run_id: &str) -> Result<Outcome, Outcome> {
+fn cancel(store: &StoreArg, run_id: &str, format: ReportFormat) -> Result<Outcome, Outcome> {
     let (_, queue) = open_queue(store)?;
     let cancelled = runtime()?.block_on(queue.cancel(run_id)).map_err(fail)?;
+    if format == ReportFormat::Json {
+        let outcome = match cancelled {
+            Cancellation::Cancelled => "cancelled",
+            Cancellation::Requested => "requested",
+            _ => "ended",
+        };
+        print_json(&serde_json::json!({"run_id": run_id, "cancellation": outcome}));
+        return Ok(Outcome::Ok);
+    }
     match cancelled {
         Cancellation::Cancelled => outln!("cancelled {run_id} before it ran"),
         Cancellation::Requested => {
@@ -509,13 +530,24 @@ fn queue(
     Ok(Outcome::Ok)
 }
 
-fn requeue(store: &StoreArg, run_id: &str, in_flight: InFlight) -> Result<Outcome, Outcome> {
+fn requeue(
+    store: &StoreArg,
+    run_id: &str,
+    in_flight: InFlight,
+    format: ReportFormat,
+) -> Result<Outcome, Outcome> {
     let (_, queue) = open_queue(store)?;
     let runtime = runtime()?;
     if runtime
         .block_on(queue.requeue(run_id, in_flight))
         .map_err(fail)?
     {
+        if format == ReportFormat::Json {
+            print_json(
+                &serde_json::json!({"run_id": run_id, "requeued": true, "in_flight": in_flight}),
+            );
+            return Ok(Outcome::Ok);
+        }
         outln!(
             "{run_id} is queued again; the worker that takes it will {} the steps of unknown outcome",
             if in_flight == InFlight::Retry {

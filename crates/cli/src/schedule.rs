@@ -33,6 +33,9 @@ pub(crate) enum ScheduleCommand {
         file: PathBuf,
         #[command(flatten)]
         store: StoreArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
     },
     /// The shared schedules of a PostgreSQL store: when each fires next, and how often it has.
     List {
@@ -70,7 +73,11 @@ pub(crate) struct ScheduleArgs {
 pub(crate) fn schedule_command(command: ScheduleCommand) -> Outcome {
     let outcome = match command {
         ScheduleCommand::Run(args) => schedule_run(&args),
-        ScheduleCommand::Sync { file, store } => sync(&file, &store),
+        ScheduleCommand::Sync {
+            file,
+            store,
+            format,
+        } => sync(&file, &store, format),
         ScheduleCommand::List { store, format } => list(&store, format),
     };
     match outcome {
@@ -78,7 +85,11 @@ pub(crate) fn schedule_command(command: ScheduleCommand) -> Outcome {
     }
 }
 
-fn sync(file: &std::path::Path, store: &StoreArg) -> Result<Outcome, Outcome> {
+fn sync(
+    file: &std::path::Path,
+    store: &StoreArg,
+    format: ReportFormat,
+) -> Result<Outcome, Outcome> {
     let triggers = load_triggers(file).map_err(fail)?;
     let (stores, queue) = open_queue(store)?;
     let runtime = runtime()?;
@@ -92,6 +103,15 @@ fn sync(file: &std::path::Path, store: &StoreArg) -> Result<Outcome, Outcome> {
     let synced = runtime
         .block_on(queue.sync_schedules(&triggers))
         .map_err(fail)?;
+    if format == ReportFormat::Json {
+        print_json(&serde_json::json!({
+            "added": synced.added,
+            "changed": synced.changed,
+            "removed": synced.removed,
+            "unchanged": synced.kept,
+        }));
+        return Ok(Outcome::Ok);
+    }
     for (what, ids) in [
         ("added", &synced.added),
         ("changed (starts again now)", &synced.changed),

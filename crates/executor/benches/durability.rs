@@ -1,7 +1,8 @@
 //! The cost of durability (numbers and command in `docs/benchmarks.md`): the 1,000-step chain
 //! of the `engine` benchmark against a loopback server, without a run store and with each
-//! store. The configurations take turns, 7 rounds (the file store: one run); the median is
-//! printed, per run and per step.
+//! store — PostgreSQL too, on a throwaway cluster that syncs its commits as a production server
+//! does, when PostgreSQL is installed. The configurations take turns, 7 rounds (the file store:
+//! one run); the median is printed, per run and per step.
 //!
 //! `cargo bench -p wayline-executor --bench durability [-- NAME]`
 
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 use wayline_core::{MemoryCatalog, RunStatus, RunStore, Step, ToolDefinition, Workflow};
 use wayline_executor::testing::{MockServer, Reply};
 use wayline_executor::{Engine, ReqwestTransport, RunOptions};
-use wayline_store::{Durability, FileStore, MemoryStore, SqliteStore};
+use wayline_store::{Durability, FileStore, MemoryStore, PostgresStore, SqliteStore};
 
 fn chain(count: usize) -> Workflow {
     let mut workflow = Workflow::new("chain", "chain");
@@ -37,7 +38,8 @@ fn main() {
         }))
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let stores: Vec<(&str, Option<Arc<dyn RunStore>>)> = vec![
+    let cluster = wayline_testkit::postgres::start_durable("the PostgreSQL store's configurations");
+    let mut stores: Vec<(&str, Option<Arc<dyn RunStore>>)> = vec![
         ("no store", None),
         ("memory store", Some(Arc::new(MemoryStore::new()))),
         (
@@ -57,6 +59,28 @@ fn main() {
             Some(Arc::new(FileStore::open(dir.path().join("files")).unwrap())),
         ),
     ];
+    if let Some(cluster) = &cluster {
+        let url = cluster.url("postgres");
+        stores.push((
+            "postgres on loopback, synchronous_commit=on (the server's default)",
+            Some(Arc::new(
+                runtime.block_on(PostgresStore::connect(&url)).unwrap(),
+            )),
+        ));
+        cluster.psql("postgres", "CREATE DATABASE relaxed");
+        cluster.psql(
+            "postgres",
+            "ALTER DATABASE relaxed SET synchronous_commit = off",
+        );
+        stores.push((
+            "postgres on loopback, synchronous_commit=off (a crash of the server loses the last commits)",
+            Some(Arc::new(
+                runtime
+                    .block_on(PostgresStore::connect(&cluster.url("relaxed")))
+                    .unwrap(),
+            )),
+        ));
+    }
     let workflow = chain(1_000);
     // `cargo bench ... -- NAME` runs only the configurations whose name contains NAME.
     let only = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));

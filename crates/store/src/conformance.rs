@@ -1,6 +1,7 @@
 //! The conformance suite every [`WorkflowStore`] and [`RunStore`] passes: call
-//! [`workflow_store`] and [`run_store`] from a test with a fresh, empty store. They panic with
-//! a message naming the broken rule.
+//! [`workflow_store`] and [`run_store`] from a test with a fresh, empty store, and
+//! [`run_queue`] for a store with a [`RunQueue`](crate::queue::RunQueue). They panic with a
+//! message naming the broken rule.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

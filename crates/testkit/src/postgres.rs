@@ -58,22 +58,34 @@ pub fn bin_dir() -> Option<PathBuf> {
         .and_then(|path| std::env::split_paths(&path).find(|dir| has_initdb(dir)))
 }
 
-/// Starts a cluster, or says in one line that `what` is skipped and why.
+/// Starts a cluster, or says in one line that `what` is skipped and why. It does not sync to
+/// disk (`fsync=off`, `synchronous_commit=off`): fast for tests, and a crash of the machine
+/// loses it anyway.
 pub fn start(what: &str) -> Option<Cluster> {
+    start_with(what, false)
+}
+
+/// As [`start`], but committing durably as a production server does (`fsync` and
+/// `synchronous_commit` on, the server's defaults): for benchmarks that compare stores.
+pub fn start_durable(what: &str) -> Option<Cluster> {
+    start_with(what, true)
+}
+
+fn start_with(what: &str, durable: bool) -> Option<Cluster> {
     let Some(bin) = bin_dir() else {
         eprintln!(
             "skipped: {what} (PostgreSQL is not installed here; .ci/run installs it, or set WAYLINE_PG_BIN)"
         );
         return None;
     };
-    match Cluster::start(bin) {
+    match Cluster::start(bin, durable) {
         Ok(cluster) => Some(cluster),
         Err(reason) => panic!("PostgreSQL is installed but a cluster would not start: {reason}"),
     }
 }
 
 impl Cluster {
-    fn start(bin: PathBuf) -> Result<Cluster, String> {
+    fn start(bin: PathBuf, durable: bool) -> Result<Cluster, String> {
         let dir = tempfile::Builder::new()
             .prefix("wayline-pg-")
             .tempdir()
@@ -107,8 +119,13 @@ impl Cluster {
                 "--no-sync",
             ],
         )?;
+        let syncing = if durable {
+            ""
+        } else {
+            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        };
         let options = format!(
-            "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c max_connections=200{syncing}",
             cluster.data.display()
         );
         let log = cluster.data.join("server.log").display().to_string();

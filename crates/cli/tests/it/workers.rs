@@ -212,8 +212,8 @@ async fn killed_workers_runs_finish_elsewhere_without_repeating_finished_steps()
         let victim = random.below(workers.len() as u64) as usize;
         let (name, mut child) = workers.remove(victim);
         child.kill().unwrap();
-        killed.insert(name.clone(), Instant::now());
         child.wait().unwrap();
+        killed.insert(name.clone(), Instant::now());
         let stats = store.stats().await.unwrap();
         eprintln!("round {round}: killed {name} after {wait} ms ({stats:?})");
         let fresh = format!("w{}", 4 + round);
@@ -309,8 +309,9 @@ async fn killed_workers_runs_finish_elsewhere_without_repeating_finished_steps()
                 "{run} {step}: {by} went on with the run after this call, so the step had finished; yet it was called again: {calls:?}"
             );
             match killed.get(by) {
+                // A request sent just before the kill may reach the API a moment after it.
                 Some(killed_at) => assert!(
-                    earlier.at < *killed_at,
+                    earlier.at < *killed_at + Duration::from_millis(500),
                     "{run} {step}: {by} called it after it was killed"
                 ),
                 None => assert!(
