@@ -2,8 +2,10 @@
 //! `wayline worker` processes and a throwaway cluster that syncs its commits as a production
 //! server does:
 //!
-//! - throughput: 400 queued runs of a 10-step chain against a loopback API, drained by 1, 2
-//!   and 4 workers (8 runs at once each); runs and steps per second;
+//! - throughput: queued runs of a 10-step chain against a loopback API, drained by 1, 2 and 4
+//!   workers (8 runs at once each); runs and steps per second — 400 runs against an API that
+//!   answers at once (what the store and the machine can do), and 200 against one that takes
+//!   20 ms a call (runs waiting on their API, where more workers add capacity);
 //! - takeover: a worker holding 8 runs, each inside a slow step, is SIGKILLed; how long until
 //!   another worker sends that step again (goal: under the lease time plus one second).
 //!
@@ -21,7 +23,6 @@ use wayline_store::queue::{RunQueue, Submission};
 use wayline_testkit::postgres::Cluster;
 
 const STEPS: usize = 10;
-const RUNS: usize = 400;
 const CONCURRENCY: usize = 8;
 const LEASE: &str = "2s";
 
@@ -31,7 +32,7 @@ type SlowCalls = Arc<Mutex<Vec<(String, Instant)>>>;
 fn write_files(dir: &Path, server: &MockServer) -> String {
     let tools = dir.join("tools");
     std::fs::create_dir_all(&tools).unwrap();
-    for name in ["step", "slow"] {
+    for name in ["step", "slow", "wait"] {
         std::fs::write(
             tools.join(format!("{name}.yaml")),
             format!(
@@ -41,18 +42,20 @@ fn write_files(dir: &Path, server: &MockServer) -> String {
         )
         .unwrap();
     }
-    let mut chain = String::from("id: chain\nname: Chain\nsteps:\n");
-    for index in 0..STEPS {
-        let after = if index == 0 {
-            String::new()
-        } else {
-            format!(", after: s{}.ok", index - 1)
-        };
-        chain.push_str(&format!(
-            "  - {{id: s{index}, tool_id: step, input_mapping: {{n: $input.n{after}}}}}\n"
-        ));
+    for (workflow, tool) in [("chain", "step"), ("waits", "wait")] {
+        let mut chain = format!("id: {workflow}\nname: {workflow}\nsteps:\n");
+        for index in 0..STEPS {
+            let after = if index == 0 {
+                String::new()
+            } else {
+                format!(", after: s{}.ok", index - 1)
+            };
+            chain.push_str(&format!(
+                "  - {{id: s{index}, tool_id: {tool}, input_mapping: {{n: $input.n{after}}}}}\n"
+            ));
+        }
+        std::fs::write(dir.join(format!("{workflow}.yaml")), chain).unwrap();
     }
-    std::fs::write(dir.join("chain.yaml"), chain).unwrap();
     std::fs::write(
         dir.join("stall.yaml"),
         "id: stall\nname: Stall\nsteps:\n  - {id: a, tool_id: step, input_mapping: {n: $input.n}}\n  - {id: b, tool_id: slow, input_mapping: {n: $input.n, after: a.ok}}\n",
@@ -108,21 +111,28 @@ fn stop(mut child: Child) {
 fn database(cluster: &Cluster, name: &str, dir: &Path) -> String {
     cluster.psql("postgres", &format!("CREATE DATABASE {name}"));
     let url = cluster.url(name);
-    for workflow in ["chain.yaml", "stall.yaml"] {
+    for workflow in ["chain.yaml", "waits.yaml", "stall.yaml"] {
         let file = dir.join(workflow).display().to_string();
         wayline(&["workflow", "save", &file, "--store", &url]);
     }
     url
 }
 
-fn throughput(runtime: &tokio::runtime::Runtime, cluster: &Cluster, dir: &Path, tools: &str) {
+fn throughput(
+    runtime: &tokio::runtime::Runtime,
+    cluster: &Cluster,
+    dir: &Path,
+    tools: &str,
+    workflow: &str,
+    runs: usize,
+) {
     for workers in [1, 2, 4] {
-        let url = database(cluster, &format!("throughput_{workers}"), dir);
+        let url = database(cluster, &format!("{workflow}_{workers}"), dir);
         let store = Arc::new(PostgresStore::open(&url).unwrap());
         runtime.block_on(async {
-            for index in 0..RUNS {
+            for index in 0..runs {
                 store
-                    .submit(&Submission::new("chain", 1).input("n", index))
+                    .submit(&Submission::new(workflow, 1).input("n", index))
                     .await
                     .unwrap();
             }
@@ -143,9 +153,9 @@ fn throughput(runtime: &tokio::runtime::Runtime, cluster: &Cluster, dir: &Path, 
         let elapsed = started.elapsed().as_secs_f64();
         children.into_iter().for_each(stop);
         println!(
-            "throughput, {workers} worker(s) x {CONCURRENCY}: {RUNS} runs of {STEPS} steps in {elapsed:.2} s: {:.0} runs/s, {:.0} steps/s",
-            RUNS as f64 / elapsed,
-            (RUNS * STEPS) as f64 / elapsed
+            "throughput ({workflow}), {workers} worker(s) x {CONCURRENCY}: {runs} runs of {STEPS} steps in {elapsed:.2} s: {:.0} runs/s, {:.0} steps/s",
+            runs as f64 / elapsed,
+            (runs * STEPS) as f64 / elapsed
         );
     }
 }
@@ -225,6 +235,9 @@ fn main() {
     let server = runtime
         .block_on(MockServer::start_unrecorded(move |request| {
             let reply = Reply::json(200, json!({"ok": true}));
+            if request.path() == "/wait" {
+                return reply.delay(Duration::from_millis(20));
+            }
             if request.path() == "/slow" {
                 let by = request.header("x-worker").unwrap_or_default().to_owned();
                 seen.lock().unwrap().push((by, Instant::now()));
@@ -247,7 +260,8 @@ fn main() {
         .as_deref()
         .is_none_or(|only| "throughput".contains(only))
     {
-        throughput(&runtime, &cluster, dir.path(), &tools);
+        throughput(&runtime, &cluster, dir.path(), &tools, "chain", 400);
+        throughput(&runtime, &cluster, dir.path(), &tools, "waits", 200);
     }
     if only.as_deref().is_none_or(|only| "takeover".contains(only)) {
         takeover(&runtime, &cluster, dir.path(), &tools, &slow);

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use wayline_store::Stores;
-use wayline_store::queue::RunQueue;
+use wayline_store::queue::{QueueStats, RunQueue, WorkerInfo};
 use wayline_worker::{Worker, WorkerOptions, default_name};
 
 use crate::args::{ModelArgs, StoreArg, ToolsArgs, parse_duration};
@@ -166,22 +166,30 @@ pub(crate) fn workers_command(command: WorkersCommand) -> Outcome {
     }
 }
 
-fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
+/// The workers the store knows and the queue's depth.
+fn pool(store: &StoreArg) -> Result<(Vec<WorkerInfo>, QueueStats), Outcome> {
     let (_, queue) = open_queue(store)?;
-    let runtime = runtime()?;
-    let (workers, stats) = runtime
+    runtime()?
         .block_on(async {
             Ok::<_, wayline_store::StoreError>((queue.workers().await?, queue.stats().await?))
         })
-        .map_err(fail)?;
+        .map_err(fail)
+}
+
+fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
+    let (workers, stats) = pool(store)?;
     if format == ReportFormat::Json {
         print_json(&serde_json::json!({"queue": stats, "workers": workers}));
         return Ok(Outcome::Ok);
     }
+    let lag = if stats.queued > 0 {
+        format!(" (the oldest waiting {:.1}s)", stats.lag_seconds)
+    } else {
+        String::new()
+    };
     outln!(
-        "queue: {} queued (the oldest waiting {:.1}s), {} running, {} blocked",
+        "queue: {} queued{lag}, {} running, {} blocked",
         stats.queued,
-        stats.lag_seconds,
         stats.running,
         stats.blocked
     );
@@ -210,13 +218,7 @@ fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
 }
 
 fn metrics(store: &StoreArg) -> Result<Outcome, Outcome> {
-    let (_, queue) = open_queue(store)?;
-    let runtime = runtime()?;
-    let (workers, stats) = runtime
-        .block_on(async {
-            Ok::<_, wayline_store::StoreError>((queue.workers().await?, queue.stats().await?))
-        })
-        .map_err(fail)?;
+    let (workers, stats) = pool(store)?;
     let mut text = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, samples: Vec<(String, String)>| {
         text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
@@ -243,7 +245,7 @@ fn metrics(store: &StoreArg) -> Result<Outcome, Outcome> {
         "How long the oldest queued run has waited.",
         vec![(String::new(), format!("{}", stats.lag_seconds))],
     );
-    let per_worker = |value: &dyn Fn(&wayline_store::queue::WorkerInfo) -> String| {
+    let per_worker = |value: &dyn Fn(&WorkerInfo) -> String| {
         workers
             .iter()
             .map(|worker| (format!("{{worker=\"{}\"}}", worker.name), value(worker)))

@@ -24,7 +24,9 @@
 //! ```
 
 #[cfg(feature = "postgres")]
-pub use pool::{DEFAULT_MAX_CONNECTIONS, Database, deadpool_postgres, describe, tokio_postgres};
+pub use pool::{
+    DEFAULT_MAX_CONNECTIONS, Database, Schema, deadpool_postgres, describe, tokio_postgres,
+};
 
 /// Whether `text` names a PostgreSQL database (`postgres://…` or `postgresql://…`).
 pub fn is_url(text: &str) -> bool {
@@ -223,6 +225,20 @@ mod pool {
             }
         }
 
+        /// The schema of `component` in this database (see [`Schema`]).
+        pub fn schema(
+            &self,
+            component: &'static str,
+            migrations: &'static [&'static str],
+        ) -> Schema {
+            Schema {
+                database: self.clone(),
+                component,
+                migrations,
+                migrated: tokio::sync::OnceCell::new(),
+            }
+        }
+
         /// Brings the schema of `component` up to date: `migrations[n]` is the SQL of version
         /// `n + 1`, and the versions a database has are rows of the table `wayline_migrations`.
         /// Each missing version runs in one transaction that holds an advisory lock, so that
@@ -287,6 +303,32 @@ mod pool {
                 .commit()
                 .await
                 .map_err(|error| self.error(&error))
+        }
+    }
+
+    /// A component's tables in a database, brought up to date on first use: the stores open
+    /// without a runtime or a server, and the first call connects and migrates (once, however
+    /// many calls race; a failure is tried again by the next call).
+    #[derive(Debug)]
+    pub struct Schema {
+        database: Database,
+        component: &'static str,
+        migrations: &'static [&'static str],
+        migrated: tokio::sync::OnceCell<()>,
+    }
+
+    impl Schema {
+        /// The database.
+        pub fn database(&self) -> &Database {
+            &self.database
+        }
+
+        /// A pooled connection, once the component's tables are up to date.
+        pub async fn client(&self) -> Result<deadpool_postgres::Client, Error> {
+            self.migrated
+                .get_or_try_init(|| self.database.migrate(self.component, self.migrations))
+                .await?;
+            self.database.client().await
         }
     }
 }

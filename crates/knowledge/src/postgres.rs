@@ -8,11 +8,10 @@
 
 use std::sync::Arc;
 
-use tokio::sync::OnceCell;
 use wayline_core::StoreError;
 use wayline_core::store::{StoreErrorKind, check_id};
 use wayline_durable::postgres::deadpool_postgres::{Client, GenericClient};
-use wayline_durable::postgres::{Database, tokio_postgres};
+use wayline_durable::postgres::{Database, Schema, tokio_postgres};
 
 use crate::model::Knowledge;
 use crate::store::{Change, KnowledgeStore};
@@ -32,8 +31,7 @@ pub struct PostgresKnowledge {
 
 #[derive(Debug)]
 struct Inner {
-    database: Database,
-    migrated: OnceCell<()>,
+    schema: Schema,
 }
 
 impl PostgresKnowledge {
@@ -49,29 +47,22 @@ impl PostgresKnowledge {
     pub fn on(database: Database) -> Self {
         PostgresKnowledge {
             inner: Arc::new(Inner {
-                database,
-                migrated: OnceCell::new(),
+                schema: database.schema("knowledge", MIGRATIONS),
             }),
         }
     }
 
     /// The database (its pool, and its URL with the password masked).
     pub fn database(&self) -> &Database {
-        &self.inner.database
+        self.inner.schema.database()
     }
 
     async fn client(&self) -> Result<Client, StoreError> {
-        let database = &self.inner.database;
-        self.inner
-            .migrated
-            .get_or_try_init(|| database.migrate("knowledge", MIGRATIONS))
-            .await
-            .map_err(unavailable)?;
-        database.client().await.map_err(unavailable)
+        self.inner.schema.client().await.map_err(unavailable)
     }
 
     fn error(&self, error: &tokio_postgres::Error) -> StoreError {
-        unavailable(self.inner.database.error(error))
+        unavailable(self.database().error(error))
     }
 
     async fn read(
@@ -95,7 +86,7 @@ impl PostgresKnowledge {
         let Some(row) = row else {
             return Ok(knowledge);
         };
-        let shown = self.inner.database.shown();
+        let shown = self.database().shown();
         let corrupt = |what: &str, error: serde_json::Error| {
             StoreError::new(
                 StoreErrorKind::Corrupt,

@@ -52,13 +52,12 @@ pub mod schedule;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use error::Error;
 pub use file::FileStore;
 pub use lifecycle::{Lifecycle, Saved, graph_hash};
-pub use location::{Location, STORE_VARIABLE};
+pub use location::{Location, STORE_VARIABLE, default_location};
 pub use memory::MemoryStore;
 pub use notify::{ConsoleNotifier, Notifications, WebhookNotifier, origin};
 #[cfg(feature = "postgres")]
@@ -136,17 +135,4 @@ pub fn open(location: &Location) -> Result<Stores, StoreError> {
         ));
     }
     Ok(Stores::from_shared(Arc::new(FileStore::open(path)?)))
-}
-
-/// Where the embedded default store lives: `$WAYLINE_HOME/wayline.db`, with `WAYLINE_HOME`
-/// defaulting to `~/.wayline`. `None` when neither variable nor a home directory is known.
-pub fn default_location() -> Option<PathBuf> {
-    let home = match std::env::var_os("WAYLINE_HOME") {
-        Some(home) if !home.is_empty() => PathBuf::from(home),
-        // The platform's home directory (`$HOME`, or the user profile on Windows).
-        _ => std::env::home_dir()
-            .filter(|home| !home.as_os_str().is_empty())?
-            .join(".wayline"),
-    };
-    Some(home.join("wayline.db"))
 }

@@ -44,14 +44,14 @@ impl Location {
     }
 
     /// The store a host uses when none is given: `WAYLINE_STORE` when set, else
-    /// [`default_location`](crate::default_location). `None` when neither is known.
+    /// [`default_location`]. `None` when neither is known.
     pub fn configured() -> Option<Location> {
         match std::env::var_os(STORE_VARIABLE) {
             Some(value) if !value.is_empty() => Some(match value.to_str() {
                 Some(text) => Location::parse(text),
                 None => Location::Path(PathBuf::from(value)),
             }),
-            _ => crate::default_location().map(Location::Path),
+            _ => default_location().map(Location::Path),
         }
     }
 
@@ -71,6 +71,19 @@ impl Location {
             Location::Postgres(_) => true,
         }
     }
+}
+
+/// Where the embedded default store lives: `$WAYLINE_HOME/wayline.db`, with `WAYLINE_HOME`
+/// defaulting to `~/.wayline`. `None` when neither variable nor a home directory is known.
+pub fn default_location() -> Option<PathBuf> {
+    let home = match std::env::var_os("WAYLINE_HOME") {
+        Some(home) if !home.is_empty() => PathBuf::from(home),
+        // The platform's home directory (`$HOME`, or the user profile on Windows).
+        _ => std::env::home_dir()
+            .filter(|home| !home.as_os_str().is_empty())?
+            .join(".wayline"),
+    };
+    Some(home.join("wayline.db"))
 }
 
 impl FromStr for Location {

@@ -440,3 +440,43 @@ async fn three_workers_fire_a_shared_schedule_once_per_due_time() {
         .count();
     assert_eq!(scheduled_calls, 20, "one call per fire");
 }
+
+/// A store's password appears in no message, whatever fails.
+#[test]
+fn a_postgres_password_is_never_printed() {
+    let url = "postgres://ops:hunter2-secret@127.0.0.1:1/wayline";
+    for args in [
+        vec!["runs", "list", "--store", url],
+        vec!["workers", "list", "--store", url, "--format", "json"],
+        vec!["runs", "submit", "w", "--store", url],
+        vec!["schedule", "list", "--store", url],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_wayline"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let everything = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(!output.status.success(), "{args:?}: {everything}");
+        assert!(!everything.contains("hunter2"), "{args:?}: {everything}");
+        assert!(
+            everything.contains("postgres://ops:***@127.0.0.1:1/wayline"),
+            "{args:?}: {everything}"
+        );
+    }
+    // Nor where the store is not PostgreSQL at all: the queue commands say what to use.
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("w.db").display().to_string();
+    let output = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["workers", "list", "--store", &local])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("has no run queue"),
+        "{output:?}"
+    );
+}

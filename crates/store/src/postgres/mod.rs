@@ -13,14 +13,13 @@
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
-use tokio::sync::OnceCell;
 use wayline_core::store::{
     Cursor, RunPage, RunQuery, RunStore, RunSummary, StoreError, StoreErrorKind, StoredWorkflow,
     WorkflowStore, check_id,
 };
 use wayline_core::{Run, RunStatus, StepResult};
 use wayline_durable::postgres::deadpool_postgres::{Client, GenericClient};
-use wayline_durable::postgres::{Database, tokio_postgres};
+use wayline_durable::postgres::{Database, Schema, tokio_postgres};
 
 use crate::records;
 
@@ -133,8 +132,7 @@ pub struct PostgresStore {
 
 #[derive(Debug)]
 pub(crate) struct Inner {
-    database: Database,
-    migrated: OnceCell<()>,
+    schema: Schema,
 }
 
 impl PostgresStore {
@@ -150,8 +148,7 @@ impl PostgresStore {
     pub fn on(database: Database) -> PostgresStore {
         PostgresStore {
             inner: Arc::new(Inner {
-                database,
-                migrated: OnceCell::new(),
+                schema: database.schema("store", MIGRATIONS),
             }),
             fence: None,
         }
@@ -166,23 +163,17 @@ impl PostgresStore {
 
     /// The database (its pool, and its URL with the password masked).
     pub fn database(&self) -> &Database {
-        &self.inner.database
+        self.inner.schema.database()
     }
 
     /// A pooled connection to an up-to-date schema.
     pub(crate) async fn client(&self) -> Result<Client, StoreError> {
-        let database = &self.inner.database;
-        self.inner
-            .migrated
-            .get_or_try_init(|| database.migrate("store", MIGRATIONS))
-            .await
-            .map_err(unavailable)?;
-        database.client().await.map_err(unavailable)
+        self.inner.schema.client().await.map_err(unavailable)
     }
 
     /// `error` from this store's database, as a [`StoreError`].
     pub(crate) fn error(&self, error: &tokio_postgres::Error) -> StoreError {
-        unavailable(self.inner.database.error(error))
+        unavailable(self.database().error(error))
     }
 
     /// Refuses a write to `run_id` through a fenced handle when the run is in the queue and
@@ -241,12 +232,34 @@ impl PostgresStore {
         Ok(Some(run))
     }
 
+    /// Writes `run` whole (header and steps) in one transaction, replacing the stored run when
+    /// `replace` is set; `false` when there is no run to replace, or one already to create.
+    async fn write_whole(&self, run: &Run, replace: bool) -> Result<bool, StoreError> {
+        let rows = RunRows::of(run)?;
+        let mut client = self.client().await?;
+        let transaction = client
+            .transaction()
+            .await
+            .map_err(|error| self.error(&error))?;
+        self.check_fence(&transaction, &run.id).await?;
+        let written = write_run(&transaction, run, &rows, replace)
+            .await
+            .map_err(|error| self.error(&error))?;
+        if written {
+            transaction
+                .commit()
+                .await
+                .map_err(|error| self.error(&error))?;
+        }
+        Ok(written)
+    }
+
     fn corrupt(&self, what: &str, error: &serde_json::Error) -> StoreError {
         StoreError::new(
             StoreErrorKind::Corrupt,
             format!(
                 "{what} in {} is damaged: {error}; restore the database from a backup or delete that row",
-                self.inner.database.shown()
+                self.database().shown()
             ),
         )
     }
@@ -516,23 +529,11 @@ impl WorkflowStore for PostgresStore {
 impl RunStore for PostgresStore {
     async fn create_run(&self, run: &Run) -> Result<(), StoreError> {
         check_id("run", &run.id)?;
-        let rows = RunRows::of(run)?;
-        let mut client = self.client().await?;
-        let transaction = client
-            .transaction()
-            .await
-            .map_err(|error| self.error(&error))?;
-        self.check_fence(&transaction, &run.id).await?;
-        let created = write_run(&transaction, run, &rows, false)
-            .await
-            .map_err(|error| self.error(&error))?;
-        if !created {
-            return Err(records::run_exists(&run.id));
+        if self.write_whole(run, false).await? {
+            Ok(())
+        } else {
+            Err(records::run_exists(&run.id))
         }
-        transaction
-            .commit()
-            .await
-            .map_err(|error| self.error(&error))
     }
 
     async fn save_step(&self, run_id: &str, result: &StepResult) -> Result<(), StoreError> {
@@ -593,23 +594,11 @@ impl RunStore for PostgresStore {
     }
 
     async fn finish_run(&self, run: &Run) -> Result<(), StoreError> {
-        let rows = RunRows::of(run)?;
-        let mut client = self.client().await?;
-        let transaction = client
-            .transaction()
-            .await
-            .map_err(|error| self.error(&error))?;
-        self.check_fence(&transaction, &run.id).await?;
-        let replaced = write_run(&transaction, run, &rows, true)
-            .await
-            .map_err(|error| self.error(&error))?;
-        if !replaced {
-            return Err(records::run_missing(&run.id));
+        if self.write_whole(run, true).await? {
+            Ok(())
+        } else {
+            Err(records::run_missing(&run.id))
         }
-        transaction
-            .commit()
-            .await
-            .map_err(|error| self.error(&error))
     }
 
     async fn run(&self, id: &str) -> Result<Option<Run>, StoreError> {

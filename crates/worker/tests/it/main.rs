@@ -26,11 +26,13 @@ async fn api(hold: Arc<AtomicBool>) -> (MockServer, Calls) {
     let calls: Calls = Arc::default();
     let seen = Arc::clone(&calls);
     let server = MockServer::start(move |request| {
-        let key = format!(
-            "{}{}",
-            request.query("n").unwrap_or_default(),
-            request.path()
-        );
+        // `n` is in the query of a GET, in the body of a POST.
+        let n = request.query("n").or_else(|| {
+            request
+                .json()
+                .and_then(|body| body["n"].as_str().map(str::to_owned))
+        });
+        let key = format!("{}{}", n.unwrap_or_default(), request.path());
         *seen.lock().unwrap().entry(key).or_default() += 1;
         let reply = Reply::json(200, json!({"ok": true}));
         if request.path() == "/b" && hold.load(Ordering::SeqCst) {
@@ -278,4 +280,91 @@ async fn a_running_run_is_cancelled_from_elsewhere_and_shutdown_hands_runs_back(
         RunStatus::Success
     );
     assert_eq!(calls.lock().unwrap()["x2/a"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsafe_step_in_flight_blocks_the_run_until_a_person_requeues_it() {
+    let Some(cluster) = wayline_testkit::postgres::start("the worker in-flight policy test") else {
+        return;
+    };
+    let store = Arc::new(PostgresStore::open(&cluster.url("postgres")).unwrap());
+    let hold = Arc::new(AtomicBool::new(true));
+    let (server, calls) = api(Arc::clone(&hold)).await;
+    // `b` is a POST without an idempotency key: not safe to send twice.
+    let mut workflow = Workflow::new("pay", "Pay");
+    workflow
+        .steps
+        .push(Step::new("a", "get_a").map("n", "$input.n"));
+    workflow.steps.push(
+        Step::new("b", "post_b")
+            .map("n", "$input.n")
+            .map("after", "a.ok"),
+    );
+    store
+        .insert_workflow(&StoredWorkflow::new(workflow, 1, "sha256:pay"))
+        .await
+        .unwrap();
+    let engine = || {
+        let mut get = ToolDefinition::new("get_a", server.url(""));
+        get.path = "/a".into();
+        let mut post = ToolDefinition::new("post_b", server.url(""));
+        post.path = "/b".into();
+        post.method = "POST".into();
+        Engine::builder(Arc::new(MemoryCatalog::from_tools([get, post])))
+    };
+    store
+        .submit(&Submission::new("pay", 1).run_id("p1").input("n", "p1"))
+        .await
+        .unwrap();
+    let lost = Worker::new(store.clone(), store.clone(), engine(), options("first"));
+    let watch = Arc::clone(&calls);
+    tokio::select! {
+        _ = lost.run(std::future::pending()) => panic!("the worker ended by itself"),
+        () = until("the POST is in flight", async || watch.lock().unwrap().contains_key("p1/b")) => {}
+    }
+    drop(lost);
+    hold.store(false, Ordering::SeqCst);
+    // The next worker does not send the POST again: the run waits for a person.
+    let next = Worker::new(store.clone(), store.clone(), engine(), options("second"));
+    let seen = Arc::clone(&store);
+    let report = next
+        .run(async move {
+            until("p1 is blocked", async || {
+                seen.entry("p1").await.unwrap().unwrap().state == QueueState::Blocked
+            })
+            .await;
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.metrics.blocked, 1);
+    let blocked = store.entry("p1").await.unwrap().unwrap();
+    let note = blocked.note.unwrap();
+    assert!(
+        note.contains("`b`") && note.contains("runs requeue p1"),
+        "{note}"
+    );
+    assert_eq!(calls.lock().unwrap()["p1/b"], 1);
+    // Checked, and it did not take effect: send it again.
+    assert!(
+        store
+            .requeue("p1", wayline_store::queue::InFlight::Retry)
+            .await
+            .unwrap()
+    );
+    let last = Worker::new(store.clone(), store.clone(), engine(), options("third"));
+    let seen = Arc::clone(&store);
+    last.run(async move {
+        until("p1 is done", async || {
+            seen.entry("p1").await.unwrap().unwrap().state == QueueState::Done
+        })
+        .await;
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        store.run("p1").await.unwrap().unwrap().status,
+        RunStatus::Success
+    );
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!((calls["p1/a"], calls["p1/b"]), (1, 2));
 }
