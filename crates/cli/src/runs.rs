@@ -388,9 +388,28 @@ fn show(store: &StoreArg, run_id: &str, format: ReportFormat) -> Result<Outcome,
 
 fn resume(args: ResumeArgs) -> Result<Outcome, Outcome> {
     let stores = open_store(&args.store)?;
+    let runtime = runtime()?;
+    // A run of the queue is the workers' to finish: resuming it here as well would make two
+    // writers of one run.
+    if let Some(queue) = &stores.queue
+        && let Some(entry) = runtime.block_on(queue.entry(&args.run_id)).map_err(fail)?
+        && entry.state != QueueState::Done
+    {
+        let what = match entry.state {
+            QueueState::Blocked => {
+                "it is blocked: `wayline runs requeue` hands it back to the workers with --retry-unknown or --skip-unknown"
+            }
+            QueueState::Cancelled => "it was cancelled",
+            _ => "the workers will finish it; `wayline runs cancel` stops it",
+        };
+        return Err(unreadable(format!(
+            "run `{}` is in the run queue ({}); {what}",
+            args.run_id,
+            entry.state.as_str()
+        )));
+    }
     let env = Environment::load(&args.tools.env_files)?;
     let registry = load_tools_to_call(&args.tools.tools, &env)?;
-    let runtime = runtime()?;
     let stored = runtime
         .block_on(stores.runs.run(&args.run_id))
         .map_err(fail)?

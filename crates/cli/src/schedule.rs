@@ -9,7 +9,7 @@ use std::sync::Arc;
 use wayline_core::RunStatus;
 use wayline_executor::RunOptions;
 use wayline_store::Lifecycle;
-use wayline_store::schedule::{Firing, Schedule, load_triggers, run_triggers};
+use wayline_store::schedule::{Firing, Schedule, load_triggers, read_triggers, run_triggers};
 
 use crate::args::{ModelArgs, NotifyArgs, StoreArg, ToolsArgs};
 use crate::assemble::{
@@ -90,7 +90,7 @@ fn sync(
     store: &StoreArg,
     format: ReportFormat,
 ) -> Result<Outcome, Outcome> {
-    let triggers = load_triggers(file).map_err(fail)?;
+    let triggers = read_triggers(file).map_err(fail)?;
     let (stores, queue) = open_queue(store)?;
     let runtime = runtime()?;
     let lifecycle = Lifecycle::new(stores.workflows.clone());

@@ -217,6 +217,20 @@ struct TriggerEntry {
 /// workflow), `missed: skip | catch_up` and `until` (RFC 3339). Errors name the file, and the
 /// entry and what to write instead.
 pub fn load_triggers(path: &Path) -> Result<Vec<Trigger>, Error> {
+    let triggers = read_triggers(path)?;
+    if triggers.is_empty() {
+        return Err(Error::Trigger {
+            origin: path.display().to_string(),
+            what: "no triggers".to_owned(),
+            message: "list at least one".to_owned(),
+        });
+    }
+    Ok(triggers)
+}
+
+/// As [`load_triggers`], but an empty list is a list: for shared schedules, where syncing
+/// one removes them all.
+pub fn read_triggers(path: &Path) -> Result<Vec<Trigger>, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -224,13 +238,6 @@ pub fn load_triggers(path: &Path) -> Result<Vec<Trigger>, Error> {
     let format = Format::from_path(path).unwrap_or(Format::Yaml);
     let origin = path.display().to_string();
     let entries: Vec<TriggerEntry> = document::parse(&text, format, &origin)?;
-    if entries.is_empty() {
-        return Err(Error::Trigger {
-            origin,
-            what: "no triggers".to_owned(),
-            message: "list at least one".to_owned(),
-        });
-    }
     entries
         .into_iter()
         .enumerate()

@@ -178,7 +178,15 @@ impl Worker {
                 Some(answer) = calls.next() => match answer {
                     Answer::Claimed(claimed) => {
                         claiming = false;
-                        self.start(claimed, &mut active, &mut running);
+                        if stop_by.is_none() {
+                            self.start(claimed, &mut active, &mut running);
+                        } else {
+                            // Taken just as the worker began to stop: straight back.
+                            for claim in claimed.into_iter().flatten() {
+                                let requeue = Outcome::Release(Release::Requeue);
+                                calls.extend(self.release(claim.lease, requeue));
+                            }
+                        }
                     }
                     Answer::Renewed(leases, renewed) => {
                         renewing = false;

@@ -439,6 +439,38 @@ async fn three_workers_fire_a_shared_schedule_once_per_due_time() {
         .filter(|call| call.run == "tick")
         .count();
     assert_eq!(scheduled_calls, 20, "one call per fire");
+
+    // With the workers stopped: a queued run is the workers', not `runs resume`'s; it is
+    // cancelled from here and ends with a cancelled record.
+    let extra = wayline_ok(&["runs", "submit", "tick", "--input", "n=x", "--store", &url]);
+    let extra = extra.trim();
+    let resumed = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["runs", "resume", extra, "--tools", &tools, "--store", &url])
+        .output()
+        .unwrap();
+    assert_eq!(resumed.status.code(), Some(2), "{resumed:?}");
+    assert!(
+        String::from_utf8_lossy(&resumed.stderr).contains("is in the run queue (queued)"),
+        "{resumed:?}"
+    );
+    let queued = wayline_ok(&["runs", "queue", "--state", "queued", "--store", &url]);
+    assert!(queued.starts_with(extra), "{queued}");
+    let cancelled = wayline_ok(&["runs", "cancel", extra, "--store", &url, "--format", "json"]);
+    let cancelled: serde_json::Value = serde_json::from_str(&cancelled).unwrap();
+    assert_eq!(cancelled["cancellation"], "cancelled");
+    let shown = wayline_ok(&["runs", "show", extra, "--store", &url, "--format", "json"]);
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["status"], "cancelled");
+    let workers = wayline_ok(&["workers", "list", "--store", &url, "--format", "json"]);
+    let workers: serde_json::Value = serde_json::from_str(&workers).unwrap();
+    assert_eq!(workers["workers"].as_array().unwrap().len(), 3);
+    assert!(
+        workers["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["alive"] == false)
+    );
 }
 
 /// A store's password appears in no message, whatever fails.
