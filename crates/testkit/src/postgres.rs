@@ -15,7 +15,16 @@ pub struct Cluster {
     data: PathBuf,
     port: u16,
     as_nobody: bool,
+    /// With TLS: the PEM file of the authority that signed the server's certificate.
+    authority: Option<PathBuf>,
     _dir: tempfile::TempDir,
+}
+
+/// How a cluster is set up.
+#[derive(Debug, Clone, Copy, Default)]
+struct Setup {
+    durable: bool,
+    tls: bool,
 }
 
 /// The user tests connect as (a superuser of the throwaway cluster).
@@ -62,30 +71,48 @@ pub fn bin_dir() -> Option<PathBuf> {
 /// disk (`fsync=off`, `synchronous_commit=off`): fast for tests, and a crash of the machine
 /// loses it anyway.
 pub fn start(what: &str) -> Option<Cluster> {
-    start_with(what, false)
+    start_with(what, Setup::default())
+}
+
+/// As [`start`], with TLS on: a certificate for the name `localhost` (not for `127.0.0.1`),
+/// signed by an authority of the test's own ([`Cluster::authority`]).
+pub fn start_tls(what: &str) -> Option<Cluster> {
+    start_with(
+        what,
+        Setup {
+            durable: false,
+            tls: true,
+        },
+    )
 }
 
 /// As [`start`], but committing durably as a production server does (`fsync` and
 /// `synchronous_commit` on, the server's defaults): for benchmarks that compare stores.
 pub fn start_durable(what: &str) -> Option<Cluster> {
-    start_with(what, true)
+    start_with(
+        what,
+        Setup {
+            durable: true,
+            tls: false,
+        },
+    )
 }
 
-fn start_with(what: &str, durable: bool) -> Option<Cluster> {
+fn start_with(what: &str, setup: Setup) -> Option<Cluster> {
     let Some(bin) = bin_dir() else {
         eprintln!(
             "skipped: {what} (PostgreSQL is not installed here; .ci/run installs it, or set WAYLINE_PG_BIN)"
         );
         return None;
     };
-    match Cluster::start(bin, durable) {
+    match Cluster::start(bin, setup) {
         Ok(cluster) => Some(cluster),
         Err(reason) => panic!("PostgreSQL is installed but a cluster would not start: {reason}"),
     }
 }
 
 impl Cluster {
-    fn start(bin: PathBuf, durable: bool) -> Result<Cluster, String> {
+    fn start(bin: PathBuf, setup: Setup) -> Result<Cluster, String> {
         let dir = tempfile::Builder::new()
             .prefix("wayline-pg-")
             .tempdir()
@@ -99,11 +126,12 @@ impl Cluster {
             .and_then(|listener| listener.local_addr())
             .map_err(|error| format!("no free port: {error}"))?
             .port();
-        let cluster = Cluster {
+        let mut cluster = Cluster {
             bin,
             data,
             port,
             as_nobody,
+            authority: None,
             _dir: dir,
         };
         cluster.run(
@@ -119,13 +147,19 @@ impl Cluster {
                 "--no-sync",
             ],
         )?;
-        let syncing = if durable {
+        let tls = if setup.tls {
+            cluster.authority = Some(cluster.write_certificates()?);
+            " -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key"
+        } else {
+            ""
+        };
+        let syncing = if setup.durable {
             ""
         } else {
             " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         };
         let options = format!(
-            "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c max_connections=200{syncing}",
+            "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c max_connections=200{syncing}{tls}",
             cluster.data.display()
         );
         let log = cluster.data.join("server.log").display().to_string();
@@ -143,6 +177,51 @@ impl Cluster {
             ],
         )?;
         Ok(cluster)
+    }
+
+    /// With TLS: the PEM file of the authority that signed the server's certificate.
+    pub fn authority(&self) -> Option<&Path> {
+        self.authority.as_deref()
+    }
+
+    /// Writes the server's certificate and key into the data directory (the key readable by
+    /// the server's user only, as PostgreSQL demands) and the authority's beside it.
+    fn write_certificates(&self) -> Result<PathBuf, String> {
+        let failed = |error: rcgen::Error| format!("cannot make test certificates: {error}");
+        let authority_key = rcgen::KeyPair::generate().map_err(failed)?;
+        let mut authority = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(failed)?;
+        authority.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        authority
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "wayline test authority");
+        let authority_pem = authority.self_signed(&authority_key).map_err(failed)?.pem();
+        let issuer = rcgen::Issuer::new(authority, authority_key);
+        let server_key = rcgen::KeyPair::generate().map_err(failed)?;
+        // For the name `localhost` only: connecting to 127.0.0.1 is a name that does not match.
+        let server = rcgen::CertificateParams::new(vec!["localhost".into()])
+            .map_err(failed)?
+            .signed_by(&server_key, &issuer)
+            .map_err(failed)?;
+        let write = |path: &Path, text: &str| {
+            std::fs::write(path, text)
+                .map_err(|error| format!("cannot write {}: {error}", path.display()))
+        };
+        let key = self.data.join("server.key");
+        write(&self.data.join("server.crt"), &server.pem())?;
+        write(&key, &server_key.serialize_pem())?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
+                .map_err(|error| format!("cannot restrict {}: {error}", key.display()))?;
+        }
+        if self.as_nobody {
+            chown_nobody(&key)?;
+            chown_nobody(&self.data.join("server.crt"))?;
+        }
+        let authority_file = self.data.with_file_name("authority.pem");
+        write(&authority_file, &authority_pem)?;
+        Ok(authority_file)
     }
 
     /// Runs program `name` of the PostgreSQL directory (as `nobody` when we are root).

@@ -136,3 +136,60 @@ async fn postgres_migrations_apply_once_and_refuse_newer_schemas() {
         "{error}"
     );
 }
+
+/// TLS as libpq's `sslmode` says: `prefer` (the default) and `require` encrypt without
+/// checking the certificate; `verify-ca` checks the authority; `verify-full` the name too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_connections_are_encrypted_and_checked_as_sslmode_says() {
+    use wayline_durable::postgres::Database;
+
+    let Some(cluster) = wayline_testkit::postgres::start_tls("the PostgreSQL TLS test") else {
+        return;
+    };
+    let authority = cluster.authority().unwrap().display().to_string();
+    let port = cluster.port();
+    let encrypted = |host: &str, query: &str| {
+        let url = format!("postgres://wayline:s3cret@{host}:{port}/postgres?{query}");
+        async move {
+            let database = Database::open(&url).unwrap();
+            let client = database.client().await?;
+            let row = client
+                .query_one(
+                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )
+                .await
+                .unwrap();
+            Ok::<bool, wayline_durable::Error>(row.get(0))
+        }
+    };
+    assert!(encrypted("127.0.0.1", "").await.unwrap(), "prefer encrypts");
+    assert!(encrypted("127.0.0.1", "sslmode=require").await.unwrap());
+    assert!(!encrypted("127.0.0.1", "sslmode=disable").await.unwrap());
+    let trusted = format!("sslrootcert={authority}");
+    assert!(
+        encrypted("127.0.0.1", &format!("sslmode=verify-ca&{trusted}"))
+            .await
+            .unwrap(),
+        "verify-ca: the authority is trusted, the name is not checked"
+    );
+    assert!(
+        encrypted("localhost", &format!("sslmode=verify-full&{trusted}"))
+            .await
+            .unwrap()
+    );
+    let wrong_name = encrypted("127.0.0.1", &format!("sslmode=verify-full&{trusted}"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(wrong_name.contains("not valid for name"), "{wrong_name}");
+    assert!(!wrong_name.contains("s3cret"), "{wrong_name}");
+    let unknown_authority = encrypted("localhost", "sslmode=verify-full")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        unknown_authority.contains("invalid peer certificate"),
+        "{unknown_authority}"
+    );
+}

@@ -4,8 +4,9 @@
 //! migrations applied under an advisory lock, and error messages that say what the server
 //! said.
 //!
-//! Connections are plain TCP or Unix sockets: a URL asking for TLS (`sslmode=require`) is
-//! refused when the pool connects, with a message saying so.
+//! Connections are encrypted as the URL's `sslmode` says, with libpq's meanings (see
+//! `tls.rs`): `prefer` by default, `verify-full` with `sslrootcert=FILE` to authenticate the
+//! server.
 //!
 //! ```
 //! # #[cfg(feature = "postgres")] {
@@ -22,6 +23,9 @@
 //! assert!(!format!("{database:?}").contains("s3cret"));
 //! # }
 //! ```
+
+#[cfg(feature = "postgres")]
+mod tls;
 
 #[cfg(feature = "postgres")]
 pub use pool::{
@@ -164,9 +168,10 @@ mod pool {
                         .into(),
                 ));
             }
-            // The driver's own message for a bad URL may quote it, password and all; say what is
-            // wrong without it.
-            let mut config = tokio_postgres::Config::from_str(url).map_err(|_| {
+            let tls = super::tls::settings(url).map_err(refuse)?;
+            // The driver's own message for a bad URL may quote it, password and all; say what
+            // is wrong without it.
+            let mut config = tokio_postgres::Config::from_str(&tls.url).map_err(|_| {
                 refuse(
                     "this is not a PostgreSQL URL the driver understands; write postgres://USER:PASSWORD@HOST:PORT/DATABASE".into(),
                 )
@@ -179,7 +184,7 @@ mod pool {
             }
             let manager = Manager::from_config(
                 config,
-                tokio_postgres::NoTls,
+                tls.connector,
                 ManagerConfig {
                     recycling_method: RecyclingMethod::Fast,
                 },
