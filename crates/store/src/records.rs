@@ -1,9 +1,34 @@
-//! What every store does the same way: its errors, replacing a step result, paging history.
+//! What every store does the same way: its errors, replacing a step result, paging history;
+//! and what the database stores share: records as JSON text, times as sortable text.
 
 use wayline_core::store::{
     Cursor, RunPage, RunQuery, RunSummary, StoreError, StoreErrorKind, StoredWorkflow,
 };
 use wayline_core::{Run, RunStatus, StepResult};
+
+/// A record as JSON text, for the stores that keep text.
+#[cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres")),
+    expect(dead_code, reason = "only the database stores keep text")
+)]
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|error| {
+        StoreError::new(
+            StoreErrorKind::Invalid,
+            format!("cannot encode a record: {error}"),
+        )
+    })
+}
+
+/// A time as fixed-width UTC text with nanoseconds, so that text order is time order (the
+/// database stores sort and page run history on it).
+#[cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres")),
+    expect(dead_code, reason = "only the database stores keep text")
+)]
+pub(crate) fn timestamp(at: Option<chrono::DateTime<chrono::Utc>>) -> Option<String> {
+    at.map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true))
+}
 
 pub(crate) fn version_exists(record: &StoredWorkflow) -> StoreError {
     StoreError::new(

@@ -5,7 +5,6 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
@@ -16,7 +15,7 @@ use wayline_core::store::{
 use wayline_core::{Run, RunStatus, StepResult};
 use wayline_durable::sqlite::{self, BUSY_TIMEOUT, Synchronous};
 
-use crate::records;
+use crate::records::{self, timestamp, to_json};
 
 /// The schema, one entry per version; a database at version N runs entries N.. on open.
 const MIGRATIONS: &[&str] = &[
@@ -378,15 +377,6 @@ fn sql_error(path: &Path, error: &rusqlite::Error) -> StoreError {
     )
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|error| {
-        StoreError::new(
-            StoreErrorKind::Invalid,
-            format!("cannot encode a record: {error}"),
-        )
-    })
-}
-
 fn from_json<T: DeserializeOwned>(text: &str, what: &str, path: &Path) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|error| {
         StoreError::new(
@@ -397,11 +387,6 @@ fn from_json<T: DeserializeOwned>(text: &str, what: &str, path: &Path) -> Result
             ),
         )
     })
-}
-
-/// Timestamps as fixed-width UTC text, so text order is time order.
-fn timestamp(at: Option<DateTime<Utc>>) -> Option<String> {
-    at.map(|at| at.to_rfc3339_opts(SecondsFormat::Nanos, true))
 }
 
 fn insert_run(connection: &Connection, run: &Run) -> rusqlite::Result<()> {

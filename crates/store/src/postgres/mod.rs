@@ -21,7 +21,7 @@ use wayline_core::{Run, RunStatus, StepResult};
 use wayline_durable::postgres::deadpool_postgres::{Client, GenericClient};
 use wayline_durable::postgres::{Database, Schema, tokio_postgres};
 
-use crate::records;
+use crate::records::{self, timestamp, to_json};
 
 mod queue;
 mod schedules;
@@ -282,20 +282,6 @@ pub(crate) fn lease_lost(run_id: &str, worker: &str) -> StoreError {
 /// A failure of the database, as a [`StoreError`] the caller may retry.
 pub(crate) fn unavailable(error: wayline_durable::Error) -> StoreError {
     StoreError::new(StoreErrorKind::Unavailable, error.to_string())
-}
-
-pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|error| {
-        StoreError::new(
-            StoreErrorKind::Invalid,
-            format!("cannot encode a record: {error}"),
-        )
-    })
-}
-
-/// Timestamps as fixed-width UTC text, so text order is time order.
-pub(crate) fn timestamp(at: Option<chrono::DateTime<chrono::Utc>>) -> Option<String> {
-    at.map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true))
 }
 
 /// A run's header (its record without step results) and its step results, as rows.

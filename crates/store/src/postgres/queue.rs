@@ -13,11 +13,12 @@ use wayline_core::{Run, RunStatus, RunStore};
 use wayline_durable::postgres::deadpool_postgres::GenericClient;
 use wayline_durable::postgres::tokio_postgres::Row;
 
-use super::{PostgresStore, RunRows, to_json, write_run};
+use super::{PostgresStore, RunRows, write_run};
 use crate::queue::{
     Cancellation, Claimed, Fire, Heartbeat, InFlight, Lease, QueueEntry, QueueState, QueueStats,
     Release, Renewed, RunQueue, SharedSchedule, Submission, Synced, WorkerInfo,
 };
+use crate::records::to_json;
 use crate::schedule::Trigger;
 
 /// The columns [`entry`] reads, in its order.
@@ -218,7 +219,7 @@ impl RunQueue for PostgresStore {
         let statement = client
             .prepare_cached(&format!(
                 "WITH picked AS (
-                    SELECT run_id FROM wayline_queue
+                    SELECT run_id AS picked_id FROM wayline_queue
                     WHERE (state = 'queued' OR (state = 'running' AND lease_until < now()))
                       AND NOT (run_id = ANY($4::text[]))
                     ORDER BY submitted_at, seq
@@ -228,13 +229,8 @@ impl RunQueue for PostgresStore {
                  UPDATE wayline_queue AS q SET state = 'running', worker = $1,
                     attempts = q.attempts + 1, claimed_at = now(),
                     lease_until = now() + $2::float8 * interval '1 millisecond'
-                 FROM picked WHERE q.run_id = picked.run_id
-                 RETURNING {}",
-                ENTRY
-                    .split(", ")
-                    .map(|column| format!("q.{column}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                 FROM picked WHERE q.run_id = picked.picked_id
+                 RETURNING {ENTRY}"
             ))
             .await
             .map_err(|error| self.error(&error))?;

@@ -13,8 +13,9 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use wayline_core::store::{StoreError, StoreErrorKind};
 use wayline_durable::postgres::deadpool_postgres::GenericClient;
 
-use super::{PostgresStore, to_json};
+use super::PostgresStore;
 use crate::queue::{Fire, InFlight, SharedSchedule, Synced};
+use crate::records::to_json;
 use crate::schedule::{Missed, Schedule, Trigger};
 
 /// At most this many due times of one schedule are handled per call (a long outage with
