@@ -355,6 +355,31 @@ fn check_timeout(seconds: u64) -> SandboxResult<Duration> {
     }
 }
 
+/// How long [`take_lock`] waits for a lock that is held.
+const LOCK_WAIT: Duration = Duration::from_millis(500);
+
+/// Takes the data directory's lock, waiting up to [`LOCK_WAIT`] when it is held. The wait is
+/// not for another provider (which holds it for its whole life) but for a process forked
+/// elsewhere in this one: between its fork and its exec it shares every open file, the lock of
+/// a provider just dropped included, so a restart in a process that starts commands on other
+/// threads could otherwise find its own released lock still held for a moment.
+/// `Ok(false)` when it is still held after the wait.
+fn take_lock(lock: &File) -> std::io::Result<bool> {
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(true),
+            Err(std::fs::TryLockError::Error(error)) => return Err(error),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() >= deadline => {
+                return Ok(false);
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
 /// `text` quoted for bash.
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
@@ -373,12 +398,14 @@ impl LocalProvider {
         }
         let lock = File::create(dir.join(".lock"))
             .map_err(|error| internal(format!("cannot create {}/.lock: {error}", dir.display())))?;
-        lock.try_lock().map_err(|_| {
-            internal(format!(
+        let locked = take_lock(&lock)
+            .map_err(|error| internal(format!("cannot lock {}/.lock: {error}", dir.display())))?;
+        if !locked {
+            return Err(internal(format!(
                 "{} is in use by another wayline sandbox provider; stop it or use another --data-dir",
                 dir.display()
-            ))
-        })?;
+            )));
+        }
         let isolation =
             Isolation::choose(config.isolation).map_err(|error| internal(error.to_string()))?;
         let mut persisted = state::load(dir)?
@@ -1529,5 +1556,26 @@ impl LocalProvider {
             })
             .await?;
         Ok((ready, normalized))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_released_during_the_wait_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".lock");
+        let holder = File::create(&path).unwrap();
+        holder.try_lock().unwrap();
+        let waiter = File::create(&path).unwrap();
+        // The holder lets go while the waiter waits, as a forked child does when it execs.
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            drop(holder);
+        });
+        assert!(take_lock(&waiter).unwrap());
+        release.join().unwrap();
     }
 }
