@@ -1,6 +1,7 @@
 //! What steps run with: the engine's plug-ins and settings ([`EngineInner`], built by the
 //! [`EngineBuilder`](crate::EngineBuilder)) and what every step of one run shares
-//! ([`RunShared`]). The engine makes them, the scheduler and each step read them.
+//! ([`RunShared`]), and what a run does when its store fails ([`StoreFailure`]). The engine
+//! makes them, the scheduler and each step read them.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -43,6 +44,8 @@ pub(crate) struct EngineInner {
     pub(crate) expression_budget: ExpressionBudget,
     /// Values masked besides the tool configs' secrets ([`crate::EngineBuilder::mask`]).
     pub(crate) masked: Vec<String>,
+    /// What a run does when the run store fails to record a step.
+    pub(crate) store_failure: StoreFailure,
 }
 
 impl EngineInner {
@@ -51,6 +54,25 @@ impl EngineInner {
             observer.on_event(event);
         }
     }
+}
+
+/// What a run does when its run store fails to record a step (see
+/// [`EngineBuilder::on_store_failure`](crate::EngineBuilder::on_store_failure)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum StoreFailure {
+    /// The step fails, saying the store failed, and the run goes on as after any failed step;
+    /// the run's final record is written when the store takes it. The default: a run started by
+    /// a person ends, and its record says why.
+    #[default]
+    FailStep,
+    /// The run stops where it is, as a run whose process died does: no step starts, the steps
+    /// in flight finish, nothing more is written, and the run answers [`Error::Store`](crate::Error::Store) with the
+    /// record so far. The stored run stays `running`, so [`Engine::resume`](crate::Engine::resume) continues it once
+    /// the store is back, with the resume rules for the steps whose results were not saved.
+    /// For hosts that retry runs (a worker of a queue): a brief outage of the store then
+    /// pauses runs instead of failing them.
+    Interrupt,
 }
 
 /// What every step of one run shares.

@@ -20,7 +20,7 @@ use wayline_core::{
 
 use crate::Error;
 use crate::cancel::CancelToken;
-use crate::context::{EngineInner, RunShared};
+use crate::context::{EngineInner, RunShared, StoreFailure};
 use crate::eval::ExpressionBudget;
 use crate::flow::{Flow, FlowRun};
 use crate::middleware::StepMiddleware;
@@ -83,6 +83,7 @@ pub struct EngineBuilder {
     max_executions: u32,
     expression_budget: ExpressionBudget,
     masked: Vec<String>,
+    store_failure: StoreFailure,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -128,6 +129,7 @@ impl Engine {
             max_executions: DEFAULT_MAX_EXECUTIONS,
             expression_budget: ExpressionBudget::default(),
             masked: Vec::new(),
+            store_failure: StoreFailure::default(),
         }
     }
 
@@ -288,6 +290,13 @@ impl EngineBuilder {
         self
     }
 
+    /// What a run does when the run store fails to record one of its steps (default
+    /// [`StoreFailure::FailStep`]).
+    pub fn on_store_failure(mut self, failure: StoreFailure) -> Self {
+        self.store_failure = failure;
+        self
+    }
+
     /// Runs code steps (tools of kind `code`) with `runner` — a sandbox, local or Bay
     /// (`wayline_sandbox::SandboxCodeRunner`). Without one, a workflow with a code step is
     /// refused when prepared.
@@ -396,6 +405,7 @@ impl EngineBuilder {
                 max_executions: self.max_executions,
                 expression_budget: self.expression_budget,
                 masked: self.masked,
+                store_failure: self.store_failure,
             }),
         }
     }

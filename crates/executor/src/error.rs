@@ -23,7 +23,9 @@ pub enum Error {
         problems: Vec<String>,
     },
     /// The run store failed. At the start of a run nothing ran (`run` is `None`); at the end,
-    /// `run` is the record that could not be saved.
+    /// `run` is the record that could not be saved; during a run of an engine that stops on
+    /// store failures ([`StoreFailure::Interrupt`](crate::StoreFailure::Interrupt)), `run` is
+    /// the run so far, and the stored run is left to be resumed.
     #[error("the run store failed for run `{run_id}`: {error}")]
     Store {
         /// The run.

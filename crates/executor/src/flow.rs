@@ -30,10 +30,10 @@ use wayline_core::{HttpResponse, Jump, Run, RunEvent, RunStatus, StepResult, Ste
 
 use crate::Error;
 use crate::cancel::{CancelToken, RunStop};
-use crate::context::RunShared;
+use crate::context::{RunShared, StoreFailure};
 use crate::prepare::PreparedWorkflow;
 use crate::ready::ReadyQueue;
-use crate::scheduler::{close_record, open_record, stop_record};
+use crate::scheduler::{close_record, interrupted, open_record, stop_record};
 use crate::step::{self, StepDone, StepJob};
 
 /// Where control goes after a step.
@@ -209,6 +209,8 @@ pub(crate) struct FlowRun<'r, 'f> {
     unjudged: Vec<usize>,
     /// Executions started in this process (held to the engine's `max_executions`).
     started: u32,
+    /// The run store's failure that interrupts the run ([`StoreFailure::Interrupt`]).
+    unsaved: Option<wayline_core::StoreError>,
 }
 
 impl<'r, 'f> FlowRun<'r, 'f> {
@@ -250,6 +252,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             resumed: false,
             unjudged: Vec::new(),
             started: 0,
+            unsaved: None,
         }
     }
 
@@ -329,6 +332,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             resumed: true,
             unjudged: Vec::new(),
             started: 0,
+            unsaved: None,
         };
         for index in finished {
             run.replay(index);
@@ -396,6 +400,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
                 result,
                 output: None,
                 reply: None,
+                unsaved: None,
             };
             if let Some(wait) = self.finish(position, done).await {
                 timers.push(retry_timer(position, wait));
@@ -408,7 +413,10 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         tokio::pin!(stopped);
         let mut in_flight: FuturesUnordered<StepFuture<'r>> = FuturesUnordered::new();
         let stopped = loop {
-            while self.ended.is_none() && in_flight.len() < engine.max_parallel {
+            while self.ended.is_none()
+                && self.unsaved.is_none()
+                && in_flight.len() < engine.max_parallel
+            {
                 let Some(position) = self.ready.pop() else {
                     break;
                 };
@@ -427,18 +435,27 @@ impl<'r, 'f> FlowRun<'r, 'f> {
                     }
                 }
             }
-            if self.ended.is_some() {
-                // A retry still waiting will not run: the run has ended.
+            if self.ended.is_some() || self.unsaved.is_some() {
+                // A retry still waiting will not run: the run has ended or stopped.
                 timers.clear();
             }
             if in_flight.is_empty() && timers.is_empty() {
                 break self.run_stop.tripped_reason();
             }
             tokio::select! {
-                Some((position, done)) = in_flight.next() => {
+                Some((position, mut done)) = in_flight.next() => {
                     self.ready.release(position);
-                    if let Some(wait) = self.finish(position, done).await {
-                        timers.push(retry_timer(position, wait));
+                    match done.unsaved.take() {
+                        Some(error) if engine.store_failure == StoreFailure::Interrupt => {
+                            // Unrecorded: left as the store has it, for a resume to judge.
+                            self.record.step_results[self.slot[position]] = done.result;
+                            self.unsaved.get_or_insert(error);
+                        }
+                        _ => {
+                            if let Some(wait) = self.finish(position, done).await {
+                                timers.push(retry_timer(position, wait));
+                            }
+                        }
                     }
                 }
                 Some(position) = timers.next() => {
@@ -451,6 +468,9 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             }
         };
         drop(in_flight);
+        if let Some(error) = self.unsaved {
+            return Err(interrupted(self.shared, self.record, error));
+        }
         if let Some(reason) = &stopped {
             stop_record(&mut self.record, self.shared, reason);
         }
@@ -521,6 +541,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
                                 result,
                                 output: None,
                                 reply: None,
+                                unsaved: Some(error),
                             },
                         );
                     }
@@ -541,6 +562,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
                             result,
                             output: None,
                             reply: None,
+                            unsaved: None,
                         },
                     )
                 }));
@@ -554,6 +576,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
                     result,
                     output: None,
                     reply: None,
+                    unsaved: None,
                 }));
             }
         };
@@ -627,6 +650,13 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         if let Some(store) = &shared.engine.run_store
             && let Err(error) = store.save_step(&shared.run_id, &result).await
         {
+            if shared.engine.store_failure == StoreFailure::Interrupt {
+                // Unrecorded, the run stops here; a resume replays what the store has.
+                self.record.step_results[self.slot[position]] = result;
+                self.phase[position] = Phase::Done;
+                self.unsaved.get_or_insert(error);
+                return None;
+            }
             // Unrecorded, it must not be built on: the run ends failed, saying why.
             result.status = StepStatus::Failed;
             result.error = Some(format!(

@@ -51,6 +51,7 @@ mod tool_call;
 mod validation;
 
 pub use cancel::CancelToken;
+pub use context::StoreFailure;
 pub use digest::DigestTransport;
 pub use dry_run::{PlannedStep, dry_run};
 pub use durable::{ResumeOptions, UnknownSteps};

@@ -17,11 +17,11 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use serde_json::Value;
 use tracing::Instrument;
-use wayline_core::{Run, RunEvent, RunStatus, Severity, StepResult, StepStatus};
+use wayline_core::{Run, RunEvent, RunStatus, Severity, StepResult, StepStatus, StoreError};
 
 use crate::Error;
 use crate::cancel::{CancelToken, RunStop};
-use crate::context::RunShared;
+use crate::context::{RunShared, StoreFailure};
 use crate::eval::{self, Scope};
 use crate::prepare::PreparedWorkflow;
 use crate::ready::ReadyQueue;
@@ -133,8 +133,9 @@ impl<'r> Scheduler<'r> {
         }
     }
 
-    /// Runs to the end. An `Err` means the run store failed: at the start (nothing ran), or at
-    /// the end (the error carries the run record that could not be saved).
+    /// Runs to the end. An `Err` means the run store failed: at the start (nothing ran), at
+    /// the end (the error carries the run record that could not be saved), or, when the engine
+    /// stops on store failures, during the run (the error carries the run so far).
     pub(crate) async fn run(
         mut self,
         cancel: Option<CancelToken>,
@@ -160,8 +161,10 @@ impl<'r> Scheduler<'r> {
         let stopped = run_stop.stopped();
         tokio::pin!(stopped);
         let mut in_flight: FuturesUnordered<StepFuture<'r>> = FuturesUnordered::new();
+        // The store's failure that interrupts the run ([`StoreFailure::Interrupt`]).
+        let mut unsaved = None;
         let stopped = loop {
-            while in_flight.len() < engine.max_parallel {
+            while unsaved.is_none() && in_flight.len() < engine.max_parallel {
                 let Some(position) = self.ready.pop() else {
                     break;
                 };
@@ -176,11 +179,22 @@ impl<'r> Scheduler<'r> {
                 break self.run_stop.tripped_reason();
             }
             tokio::select! {
-                Some((position, done)) = in_flight.next() => self.finish(position, done),
+                Some((position, mut done)) = in_flight.next() => match done.unsaved.take() {
+                    Some(error) if engine.store_failure == StoreFailure::Interrupt => {
+                        // Unrecorded: left as the store has it, for a resume to judge.
+                        self.ready.release(position);
+                        self.record.step_results[self.slot[position]] = done.result;
+                        unsaved.get_or_insert(error);
+                    }
+                    _ => self.finish(position, done),
+                },
                 reason = &mut stopped => break Some(reason),
             }
         };
         drop(in_flight);
+        if let Some(error) = unsaved {
+            return Err(interrupted(self.shared, self.record, error));
+        }
         if let Some(reason) = &stopped {
             self.stop(reason);
         }
@@ -418,6 +432,17 @@ pub(crate) async fn close_record(
         });
     }
     Ok(record)
+}
+
+/// The error of a run the store's `error` interrupted ([`StoreFailure::Interrupt`]): nothing
+/// more is written, so the stored run stays `running` for a resume; `record` is the run so far.
+pub(crate) fn interrupted(shared: &RunShared<'_>, record: Run, error: StoreError) -> Error {
+    tracing::warn!(%error, "the run store failed: the run stops here, to be resumed");
+    Error::Store {
+        run_id: shared.run_id.clone(),
+        error,
+        run: Some(Box::new(record)),
+    }
 }
 
 /// Ends a stopped run's record: running steps are cancelled, steps not started are skipped.

@@ -59,6 +59,8 @@ pub(crate) struct StepDone {
     pub(crate) output: Option<Arc<Value>>,
     /// The last response, when the job asked to keep it.
     pub(crate) reply: Option<HttpResponse>,
+    /// The run store's failure that left this step unrecorded (its mark, or its result).
+    pub(crate) unsaved: Option<wayline_core::StoreError>,
 }
 
 /// Why a step failed; an output validation failure keeps the output for the record.
@@ -96,7 +98,8 @@ struct Progress {
 /// it can act, so a crash leaves it marked in flight; for a step safe to repeat the mark is
 /// written while it runs (after a crash it is simply run again, so waiting would only add
 /// latency). The result is saved before the step's dependents may start. A store failure fails
-/// the step, with the reason, rather than going unrecorded.
+/// the step, with the reason, rather than going unrecorded, and is kept in
+/// [`StepDone::unsaved`] for a run that stops on it ([`crate::StoreFailure::Interrupt`]).
 pub(crate) async fn execute_durably(
     job: StepJob<'_>,
     store: &dyn RunStore,
@@ -122,6 +125,7 @@ pub(crate) async fn execute_durably(
                 result,
                 output: None,
                 reply: None,
+                unsaved: Some(error),
             };
         }
         execute(job).await
@@ -132,6 +136,7 @@ pub(crate) async fn execute_durably(
             "it ran, but the run store could not save its result: {error}"
         ));
         done.output = None;
+        done.unsaved = Some(error);
     }
     done
 }
@@ -190,6 +195,7 @@ pub(crate) async fn execute(job: StepJob<'_>) -> StepDone {
         result,
         output: output.map(Arc::new),
         reply: progress.reply,
+        unsaved: None,
     }
 }
 

@@ -17,6 +17,8 @@ pub struct Cluster {
     as_nobody: bool,
     /// With TLS: the PEM file of the authority that signed the server's certificate.
     authority: Option<PathBuf>,
+    /// The server's settings (`pg_ctl -o`), for starting it again.
+    options: String,
     _dir: tempfile::TempDir,
 }
 
@@ -132,6 +134,7 @@ impl Cluster {
             port,
             as_nobody,
             authority: None,
+            options: String::new(),
             _dir: dir,
         };
         cluster.run(
@@ -158,25 +161,52 @@ impl Cluster {
         } else {
             " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         };
-        let options = format!(
+        cluster.options = format!(
             "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c max_connections=200{syncing}{tls}",
             cluster.data.display()
         );
-        let log = cluster.data.join("server.log").display().to_string();
-        cluster.run(
+        cluster.start_server()?;
+        Ok(cluster)
+    }
+
+    fn start_server(&self) -> Result<(), String> {
+        let log = self.data.join("server.log").display().to_string();
+        self.run(
             "pg_ctl",
             &[
                 "-D",
-                &cluster.data.display().to_string(),
+                &self.data.display().to_string(),
                 "-o",
-                &options,
+                &self.options,
                 "-l",
                 &log,
                 "-w",
                 "start",
             ],
-        )?;
-        Ok(cluster)
+        )
+        .map(drop)
+    }
+
+    fn stop_server(&self) -> Result<(), String> {
+        let data = self.data.display().to_string();
+        self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"])
+            .map(drop)
+    }
+
+    /// Stops the server at once (`pg_ctl stop -m immediate`: every connection cut, as in a
+    /// crash or a failover); its data stays for [`Cluster::start_again`]. Panics with
+    /// `pg_ctl`'s message when it fails.
+    pub fn stop(&self) {
+        if let Err(reason) = self.stop_server() {
+            panic!("{reason}");
+        }
+    }
+
+    /// Starts the server [`Cluster::stop`] stopped, on the same port with the same settings.
+    pub fn start_again(&self) {
+        if let Err(reason) = self.start_server() {
+            panic!("{reason}");
+        }
     }
 
     /// With TLS: the PEM file of the authority that signed the server's certificate.
@@ -290,8 +320,7 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let data = self.data.display().to_string();
-        let _ = self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"]);
+        let _ = self.stop_server();
     }
 }
 

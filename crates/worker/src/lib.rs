@@ -10,7 +10,9 @@
 //! that sends an idempotency key), and otherwise the run's
 //! [`InFlight`](wayline_store::queue::InFlight) policy decides (ask a person, skip, retry).
 //! A worker's writes to a run it has lost are refused by the store (fencing), so it cannot
-//! overwrite what its successor records.
+//! overwrite what its successor records. When the store fails to record a step (the database
+//! restarting, a network cut), the run stops where it is and goes back to the queue instead of
+//! failing: it is resumed by the same rules once the store answers again.
 //!
 //! Cancellation reaches a running run at its worker's next renewal. On shutdown a worker takes
 //! no new runs, lets its runs finish for the grace time, and hands the rest back to the queue.

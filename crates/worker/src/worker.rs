@@ -12,7 +12,7 @@ use futures_util::future::{AbortHandle, Abortable, Aborted};
 use futures_util::stream::FuturesUnordered;
 use tokio::time::{Instant, MissedTickBehavior};
 use wayline_core::{RunStore, WorkflowStore};
-use wayline_executor::{CancelToken, Engine, EngineBuilder};
+use wayline_executor::{CancelToken, Engine, EngineBuilder, StoreFailure};
 use wayline_store::StoreError;
 use wayline_store::queue::{Claimed, Fire, Heartbeat, Lease, Release, Renewed, RunQueue};
 
@@ -76,7 +76,8 @@ impl Worker {
     /// A worker taking runs from `queue`, reading their workflow versions from `workflows`, and
     /// running them on the engine `engine` builds. The engine records runs through the queue's
     /// fenced run store ([`RunQueue::fenced_runs`]), so any run store set on the builder is
-    /// replaced.
+    /// replaced, and a run whose step the store fails to record stops there
+    /// ([`StoreFailure::Interrupt`]) and goes back to the queue, to be resumed.
     pub fn new(
         queue: Arc<dyn RunQueue>,
         workflows: Arc<dyn WorkflowStore>,
@@ -84,7 +85,10 @@ impl Worker {
         options: WorkerOptions,
     ) -> Worker {
         let runs = queue.fenced_runs(&options.name);
-        let engine = engine.run_store(Arc::clone(&runs)).build();
+        let engine = engine
+            .run_store(Arc::clone(&runs))
+            .on_store_failure(StoreFailure::Interrupt)
+            .build();
         Worker {
             queue,
             workflows,

@@ -8,10 +8,12 @@ use wayline_core::{
     HttpRequest, HttpResponse, MemoryCatalog, Run, RunStatus, RunStore, StepResult, StepStatus,
     ToolDefinition, Transport, TransportError, Workflow,
 };
-use wayline_executor::{Engine, Error, ResumeOptions, RunOptions, UnknownSteps};
+use wayline_executor::{
+    Engine, EngineBuilder, Error, ResumeOptions, RunOptions, StoreFailure, UnknownSteps,
+};
 use wayline_store::MemoryStore;
 
-use crate::support::workflow;
+use crate::support::{Flaky, workflow};
 
 /// Answers `{"n": <path length>}` and writes down, at each call, what the store says of the
 /// run's steps.
@@ -68,16 +70,21 @@ fn tools() -> Vec<ToolDefinition> {
     ]
 }
 
-fn engine(store: &Arc<MemoryStore>) -> (Engine, Arc<Spy>) {
+/// An engine of [`tools`] calling a [`Spy`] of `store`, recording runs in `runs`.
+fn spied(store: &Arc<MemoryStore>, runs: Arc<dyn RunStore>) -> (EngineBuilder, Arc<Spy>) {
     let spy = Arc::new(Spy {
         store: Arc::clone(store),
         seen: Mutex::new(Vec::new()),
     });
-    let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools(tools())))
+    let builder = Engine::builder(Arc::new(MemoryCatalog::from_tools(tools())))
         .transport(spy.clone())
-        .run_store(store.clone())
-        .build();
-    (engine, spy)
+        .run_store(runs);
+    (builder, spy)
+}
+
+fn engine(store: &Arc<MemoryStore>) -> (Engine, Arc<Spy>) {
+    let (builder, spy) = spied(store, store.clone());
+    (builder.build(), spy)
 }
 
 #[tokio::test]
@@ -376,14 +383,8 @@ async fn a_failing_store_fails_the_step_instead_of_losing_it() {
         ),
     ] {
         let store = Arc::new(MemoryStore::new());
-        let spy = Arc::new(Spy {
-            store: Arc::clone(&store),
-            seen: Mutex::new(Vec::new()),
-        });
-        let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools(tools())))
-            .transport(spy.clone())
-            .run_store(Arc::new(Broken(store)))
-            .build();
+        let (builder, spy) = spied(&store, Arc::new(Broken(Arc::clone(&store))));
+        let engine = builder.build();
         let mut single = Workflow::new("one", "One");
         single.steps.push(wayline_core::Step::new("only", first));
         let run = engine
@@ -437,4 +438,107 @@ async fn fifty_runs_in_parallel_lose_no_step_result_in_sqlite() {
         );
         assert_eq!(stored, run);
     }
+}
+
+/// What a run of `chain` did on a store that refuses the writes `refuse` once each.
+struct OnFlakyStore {
+    store: Arc<MemoryStore>,
+    engine: Engine,
+    spy: Arc<Spy>,
+    ran: Result<Run, Error>,
+}
+
+impl OnFlakyStore {
+    async fn run(refuse: &[(&str, StepStatus)], failure: StoreFailure) -> Self {
+        let store = Arc::new(MemoryStore::new());
+        let flaky = Arc::new(Flaky::new(Arc::clone(&store), refuse));
+        let (builder, spy) = spied(&store, flaky);
+        let engine = builder.on_store_failure(failure).build();
+        let ran = engine.run(&chain(), RunOptions::new().run_id("r1")).await;
+        OnFlakyStore {
+            store,
+            engine,
+            spy,
+            ran,
+        }
+    }
+
+    /// The calls made so far, method and path.
+    fn calls(&self) -> Vec<String> {
+        let seen = self.spy.seen.lock().unwrap();
+        seen.iter()
+            .map(|call| call.split(" [").next().unwrap().to_owned())
+            .collect()
+    }
+
+    /// What the store holds of the run.
+    async fn stored(&self) -> (RunStatus, Vec<StepStatus>) {
+        let run = self.store.run("r1").await.unwrap().unwrap();
+        let steps = run
+            .step_results
+            .iter()
+            .map(|result| result.status)
+            .collect();
+        (run.status, steps)
+    }
+
+    async fn resume(&self, unknown: UnknownSteps) -> Result<Run, Error> {
+        let prepared = self.engine.prepare(&chain()).unwrap();
+        let options = ResumeOptions::new().unknown(unknown);
+        self.engine.resume(&prepared, "r1", options).await
+    }
+}
+
+#[tokio::test]
+async fn a_store_down_for_a_moment_interrupts_the_run_and_a_resume_finishes_it() {
+    use StepStatus::{Pending, Running, Success};
+    // By default the step fails and so does the run, though the store is back at once.
+    let run = OnFlakyStore::run(&[("a", Success)], StoreFailure::FailStep).await;
+    assert_eq!(run.ran.as_ref().unwrap().status, RunStatus::Failed);
+    assert_eq!(run.stored().await.0, RunStatus::Failed);
+
+    // Interrupting: the result of `a` (a GET) is not saved, so nothing more starts and nothing
+    // more is written; the stored run stays `running`, and a resume runs `a` again (safe) and
+    // goes on.
+    let run = OnFlakyStore::run(&[("a", Success)], StoreFailure::Interrupt).await;
+    let error = run.ran.as_ref().unwrap_err();
+    let Error::Store {
+        run: Some(so_far), ..
+    } = error
+    else {
+        panic!("not an interrupted run: {error}");
+    };
+    assert!(error.to_string().contains("connection refused"), "{error}");
+    assert_eq!(so_far.status, RunStatus::Running);
+    assert_eq!(run.calls(), ["GET /a"]);
+    assert_eq!(
+        run.stored().await,
+        (RunStatus::Running, vec![Running, Pending, Pending])
+    );
+    let resumed = run.resume(UnknownSteps::Stop).await.unwrap();
+    assert_eq!(resumed.status, RunStatus::Success);
+    assert_eq!(run.calls(), ["GET /a", "GET /a", "POST /b", "GET /c"]);
+
+    // The result of `b` (a POST, not safe to repeat) is not saved: it stays `running` in the
+    // store, and the resume asks a person, as after a crash, before it is sent again.
+    let run = OnFlakyStore::run(&[("b", Success)], StoreFailure::Interrupt).await;
+    assert!(run.ran.is_err());
+    assert_eq!(run.calls(), ["GET /a", "POST /b"]);
+    assert_eq!(run.stored().await.1, [Success, Running, Pending]);
+    let asked = run.resume(UnknownSteps::Stop).await.unwrap_err();
+    assert!(
+        matches!(&asked, Error::UnknownOutcome { steps, .. } if steps == &["b"]),
+        "{asked}"
+    );
+    let resumed = run.resume(UnknownSteps::Retry).await.unwrap();
+    assert_eq!(resumed.status, RunStatus::Success);
+    assert_eq!(run.calls(), ["GET /a", "POST /b", "POST /b", "GET /c"]);
+
+    // Its `running` mark is not saved: it is not sent, and a resume sends it once.
+    let run = OnFlakyStore::run(&[("b", Running)], StoreFailure::Interrupt).await;
+    assert!(run.ran.is_err());
+    assert_eq!(run.calls(), ["GET /a"]);
+    let resumed = run.resume(UnknownSteps::Stop).await.unwrap();
+    assert_eq!(resumed.status, RunStatus::Success);
+    assert_eq!(run.calls(), ["GET /a", "POST /b", "GET /c"]);
 }

@@ -531,3 +531,52 @@ async fn a_goto_that_loops_forever_ends_at_the_engines_limit_saying_why() {
         "{last:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_flow_run_the_store_fails_stops_and_resumes_from_what_was_saved() {
+    let store = Arc::new(wayline_store::MemoryStore::new());
+    let transport = Arc::new(Stalling::default());
+    let mut tool = ToolDefinition::new("call", "http://api.test");
+    tool.path = "/status/{status}".to_owned();
+    // The judged result of `b` (work the flow does itself) is not saved.
+    let flaky = crate::support::Flaky::new(Arc::clone(&store), &[("b", StepStatus::Success)]);
+    let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools([tool])))
+        .transport(transport.clone())
+        .run_store(Arc::new(flaky))
+        .on_store_failure(wayline_executor::StoreFailure::Interrupt)
+        .build();
+    let prepared = engine.prepare(&chain()).unwrap();
+    let mut script = Script::default().status("b", &[1]);
+    let error = engine
+        .run_flow(&prepared, &mut script, RunOptions::new().run_id("r1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, wayline_executor::Error::Store { run: Some(_), .. }),
+        "{error}"
+    );
+    assert_eq!(*transport.calls.lock().unwrap(), ["/status/200"]);
+    let stored = wayline_core::RunStore::run(store.as_ref(), "r1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.status, RunStatus::Running);
+    assert_eq!(
+        entries(&stored),
+        ["a success", "b running", "c pending", "d pending"]
+    );
+    // `b` is a GET's step, safe to run again; `a` is not called again.
+    let mut resumed = Restoring(Script::default(), Vec::new());
+    let run = engine
+        .resume_flow(
+            &prepared,
+            &mut resumed,
+            "r1",
+            wayline_executor::ResumeOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Success);
+    assert_eq!(resumed.1, ["a#1 None"]);
+    assert_eq!(transport.calls.lock().unwrap().len(), 4);
+}

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use wayline_core::document::{Format, parse};
-use wayline_core::{MemoryCatalog, RunEvent, RunObserver, ToolDefinition, Workflow};
+use wayline_core::{MemoryCatalog, RunEvent, RunObserver, RunStore, ToolDefinition, Workflow};
 use wayline_executor::{Engine, EngineBuilder, ReqwestTransport};
 
 /// A tool from YAML, its `base_url` pointed at `base`.
@@ -70,5 +70,69 @@ impl RunObserver for Events {
             _ => "other".to_owned(),
         };
         self.0.lock().unwrap().push(line);
+    }
+}
+
+/// A run store that refuses chosen step writes once each, as a store that is down for a moment
+/// does: a write of step `id` with status `status` fails the first time it is asked for.
+#[derive(Debug)]
+pub(crate) struct Flaky {
+    pub(crate) store: Arc<wayline_store::MemoryStore>,
+    refuse: Mutex<Vec<(String, wayline_core::StepStatus)>>,
+}
+
+impl Flaky {
+    pub(crate) fn new(
+        store: Arc<wayline_store::MemoryStore>,
+        refuse: &[(&str, wayline_core::StepStatus)],
+    ) -> Self {
+        Flaky {
+            store,
+            refuse: Mutex::new(
+                refuse
+                    .iter()
+                    .map(|(id, status)| ((*id).to_owned(), *status))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl RunStore for Flaky {
+    async fn create_run(&self, run: &wayline_core::Run) -> Result<(), wayline_core::StoreError> {
+        self.store.create_run(run).await
+    }
+    async fn save_step(
+        &self,
+        run_id: &str,
+        result: &wayline_core::StepResult,
+    ) -> Result<(), wayline_core::StoreError> {
+        let refused = {
+            let mut refuse = self.refuse.lock().unwrap();
+            let found = refuse
+                .iter()
+                .position(|(id, status)| *id == result.step_id && *status == result.status);
+            found.map(|index| refuse.remove(index)).is_some()
+        };
+        if refused {
+            return Err(wayline_core::StoreError::new(
+                wayline_core::StoreErrorKind::Unavailable,
+                "connection refused",
+            ));
+        }
+        self.store.save_step(run_id, result).await
+    }
+    async fn finish_run(&self, run: &wayline_core::Run) -> Result<(), wayline_core::StoreError> {
+        self.store.finish_run(run).await
+    }
+    async fn run(&self, id: &str) -> Result<Option<wayline_core::Run>, wayline_core::StoreError> {
+        self.store.run(id).await
+    }
+    async fn list_runs(
+        &self,
+        query: &wayline_core::RunQuery,
+    ) -> Result<wayline_core::RunPage, wayline_core::StoreError> {
+        self.store.list_runs(query).await
     }
 }

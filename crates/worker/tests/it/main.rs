@@ -1,6 +1,6 @@
 //! Integration tests of `wayline-worker` (one binary), on a throwaway PostgreSQL cluster and a
 //! loopback mock API: workers sharing a queue, a run taken over from a lost worker, cancelling
-//! from another host, and shutdown handing runs back.
+//! from another host, shutdown handing runs back, and the database restarting mid-run.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -367,4 +367,95 @@ async fn an_unsafe_step_in_flight_blocks_the_run_until_a_person_requeues_it() {
     );
     let calls = calls.lock().unwrap().clone();
     assert_eq!((calls["p1/a"], calls["p1/b"]), (1, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_restart_mid_run_pauses_the_run_instead_of_failing_it() {
+    let Some(cluster) = wayline_testkit::postgres::start("the worker outage test") else {
+        return;
+    };
+    let cluster = Arc::new(cluster);
+    let store = store(&cluster).await;
+    // `a`, then `b` and `c` at once: `b` answers into the outage, `c` well after it.
+    let calls: Calls = Arc::default();
+    let seen = Arc::clone(&calls);
+    let server = MockServer::start(move |request| {
+        let key = format!(
+            "{}{}",
+            request.query("n").unwrap_or_default(),
+            request.path()
+        );
+        *seen.lock().unwrap().entry(key).or_default() += 1;
+        let reply = Reply::json(200, json!({"ok": true}));
+        match request.path() {
+            "/b" => reply.delay(Duration::from_millis(300)),
+            "/c" => reply.delay(Duration::from_secs(5)),
+            _ => reply,
+        }
+    })
+    .await
+    .unwrap();
+    let mut fork = Workflow::new("fork", "Fork");
+    fork.steps
+        .push(Step::new("a", "get_a").map("n", "$input.n"));
+    for id in ["b", "c"] {
+        fork.steps.push(
+            Step::new(id, format!("get_{id}"))
+                .map("n", "$input.n")
+                .map("after", "a.ok"),
+        );
+    }
+    store
+        .insert_workflow(&StoredWorkflow::new(fork, 1, "sha256:fork"))
+        .await
+        .unwrap();
+    store
+        .submit(&Submission::new("fork", 1).run_id("o1").input("n", 3))
+        .await
+        .unwrap();
+    let worker = Worker::new(
+        store.clone(),
+        store.clone(),
+        engine(&server),
+        options("w").lease(Duration::from_secs(10)),
+    );
+    let (watch, done, cluster) = (Arc::clone(&calls), Arc::clone(&store), &cluster);
+    let outage = async move {
+        until("b and c are in flight", async || {
+            let calls = watch.lock().unwrap();
+            calls.contains_key("3/b") && calls.contains_key("3/c")
+        })
+        .await;
+        // Every connection is cut while both are in flight; the result of `b` meets the
+        // outage, the server is back (in about a second) before `c` answers.
+        let server = Arc::clone(cluster);
+        tokio::task::spawn_blocking(move || server.stop())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let server = Arc::clone(cluster);
+        tokio::task::spawn_blocking(move || server.start_again())
+            .await
+            .unwrap();
+        until("o1 is done", async || {
+            matches!(done.entry("o1").await, Ok(Some(entry)) if entry.state == QueueState::Done)
+        })
+        .await;
+    };
+    let report = worker.run(outage).await.unwrap();
+    let run = store.run("o1").await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Success, "{run:#?}");
+    assert!(
+        run.step_results
+            .iter()
+            .all(|result| result.status == StepStatus::Success)
+    );
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(
+        (calls["3/a"], calls["3/b"], calls["3/c"]),
+        (1, 2, 1),
+        "only `b`, whose result the outage lost, ran again"
+    );
+    assert!(report.metrics.store_errors >= 1, "{report:?}");
+    assert_eq!(store.entry("o1").await.unwrap().unwrap().attempts, 2);
 }
