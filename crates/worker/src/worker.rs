@@ -364,13 +364,32 @@ impl Worker {
             _ => Counted::Requeued,
         };
         Some(Box::pin(async move {
-            let released = self.queue.release(&lease, release).await;
-            if let Err(error) = &released {
-                // The lease runs out and another worker sees the run as it was left.
-                tracing::warn!(run_id = %lease.run_id, %error, "could not release the run; its lease will run out");
-            }
-            Answer::Released(counted, released)
+            Answer::Released(counted, self.release_retrying(&lease, release).await)
         }))
+    }
+
+    /// Releases `lease`, trying again while the store fails (a database restarting) for up to
+    /// a lease's time: the run goes back to the queue (or ends) when the store answers again,
+    /// rather than waiting for its lease to run out. After that the lease has run out anyway,
+    /// and another worker sees the run as it was left.
+    async fn release_retrying(&self, lease: &Lease, release: Release) -> Result<bool, StoreError> {
+        let give_up = Instant::now() + self.options.lease;
+        let mut wait = self.options.poll;
+        loop {
+            match self.queue.release(lease, release.clone()).await {
+                Err(error) if Instant::now() + wait < give_up => {
+                    Counters::add(&self.counters.store_errors);
+                    tracing::warn!(run_id = %lease.run_id, %error, "could not release the run; trying again");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(MAX_RELEASE_WAIT);
+                }
+                Err(error) => {
+                    tracing::warn!(run_id = %lease.run_id, %error, "could not release the run; its lease will run out");
+                    return Err(error);
+                }
+                released => return released,
+            }
+        }
     }
 
     /// Reports what the schedules fired; `true` when runs were queued (worth claiming now).
@@ -409,6 +428,9 @@ impl Worker {
         Counters::add(counter);
     }
 }
+
+/// The longest wait between two attempts at a release the store refused.
+const MAX_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 fn far_future() -> Instant {
     Instant::now() + std::time::Duration::from_secs(86_400 * 365)

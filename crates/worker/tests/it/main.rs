@@ -369,14 +369,8 @@ async fn an_unsafe_step_in_flight_blocks_the_run_until_a_person_requeues_it() {
     assert_eq!((calls["p1/a"], calls["p1/b"]), (1, 2));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_database_restart_mid_run_pauses_the_run_instead_of_failing_it() {
-    let Some(cluster) = wayline_testkit::postgres::start("the worker outage test") else {
-        return;
-    };
-    let cluster = Arc::new(cluster);
-    let store = store(&cluster).await;
-    // `a`, then `b` and `c` at once: `b` answers into the outage, `c` well after it.
+/// As [`api`], with `/b` and `/c` answering after `b` and `c`.
+async fn slow_api(b: Duration, c: Duration) -> (MockServer, Calls) {
     let calls: Calls = Arc::default();
     let seen = Arc::clone(&calls);
     let server = MockServer::start(move |request| {
@@ -388,13 +382,71 @@ async fn a_database_restart_mid_run_pauses_the_run_instead_of_failing_it() {
         *seen.lock().unwrap().entry(key).or_default() += 1;
         let reply = Reply::json(200, json!({"ok": true}));
         match request.path() {
-            "/b" => reply.delay(Duration::from_millis(300)),
-            "/c" => reply.delay(Duration::from_secs(5)),
+            "/b" => reply.delay(b),
+            "/c" => reply.delay(c),
             _ => reply,
         }
     })
     .await
     .unwrap();
+    (server, calls)
+}
+
+/// An outage during one run: worker `w` (with `lease`) works on the queue; once every call in
+/// `in_flight` was made, the database stops (every connection cut) for `length` and starts
+/// again; the worker stops when run `run_id` is done.
+struct Outage<'t> {
+    cluster: &'t Arc<wayline_testkit::postgres::Cluster>,
+    store: &'t Arc<PostgresStore>,
+    calls: &'t Calls,
+    lease: Duration,
+    in_flight: &'t [&'t str],
+    length: Duration,
+    run_id: &'t str,
+}
+
+impl Outage<'_> {
+    async fn work_through(&self, server: &MockServer) -> wayline_worker::Report {
+        let (store, cluster) = (self.store, self.cluster);
+        let worker = Worker::new(
+            store.clone(),
+            store.clone(),
+            engine(server),
+            options("w").lease(self.lease),
+        );
+        let restart = async {
+            until("the calls are in flight", async || {
+                let calls = self.calls.lock().unwrap();
+                self.in_flight.iter().all(|call| calls.contains_key(*call))
+            })
+            .await;
+            let server = Arc::clone(cluster);
+            tokio::task::spawn_blocking(move || server.stop())
+                .await
+                .unwrap();
+            tokio::time::sleep(self.length).await;
+            let server = Arc::clone(cluster);
+            tokio::task::spawn_blocking(move || server.start_again())
+                .await
+                .unwrap();
+            until("the run is done", async || {
+                matches!(store.entry(self.run_id).await, Ok(Some(entry)) if entry.state == QueueState::Done)
+            })
+            .await;
+        };
+        worker.run(restart).await.unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_restart_mid_run_pauses_the_run_instead_of_failing_it() {
+    let Some(cluster) = wayline_testkit::postgres::start("the worker outage test") else {
+        return;
+    };
+    let cluster = Arc::new(cluster);
+    let store = store(&cluster).await;
+    // `a`, then `b` and `c` at once: `b` answers into the outage, `c` well after it.
+    let (server, calls) = slow_api(Duration::from_millis(700), Duration::from_secs(5)).await;
     let mut fork = Workflow::new("fork", "Fork");
     fork.steps
         .push(Step::new("a", "get_a").map("n", "$input.n"));
@@ -413,36 +465,17 @@ async fn a_database_restart_mid_run_pauses_the_run_instead_of_failing_it() {
         .submit(&Submission::new("fork", 1).run_id("o1").input("n", 3))
         .await
         .unwrap();
-    let worker = Worker::new(
-        store.clone(),
-        store.clone(),
-        engine(&server),
-        options("w").lease(Duration::from_secs(10)),
-    );
-    let (watch, done, cluster) = (Arc::clone(&calls), Arc::clone(&store), &cluster);
-    let outage = async move {
-        until("b and c are in flight", async || {
-            let calls = watch.lock().unwrap();
-            calls.contains_key("3/b") && calls.contains_key("3/c")
-        })
-        .await;
-        // Every connection is cut while both are in flight; the result of `b` meets the
-        // outage, the server is back (in about a second) before `c` answers.
-        let server = Arc::clone(cluster);
-        tokio::task::spawn_blocking(move || server.stop())
-            .await
-            .unwrap();
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let server = Arc::clone(cluster);
-        tokio::task::spawn_blocking(move || server.start_again())
-            .await
-            .unwrap();
-        until("o1 is done", async || {
-            matches!(done.entry("o1").await, Ok(Some(entry)) if entry.state == QueueState::Done)
-        })
-        .await;
+    // The result of `b` meets the outage; the server is back before `c` answers.
+    let outage = Outage {
+        cluster: &cluster,
+        store: &store,
+        calls: &calls,
+        lease: Duration::from_secs(10),
+        in_flight: &["3/b", "3/c"],
+        length: Duration::from_secs(1),
+        run_id: "o1",
     };
-    let report = worker.run(outage).await.unwrap();
+    let report = outage.work_through(&server).await;
     let run = store.run("o1").await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Success, "{run:#?}");
     assert!(
@@ -458,4 +491,43 @@ async fn a_database_restart_mid_run_pauses_the_run_instead_of_failing_it() {
     );
     assert!(report.metrics.store_errors >= 1, "{report:?}");
     assert_eq!(store.entry("o1").await.unwrap().unwrap().attempts, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_stopped_by_an_outage_goes_back_to_the_queue_when_the_database_is_back() {
+    let Some(cluster) = wayline_testkit::postgres::start("the worker release test") else {
+        return;
+    };
+    let cluster = Arc::new(cluster);
+    let store = store(&cluster).await;
+    let (server, calls) = slow_api(Duration::from_secs(1), Duration::ZERO).await;
+    store
+        .submit(&Submission::new("chain", 1).run_id("q1").input("n", 5))
+        .await
+        .unwrap();
+    // The result of `b` and the release of the stopped run both meet the outage; the worker
+    // tries the release again until the server is back. The lease is long: a run left to it
+    // would not be done before `until` gives up.
+    let outage = Outage {
+        cluster: &cluster,
+        store: &store,
+        calls: &calls,
+        lease: Duration::from_secs(60),
+        in_flight: &["5/b"],
+        length: Duration::from_secs(2),
+        run_id: "q1",
+    };
+    let report = outage.work_through(&server).await;
+    assert_eq!(
+        store.run("q1").await.unwrap().unwrap().status,
+        RunStatus::Success
+    );
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!((calls["5/a"], calls["5/b"], calls["5/c"]), (1, 2, 1));
+    assert_eq!(
+        (report.metrics.requeued, report.metrics.finished),
+        (1, 1),
+        "{report:?}"
+    );
+    assert_eq!(store.entry("q1").await.unwrap().unwrap().attempts, 2);
 }
