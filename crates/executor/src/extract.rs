@@ -128,7 +128,14 @@ fn query_nodes(query: &JpQuery, value: &Value) -> Option<Vec<Value>> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WalkError {
     /// An object has no such key.
-    MissingField(String),
+    MissingField {
+        /// The key looked for.
+        field: String,
+        /// The keys the object has (the first [`FIELDS_SHOWN`] of them), to say what is there.
+        fields: Vec<String>,
+        /// How many more keys it has.
+        more: usize,
+    },
     /// A list index is not an integer.
     BadIndex(String),
     /// A list index is out of range.
@@ -140,7 +147,29 @@ pub enum WalkError {
 impl fmt::Display for WalkError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            WalkError::MissingField(segment) => write!(f, "output has no field `{segment}`"),
+            WalkError::MissingField {
+                field,
+                fields,
+                more,
+            } => {
+                write!(f, "output has no field `{field}`")?;
+                if fields.is_empty() {
+                    return write!(f, " (it is an empty object)");
+                }
+                let listed: Vec<String> = fields.iter().map(|name| format!("`{name}`")).collect();
+                write!(f, " (its fields: {}", listed.join(", "))?;
+                if *more > 0 {
+                    write!(f, " and {more} more")?;
+                }
+                // A JSON list answer is kept as `{"items": [...], "count": n}`.
+                if field.parse::<i64>().is_ok() && fields.iter().any(|name| name == "items") {
+                    write!(
+                        f,
+                        "; a list answer is kept under `items`: write `items.{field}`"
+                    )?;
+                }
+                write!(f, ")")
+            }
             WalkError::BadIndex(segment) => write!(f, "cannot index a list with `{segment}`"),
             WalkError::OutOfRange(segment) => write!(f, "list index `{segment}` is out of range"),
             WalkError::Scalar(kind) => write!(f, "cannot walk into a {kind}"),
@@ -148,15 +177,22 @@ impl fmt::Display for WalkError {
     }
 }
 
+/// How many of an object's keys [`WalkError::MissingField`] names.
+pub const FIELDS_SHOWN: usize = 12;
+
 /// Walks `segments` into `value`.
 pub fn walk<'v, S: AsRef<str>>(value: &'v Value, segments: &[S]) -> Result<&'v Value, WalkError> {
     let mut current = value;
     for segment in segments {
         let segment = segment.as_ref();
         current = match current {
-            Value::Object(fields) => fields
-                .get(segment)
-                .ok_or_else(|| WalkError::MissingField(segment.to_owned()))?,
+            Value::Object(fields) => {
+                fields.get(segment).ok_or_else(|| WalkError::MissingField {
+                    field: segment.to_owned(),
+                    fields: fields.keys().take(FIELDS_SHOWN).cloned().collect(),
+                    more: fields.len().saturating_sub(FIELDS_SHOWN),
+                })?
+            }
             Value::Array(items) => {
                 let index: i64 = segment
                     .parse()
@@ -195,6 +231,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_missing_field_names_the_fields_there_and_the_list_wrapper() {
+        let message = |value: Value, path: &[&str]| walk(&value, path).unwrap_err().to_string();
+        assert_eq!(
+            message(json!({"items": [{"id": 1}], "count": 1}), &["0", "id"]),
+            "output has no field `0` (its fields: `items`, `count`; a list answer is kept under `items`: write `items.0`)"
+        );
+        assert_eq!(
+            message(json!({"id": 1, "title": "x"}), &["name"]),
+            "output has no field `name` (its fields: `id`, `title`)"
+        );
+        assert_eq!(
+            message(json!({}), &["name"]),
+            "output has no field `name` (it is an empty object)"
+        );
+        let wide: serde_json::Map<String, Value> =
+            (0..20).map(|n| (format!("f{n:02}"), json!(n))).collect();
+        let wide = message(Value::Object(wide), &["x"]);
+        assert!(wide.ends_with("`f11` and 8 more)"), "{wide}");
+    }
+
+    #[test]
     fn dot_paths_follow_seed_rules() {
         let value = json!({"a": [{"b": 1}, {"b": 2}]});
         assert_eq!(walk(&value, &["a", "-1", "b"]), Ok(&json!(2)));
@@ -208,7 +265,11 @@ mod tests {
         );
         assert_eq!(
             walk(&value, &["z"]),
-            Err(WalkError::MissingField("z".into()))
+            Err(WalkError::MissingField {
+                field: "z".into(),
+                fields: vec!["a".into()],
+                more: 0
+            })
         );
         assert_eq!(
             walk(&value, &["a", "-3"]),

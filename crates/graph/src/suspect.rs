@@ -1,10 +1,12 @@
 //! Mapping values that are literals by the reference rule but read like a reference written
 //! wrong: `geoo.lat` beside a step `geo`, `geocode.lat` naming a tool where a step belongs,
 //! `$imput.currency` for `$input.currency`. They are sent as that text, so validation warns.
-//! Other dotted text (`report.csv`, `t3.micro`, `example.de`) is left alone.
+//! Other dotted text (`report.csv`, `t3.micro`, `example.de`) is left alone. So is a path with
+//! brackets (`posts[0].id`, `posts.items[0].id`): references have none, so the first is sent
+//! as text and the second looks for a field named `items[0]`.
 
 use wayline_core::document::nearest;
-use wayline_core::{ToolCatalog, Workflow};
+use wayline_core::{Reference, ToolCatalog, Workflow};
 
 use crate::problem::{Problem, ProblemKind};
 
@@ -65,19 +67,66 @@ fn suspicion(text: &str, workflow: &Workflow, catalog: &dyn ToolCatalog) -> Opti
     ))
 }
 
+/// What is wrong with `text`, a step reference written with brackets (`posts[0].id`), if it
+/// is one.
+fn bracketed(text: &str, workflow: &Workflow) -> Option<String> {
+    if !text.contains('[') {
+        return None;
+    }
+    let dotted = without_brackets(text)?;
+    let is_step = |id: &str| workflow.step(id).is_some();
+    Reference::parse_str(&dotted, is_step).step()?;
+    let as_written = match Reference::parse_str(text, is_step) {
+        Reference::Step { .. } => "which looks for a field with brackets in its name",
+        _ => "which would be sent as that text",
+    };
+    Some(format!(
+        "{as_written}; references have no brackets: write `{dotted}` (numbers index lists)"
+    ))
+}
+
+/// `text` with each `[N]`, `['key']` and `["key"]` written as a path segment (`.N`, `.key`);
+/// `None` when a bracket holds anything else or is not closed.
+fn without_brackets(text: &str) -> Option<String> {
+    let mut dotted = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        dotted.push_str(&rest[..open]);
+        let close = rest[open..].find(']')? + open;
+        let inside = &rest[open + 1..close];
+        let unquoted = ['\'', '"'].iter().find_map(|quote| {
+            inside
+                .strip_prefix(*quote)
+                .and_then(|key| key.strip_suffix(*quote))
+        });
+        let segment = match unquoted {
+            Some(key) if !key.is_empty() && !key.contains('.') => key,
+            Some(_) => return None,
+            None if inside.trim_start_matches('-').parse::<u64>().is_ok() => inside,
+            None => return None,
+        };
+        dotted.push('.');
+        dotted.push_str(segment);
+        rest = &rest[close + 1..];
+    }
+    dotted.push_str(rest);
+    Some(dotted)
+}
+
 /// The mapping values of `workflow` that read like a reference written wrong.
 pub(crate) fn suspect_literals(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<Problem> {
     let mut found = Vec::new();
     for step in &workflow.steps {
         for (input, value) in &step.input_mapping {
             let Some(text) = value.as_str() else { continue };
-            if let Some(why) = suspicion(text, workflow, catalog) {
+            let why = bracketed(text, workflow).or_else(|| {
+                suspicion(text, workflow, catalog)
+                    .map(|why| format!("which would be sent as that text: {why}"))
+            });
+            if let Some(why) = why {
                 found.push(Problem {
                     kind: ProblemKind::SuspectLiteral,
-                    message: format!(
-                        "step `{}` maps `{input}` to `{text}`, which would be sent as that text: {why}",
-                        step.id
-                    ),
+                    message: format!("step `{}` maps `{input}` to `{text}`, {why}", step.id),
                     steps: vec![step.id.clone()],
                 });
             }
@@ -131,6 +180,34 @@ mod tests {
             found
                 .iter()
                 .all(|problem| problem.kind == ProblemKind::SuspectLiteral)
+        );
+    }
+
+    #[test]
+    fn step_references_written_with_brackets_are_suspect_other_brackets_are_not() {
+        let catalog = MemoryCatalog::from_tools([ToolDefinition::new("list", "https://x.test")]);
+        let mut workflow = Workflow::new("w", "W");
+        workflow.steps.push(Step::new("posts", "list"));
+        workflow.steps.push(
+            Step::new("post", "list")
+                .map("id", "posts[0].id")
+                .map("first", "posts.items[0].id")
+                .map("last", "posts['items'][-1]")
+                .map("filter", "filter[status]=open")
+                .map("raw", "posts[first]")
+                .map("open", "posts[0"),
+        );
+        let messages: Vec<String> = suspect_literals(&workflow, &catalog)
+            .into_iter()
+            .map(|problem| problem.message)
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "step `post` maps `id` to `posts[0].id`, which would be sent as that text; references have no brackets: write `posts.0.id` (numbers index lists)",
+                "step `post` maps `first` to `posts.items[0].id`, which looks for a field with brackets in its name; references have no brackets: write `posts.items.0.id` (numbers index lists)",
+                "step `post` maps `last` to `posts['items'][-1]`, which would be sent as that text; references have no brackets: write `posts.items.-1` (numbers index lists)",
+            ]
         );
     }
 }
