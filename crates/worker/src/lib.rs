@@ -33,6 +33,7 @@
 //! # Ok(()) }
 //! ```
 
+mod backoff;
 mod error;
 mod metrics;
 mod options;

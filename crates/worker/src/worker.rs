@@ -16,6 +16,7 @@ use wayline_executor::{CancelToken, Engine, EngineBuilder, StoreFailure};
 use wayline_store::StoreError;
 use wayline_store::queue::{Claimed, Fire, Heartbeat, Lease, Release, Renewed, RunQueue};
 
+use crate::backoff::Backoff;
 use crate::error::Error;
 use crate::metrics::{Counters, Metrics};
 use crate::options::WorkerOptions;
@@ -150,6 +151,7 @@ impl Worker {
         let mut poll = tokio::time::interval(self.options.poll);
         poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut stop_by: Option<Instant> = None;
+        let mut backoff = Backoff::new(self.options.poll, Instant::now());
         loop {
             if stop_by.is_some() && active.is_empty() && calls.is_empty() {
                 break;
@@ -183,7 +185,7 @@ impl Worker {
                     Answer::Claimed(claimed) => {
                         claiming = false;
                         if stop_by.is_none() {
-                            self.start(claimed, &mut active, &mut running);
+                            self.start(claimed, &mut backoff, &mut active, &mut running);
                         } else {
                             // Taken just as the worker began to stop: straight back.
                             for claim in claimed.into_iter().flatten() {
@@ -194,12 +196,17 @@ impl Worker {
                     }
                     Answer::Renewed(leases, renewed) => {
                         renewing = false;
-                        self.renewed(&leases, renewed, &mut active);
+                        self.renewed(&leases, renewed, &mut backoff, &mut active);
                     }
-                    Answer::Released(counted, released) => self.released(counted, released),
+                    Answer::Released(counted, released) => {
+                        if released.is_ok() && let Some(down) = backoff.answered(Instant::now()) {
+                            tracing::info!(after = ?down, "the store answers again");
+                        }
+                        self.released(counted, released);
+                    }
                     Answer::Fired(fired) => {
                         firing = false;
-                        claim_now |= self.fired(fired);
+                        claim_now |= self.fired(fired, &mut backoff);
                     }
                 },
                 _ = renew.tick(), if !renewing => {
@@ -207,8 +214,10 @@ impl Worker {
                     calls.push(self.renew(&heartbeat, &active));
                 }
                 _ = poll.tick() => {
-                    claim_now = free > 0;
-                    if self.options.schedules && !firing && stop_by.is_none() {
+                    // While the store fails, the looks at the queue are spaced out.
+                    let due = backoff.due(Instant::now());
+                    claim_now = free > 0 && due;
+                    if due && self.options.schedules && !firing && stop_by.is_none() {
                         firing = true;
                         calls.push(Box::pin(async move {
                             Answer::Fired(self.queue.fire_schedules().await)
@@ -225,7 +234,7 @@ impl Worker {
                     }
                 }
             }
-            if claim_now && stop_by.is_none() && !claiming {
+            if claim_now && stop_by.is_none() && !claiming && backoff.due(Instant::now()) {
                 let free = self.options.concurrency.saturating_sub(active.len());
                 if free > 0 {
                     claiming = true;
@@ -254,16 +263,12 @@ impl Worker {
     fn start<'w>(
         &'w self,
         claimed: Result<Vec<Claimed>, StoreError>,
+        backoff: &mut Backoff,
         active: &mut HashMap<String, Active>,
         running: &mut FuturesUnordered<Running<'w>>,
     ) {
-        let claimed = match claimed {
-            Ok(claimed) => claimed,
-            Err(error) => {
-                Counters::add(&self.counters.store_errors);
-                tracing::warn!(%error, "could not look for queued runs; trying again");
-                return;
-            }
+        let Some(claimed) = self.answered(claimed, backoff, "look for queued runs") else {
+            return;
         };
         for Claimed { entry, lease, .. } in claimed {
             Counters::add(&self.counters.claimed);
@@ -307,15 +312,11 @@ impl Worker {
         &self,
         leases: &[Lease],
         renewed: Result<Renewed, StoreError>,
+        backoff: &mut Backoff,
         active: &mut HashMap<String, Active>,
     ) {
-        let renewed = match renewed {
-            Ok(renewed) => renewed,
-            Err(error) => {
-                Counters::add(&self.counters.store_errors);
-                tracing::warn!(%error, "could not renew the leases; trying again");
-                return;
-            }
+        let Some(renewed) = self.answered(renewed, backoff, "renew the leases") else {
+            return;
         };
         // Only the attempts this renewal was about: a run released since, or taken again,
         // is not affected.
@@ -379,7 +380,11 @@ impl Worker {
             match self.queue.release(lease, release.clone()).await {
                 Err(error) if Instant::now() + wait < give_up => {
                     Counters::add(&self.counters.store_errors);
-                    tracing::warn!(run_id = %lease.run_id, %error, "could not release the run; trying again");
+                    if wait == self.options.poll {
+                        tracing::warn!(run_id = %lease.run_id, %error, "could not release the run; trying again");
+                    } else {
+                        tracing::debug!(run_id = %lease.run_id, %error, "could not release the run; trying again");
+                    }
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(MAX_RELEASE_WAIT);
                 }
@@ -393,26 +398,49 @@ impl Worker {
     }
 
     /// Reports what the schedules fired; `true` when runs were queued (worth claiming now).
-    fn fired(&self, fired: Result<Vec<Fire>, StoreError>) -> bool {
-        match fired {
-            Ok(fires) => {
-                for fire in &fires {
-                    match (&fire.run_id, &fire.note) {
-                        (Some(run_id), _) => {
-                            Counters::add(&self.counters.fired);
-                            tracing::info!(schedule = %fire.schedule_id, run_id = %run_id, due = %fire.due_at, "schedule fired");
-                        }
-                        (None, note) => {
-                            tracing::warn!(schedule = %fire.schedule_id, due = %fire.due_at, reason = note.as_deref().unwrap_or_default(), "schedule due time queued no run")
-                        }
-                    }
+    fn fired(&self, fired: Result<Vec<Fire>, StoreError>, backoff: &mut Backoff) -> bool {
+        let Some(fires) = self.answered(fired, backoff, "fire the due schedules") else {
+            return false;
+        };
+        for fire in &fires {
+            match (&fire.run_id, &fire.note) {
+                (Some(run_id), _) => {
+                    Counters::add(&self.counters.fired);
+                    tracing::info!(schedule = %fire.schedule_id, run_id = %run_id, due = %fire.due_at, "schedule fired");
                 }
-                fires.iter().any(|fire| fire.run_id.is_some())
+                (None, note) => {
+                    tracing::warn!(schedule = %fire.schedule_id, due = %fire.due_at, reason = note.as_deref().unwrap_or_default(), "schedule due time queued no run")
+                }
+            }
+        }
+        fires.iter().any(|fire| fire.run_id.is_some())
+    }
+
+    /// What a queue call answered, or `None` when the store failed (counted, and said once
+    /// per outage: the first failure is a warning, the rest debug lines, and the end of it
+    /// is said too). `doing` names the call ("renew the leases").
+    fn answered<T>(
+        &self,
+        answer: Result<T, StoreError>,
+        backoff: &mut Backoff,
+        doing: &str,
+    ) -> Option<T> {
+        let now = Instant::now();
+        match answer {
+            Ok(answer) => {
+                if let Some(down) = backoff.answered(now) {
+                    tracing::info!(after = ?down, "the store answers again");
+                }
+                Some(answer)
             }
             Err(error) => {
                 Counters::add(&self.counters.store_errors);
-                tracing::warn!(%error, "could not fire the due schedules; trying again");
-                false
+                if backoff.failed(now) {
+                    tracing::warn!(%error, "could not {doing}; trying again, less often while the store fails");
+                } else {
+                    tracing::debug!(%error, "could not {doing}; trying again");
+                }
+                None
             }
         }
     }
