@@ -32,6 +32,10 @@ struct Setup {
 /// The user tests connect as (a superuser of the throwaway cluster).
 pub const USER: &str = "wayline";
 
+/// In a cluster with TLS ([`start_tls`]): a user that may log in over TLS only, and only with
+/// the client certificate [`Cluster::client_certificate`] (PostgreSQL's `cert` method).
+pub const CERTIFIED_USER: &str = "certified";
+
 /// The directory holding `initdb` and `pg_ctl`: `WAYLINE_PG_BIN`, else `pg_config --bindir`,
 /// else the newest `/usr/lib/postgresql/*/bin` (Debian keeps them off the `PATH`), else
 /// wherever `initdb` is on the `PATH`.
@@ -77,7 +81,8 @@ pub fn start(what: &str) -> Option<Cluster> {
 }
 
 /// As [`start`], with TLS on: a certificate for the name `localhost` (not for `127.0.0.1`),
-/// signed by an authority of the test's own ([`Cluster::authority`]).
+/// signed by an authority of the test's own ([`Cluster::authority`]), and a user
+/// [`CERTIFIED_USER`] let in only with the client certificate [`Cluster::client_certificate`].
 pub fn start_tls(what: &str) -> Option<Cluster> {
     start_with(
         what,
@@ -152,7 +157,8 @@ impl Cluster {
         )?;
         let tls = if setup.tls {
             cluster.authority = Some(cluster.write_certificates()?);
-            " -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key"
+            cluster.require_client_certificate()?;
+            " -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key -c ssl_ca_file=root.crt"
         } else {
             ""
         };
@@ -166,7 +172,34 @@ impl Cluster {
             cluster.data.display()
         );
         cluster.start_server()?;
+        if setup.tls {
+            cluster.psql_checked("postgres", &format!("CREATE ROLE {CERTIFIED_USER} LOGIN"))?;
+        }
         Ok(cluster)
+    }
+
+    /// With TLS: the PEM files of a client certificate for [`CERTIFIED_USER`], signed by
+    /// [`Cluster::authority`], and of its private key.
+    pub fn client_certificate(&self) -> Option<(PathBuf, PathBuf)> {
+        self.authority.as_ref().map(|_| {
+            (
+                self.data.with_file_name("client.crt"),
+                self.data.with_file_name("client.key"),
+            )
+        })
+    }
+
+    /// `pg_hba.conf` lets [`CERTIFIED_USER`] in over TLS with a client certificate only; the
+    /// lines initdb wrote (trust) follow for everyone else.
+    fn require_client_certificate(&self) -> Result<(), String> {
+        let hba = self.data.join("pg_hba.conf");
+        let written = std::fs::read_to_string(&hba)
+            .map_err(|error| format!("cannot read {}: {error}", hba.display()))?;
+        let first = format!(
+            "hostssl all {CERTIFIED_USER} 127.0.0.1/32 cert\nhost all {CERTIFIED_USER} 127.0.0.1/32 reject\n"
+        );
+        std::fs::write(&hba, first + &written)
+            .map_err(|error| format!("cannot write {}: {error}", hba.display()))
     }
 
     fn start_server(&self) -> Result<(), String> {
@@ -253,6 +286,24 @@ impl Cluster {
         }
         let authority_file = self.data.with_file_name("authority.pem");
         write(&authority_file, &authority_pem)?;
+        // The server checks client certificates against the authority, from its own copy.
+        let root = self.data.join("root.crt");
+        write(&root, &authority_pem)?;
+        if self.as_nobody {
+            chown_nobody(&root)?;
+        }
+        let client_key = rcgen::KeyPair::generate().map_err(failed)?;
+        let mut client = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(failed)?;
+        client
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, CERTIFIED_USER);
+        client.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let client = client.signed_by(&client_key, &issuer).map_err(failed)?;
+        write(&self.data.with_file_name("client.crt"), &client.pem())?;
+        write(
+            &self.data.with_file_name("client.key"),
+            &client_key.serialize_pem(),
+        )?;
         Ok(authority_file)
     }
 
@@ -294,6 +345,13 @@ impl Cluster {
     /// Runs SQL through `psql` (setup a test cannot do through the code under test), answering
     /// what it printed (unaligned, tuples only); panics with psql's message when it fails.
     pub fn psql(&self, database: &str, sql: &str) -> String {
+        match self.psql_checked(database, sql) {
+            Ok(printed) => printed,
+            Err(reason) => panic!("psql: {reason}"),
+        }
+    }
+
+    fn psql_checked(&self, database: &str, sql: &str) -> Result<String, String> {
         let port = self.port.to_string();
         let output = self.run(
             "psql",
@@ -312,11 +370,8 @@ impl Cluster {
                 "-c",
                 sql,
             ],
-        );
-        match output {
-            Ok(output) => String::from_utf8_lossy(&output.stdout).trim().to_owned(),
-            Err(reason) => panic!("psql: {reason}"),
-        }
+        )?;
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
     }
 }
 

@@ -126,6 +126,11 @@ mod pool {
             }
             source = cause.source();
         }
+        if text.contains("UnsupportedCertVersion") {
+            text.push_str(
+                "; the server's certificate is X.509 version 1 (what `openssl x509 -req` makes without extensions), which cannot be verified here: reissue it as version 3 with a subjectAltName, or connect with sslmode=require",
+            );
+        }
         text
     }
 

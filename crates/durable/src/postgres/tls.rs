@@ -3,7 +3,10 @@
 //! `verify-ca` (and the server's certificate signed by a trusted authority) and `verify-full`
 //! (and issued for the host named). As in libpq, only the `verify-` modes check the
 //! certificate. The authorities are those of `sslrootcert=FILE` (PEM), else the public ones
-//! (`webpki-roots`; `sslrootcert=system` says so too).
+//! (`webpki-roots`; `sslrootcert=system` says so too). `sslcert=FILE` and `sslkey=FILE` (PEM;
+//! the key not encrypted) present a client certificate, for servers that ask for one
+//! (PostgreSQL's `cert` method, managed services that require them); unlike libpq, nothing is
+//! read from `~/.postgresql` unless named.
 //!
 //! The driver knows only `disable`, `prefer` and `require`, and no `sslrootcert`, so the URL
 //! handed to it has them rewritten; the check itself is done here, by rustls (ring).
@@ -14,9 +17,11 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{
-    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+    CertificateError, ClientConfig, DigitallySignedStruct, InconsistentKeys, RootCertStore,
+    SignatureScheme,
 };
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -42,12 +47,15 @@ pub(crate) fn settings(url: &str) -> Result<Settings, String> {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let mut mode = "prefer".to_owned();
     let mut root_file = None;
+    let (mut cert_file, mut key_file) = (None, None);
     let mut kept = Vec::new();
     for parameter in query.split('&').filter(|parameter| !parameter.is_empty()) {
         let (key, value) = parameter.split_once('=').unwrap_or((parameter, ""));
         match key {
             "sslmode" => mode = decode(value),
             "sslrootcert" => root_file = Some(decode(value)),
+            "sslcert" => cert_file = Some(decode(value)),
+            "sslkey" => key_file = Some(decode(value)),
             _ => kept.push(parameter.to_owned()),
         }
     }
@@ -79,16 +87,67 @@ pub(crate) fn settings(url: &str) -> Result<Settings, String> {
             })
         }
     };
-    let config = ClientConfig::builder_with_provider(provider)
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .map_err(|error| format!("cannot set up TLS: {error}"))?
         .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
+        .with_custom_certificate_verifier(verifier);
+    let config = match client_identity(cert_file.as_deref(), key_file.as_deref(), &provider)? {
+        Some(identity) => builder.with_client_cert_resolver(Arc::new(identity)),
+        None => builder.with_no_client_auth(),
+    };
     Ok(Settings {
         url: format!("{base}?{}", kept.join("&")),
         connector: MakeRustlsConnect::new(config),
     })
+}
+
+/// The client certificate and key of `sslcert` and `sslkey`, when given (both or neither).
+/// A key that is not the certificate's is refused here when that can be checked; it cannot for
+/// a certificate webpki does not read (X.509 version 1, which `openssl x509 -req` makes
+/// without extensions), which is presented as it is: the server reads it.
+fn client_identity(
+    cert: Option<&str>,
+    key: Option<&str>,
+    provider: &CryptoProvider,
+) -> Result<Option<SingleCertAndKey>, String> {
+    let (cert, key) = match (cert, key) {
+        (None, None) => return Ok(None),
+        (Some(cert), Some(key)) => (cert, key),
+        (Some(_), None) => {
+            return Err("sslcert needs sslkey: name the client certificate's private key".into());
+        }
+        (None, Some(_)) => {
+            return Err("sslkey needs sslcert: name the client certificate too".into());
+        }
+    };
+    let chain = CertificateDer::pem_file_iter(cert)
+        .map_err(|error| format!("sslcert {cert}: {error}"))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| format!("sslcert {cert}: {error}"))?;
+    if chain.is_empty() {
+        return Err(format!(
+            "sslcert {cert}: no certificate in it; give the client certificate as PEM"
+        ));
+    }
+    let key_der = PrivateKeyDer::from_pem_file(key).map_err(|error| {
+        format!(
+            "sslkey {key}: no private key read ({error}); give it as PEM, not encrypted (PKCS#8, PKCS#1 or SEC1)"
+        )
+    })?;
+    let signing = provider
+        .key_provider
+        .load_private_key(key_der)
+        .map_err(|error| format!("sslkey {key}: {error}"))?;
+    let identity = CertifiedKey::new(chain, signing);
+    if let Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) =
+        identity.keys_match()
+    {
+        return Err(format!(
+            "sslkey {key} is not the private key of the certificate in sslcert {cert}"
+        ));
+    }
+    Ok(Some(SingleCertAndKey::from(identity)))
 }
 
 /// The authorities to trust: the PEM file named, or the public ones.
@@ -159,12 +218,12 @@ impl ServerCertVerifier for Unchecked {
         certificate: &CertificateDer<'_>,
         signature: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
+        unless_unreadable(verify_tls12_signature(
             message,
             certificate,
             signature,
             &self.0.signature_verification_algorithms,
-        )
+        ))
     }
 
     fn verify_tls13_signature(
@@ -173,16 +232,31 @@ impl ServerCertVerifier for Unchecked {
         certificate: &CertificateDer<'_>,
         signature: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
+        unless_unreadable(verify_tls13_signature(
             message,
             certificate,
             signature,
             &self.0.signature_verification_algorithms,
-        )
+        ))
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A handshake signature that could not be checked because webpki does not read the
+/// certificate (X.509 version 1, which `openssl x509 -req` makes without extensions) passes,
+/// in the modes that do not authenticate the server anyway: whoever sits in the middle could
+/// present a certificate of its own, and libpq accepts such a server. A bad signature by a
+/// certificate that was read still fails.
+fn unless_unreadable(
+    checked: Result<HandshakeSignatureValid, rustls::Error>,
+) -> Result<HandshakeSignatureValid, rustls::Error> {
+    match checked {
+        Err(rustls::Error::InvalidCertificate(CertificateError::BadSignature)) => checked,
+        Err(rustls::Error::InvalidCertificate(_)) => Ok(HandshakeSignatureValid::assertion()),
+        other => other,
     }
 }
 
@@ -274,5 +348,25 @@ mod tests {
             .err()
             .unwrap();
         assert!(missing.contains("/none/ca.pem"), "{missing}");
+        let stripped = settings("postgres://h/d?sslcert=%2Fnone%2Fc.pem&sslkey=%2Fnone%2Fk.pem")
+            .err()
+            .unwrap();
+        assert!(stripped.starts_with("sslcert /none/c.pem"), "{stripped}");
+    }
+
+    #[test]
+    fn unchecked_modes_pass_signatures_by_certificates_webpki_cannot_read() {
+        use rustls::OtherError;
+
+        let unreadable = Err(rustls::Error::InvalidCertificate(CertificateError::Other(
+            OtherError(Arc::new(std::io::Error::other("UnsupportedCertVersion"))),
+        )));
+        assert!(unless_unreadable(unreadable).is_ok());
+        let forged = Err(rustls::Error::InvalidCertificate(
+            CertificateError::BadSignature,
+        ));
+        assert!(unless_unreadable(forged).is_err());
+        let broken = Err(rustls::Error::DecryptError);
+        assert!(unless_unreadable(broken).is_err());
     }
 }

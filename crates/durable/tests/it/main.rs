@@ -193,3 +193,73 @@ async fn postgres_connections_are_encrypted_and_checked_as_sslmode_says() {
         "{unknown_authority}"
     );
 }
+
+/// A user the server lets in with a client certificate only (PostgreSQL's `cert` method):
+/// `sslcert` and `sslkey` present it; without them the server refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_client_certificates_are_presented_from_sslcert_and_sslkey() {
+    use wayline_durable::postgres::Database;
+    use wayline_testkit::postgres::CERTIFIED_USER;
+
+    let Some(cluster) =
+        wayline_testkit::postgres::start_tls("the PostgreSQL client certificate test")
+    else {
+        return;
+    };
+    let (cert, key) = cluster.client_certificate().unwrap();
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
+    let port = cluster.port();
+    let user = |query: &str| {
+        let url = format!("postgres://{CERTIFIED_USER}@127.0.0.1:{port}/postgres?{query}");
+        async move {
+            let database = Database::open(&url)?;
+            let client = database.client().await?;
+            let row = client
+                .query_one("SELECT current_user::text", &[])
+                .await
+                .unwrap();
+            Ok::<String, wayline_durable::Error>(row.get(0))
+        }
+    };
+    let identity = format!("sslcert={cert}&sslkey={key}");
+    assert_eq!(user(&identity).await.unwrap(), CERTIFIED_USER);
+    let authority = cluster.authority().unwrap().display().to_string();
+    assert_eq!(
+        user(&format!(
+            "sslmode=verify-ca&sslrootcert={authority}&{identity}"
+        ))
+        .await
+        .unwrap(),
+        CERTIFIED_USER
+    );
+    let refused = user("sslmode=require").await.unwrap_err().to_string();
+    assert!(
+        refused.contains("connection requires a valid client certificate"),
+        "{refused}"
+    );
+    let half = user(&format!("sslcert={cert}"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(half.contains("sslcert needs sslkey"), "{half}");
+    let swapped = user(&format!("sslcert={key}&sslkey={cert}"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(swapped.contains("no certificate in it"), "{swapped}");
+    let dir = tempfile::tempdir().unwrap();
+    let stranger = dir.path().join("stranger.key");
+    std::fs::write(
+        &stranger,
+        rcgen::KeyPair::generate().unwrap().serialize_pem(),
+    )
+    .unwrap();
+    let mismatched = user(&format!("sslcert={cert}&sslkey={}", stranger.display()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        mismatched.contains("is not the private key of the certificate in sslcert"),
+        "{mismatched}"
+    );
+}
