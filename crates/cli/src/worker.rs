@@ -9,10 +9,12 @@ use wayline_store::Stores;
 use wayline_store::queue::{QueueStats, RunQueue, WorkerInfo};
 use wayline_worker::{Worker, WorkerOptions, default_name};
 
-use crate::args::{ModelArgs, StoreArg, ToolsArgs, parse_duration};
+use wayline_knowledge::Recorder;
+
+use crate::args::{LearnArgs, ModelArgs, StoreArg, ToolsArgs, parse_duration};
 use crate::assemble::{
-    Environment, engine_builder, load_tools_to_call, open_store, runtime, store_location,
-    with_decider_for_later,
+    Environment, engine_builder, load_tools_to_call, open_knowledge, open_store, runtime,
+    store_location, with_decider_for_later,
 };
 use crate::report::{Outcome, ReportFormat, fail, outln, print_json, unreadable};
 
@@ -46,7 +48,14 @@ pub(crate) struct WorkerArgs {
     /// Fire no shared schedules (`wayline schedule sync`): leave them to other workers.
     #[arg(long)]
     no_schedules: bool,
+    /// `--learn --sut NAME`: record what the runs teach into the knowledge of `NAME`, kept
+    /// by default in the store's own database (several workers may learn into one).
+    #[command(flatten)]
+    learn: LearnArgs,
 }
+
+/// How often a learning worker writes what its finished runs taught.
+const LEARN_EVERY: Duration = Duration::from_secs(5);
 
 /// `wayline workers ...`
 #[derive(Debug, clap::Subcommand)]
@@ -90,8 +99,27 @@ pub(crate) fn worker_command(args: WorkerArgs) -> Outcome {
 fn work(args: WorkerArgs) -> Result<Outcome, Outcome> {
     let (stores, queue) = open_queue(&args.store)?;
     let env = Environment::load(&args.tools.env_files)?;
-    let registry = load_tools_to_call(&args.tools.tools, &env)?;
-    let builder = engine_builder(Arc::new(registry), &args.tools, &env)?;
+    let registry = Arc::new(load_tools_to_call(&args.tools.tools, &env)?);
+    let mut builder = engine_builder(registry.clone(), &args.tools, &env)?;
+    let runtime = runtime()?;
+    let recorder = match (&args.learn.sut, args.learn.learn) {
+        (Some(sut), true) => {
+            let location = store_location(&args.store)?;
+            let knowledge = open_knowledge(&args.learn.store, Some(&location))?;
+            let recorder = Recorder::new(knowledge, wayline_knowledge::sut_key(sut), registry);
+            // Saved workflows lend their steps to the patterns learned; runs of one saved
+            // after the worker started are learned from the calls they made.
+            for stored in runtime
+                .block_on(stores.workflows.list_workflows())
+                .map_err(fail)?
+            {
+                recorder.register(&stored.workflow);
+            }
+            builder = builder.observer(Arc::new(recorder.clone()));
+            Some(recorder)
+        }
+        _ => None,
+    };
     let builder = with_decider_for_later(builder, [], &args.model)?;
     let name = args.name.unwrap_or_else(default_name);
     let options = WorkerOptions::new(&name)
@@ -107,7 +135,27 @@ fn work(args: WorkerArgs) -> Result<Outcome, Outcome> {
         args.concurrency,
         args.lease
     );
-    let report = runtime()?.block_on(worker.run(shutdown())).map_err(fail)?;
+    let report = runtime
+        .block_on(async {
+            tokio::select! {
+                report = worker.run(shutdown()) => report,
+                never = learn_now_and_then(recorder.as_ref()) => match never {},
+            }
+        })
+        .map_err(fail)?;
+    let unlearned = match (&recorder, &args.learn.sut) {
+        (Some(recorder), Some(sut)) => match runtime.block_on(recorder.flush()) {
+            Ok(_) => {
+                eprintln!("learned: what the runs taught is recorded in the knowledge of `{sut}`");
+                false
+            }
+            Err(error) => {
+                eprintln!("error: what the last runs taught was not recorded: {error}");
+                true
+            }
+        },
+        _ => false,
+    };
     let metrics = report.metrics;
     eprintln!(
         "worker {name} stopped: {} runs claimed ({} taken over), {} finished, {} blocked, {} handed back, {} lost to other workers",
@@ -118,7 +166,25 @@ fn work(args: WorkerArgs) -> Result<Outcome, Outcome> {
         metrics.requeued,
         metrics.lost
     );
-    Ok(Outcome::Ok)
+    Ok(if unlearned {
+        Outcome::Failed
+    } else {
+        Outcome::Ok
+    })
+}
+
+/// Writes what finished runs taught every [`LEARN_EVERY`], for as long as the worker works
+/// (never, without a recorder). A write that fails keeps its runs for the next one.
+async fn learn_now_and_then(recorder: Option<&Recorder>) -> std::convert::Infallible {
+    let Some(recorder) = recorder else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(LEARN_EVERY).await;
+        if let Err(error) = recorder.flush().await {
+            eprintln!("warning: could not record what the runs taught (trying again): {error}");
+        }
+    }
 }
 
 /// Completes at the first Ctrl-C or SIGTERM; a second one ends the process at once.

@@ -512,3 +512,66 @@ fn a_postgres_password_is_never_printed() {
         "{output:?}"
     );
 }
+
+/// A worker started with `--learn --sut` records what its runs teach in the knowledge kept in
+/// the store's own database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_learning_worker_records_its_runs_in_the_stores_knowledge() {
+    let Some(cluster) = wayline_testkit::postgres::start("the learning worker test") else {
+        return;
+    };
+    let (server, _) = api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (tools, workflow) = write_files(dir.path(), &server);
+    let url = cluster.url("postgres");
+    let store = submit_runs(&cluster, &workflow, 6).await;
+    let log = dir.path().join("learner.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args([
+            "worker", "--tools", &tools, "--store", &url, "--name", "learner", "--poll", "50ms",
+            "--learn", "--sut", "demo",
+        ])
+        .env("WORKER_TAG", "learner")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    for _ in 0..600 {
+        let stats = store.stats().await.unwrap();
+        if stats.queued + stats.running == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = child.id().to_string();
+    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(child.wait().unwrap().success());
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        said.contains("learned: what the runs taught is recorded in the knowledge of `demo`"),
+        "{said}"
+    );
+    let shown: serde_json::Value = serde_json::from_str(&wayline_ok(&[
+        "knowledge",
+        "show",
+        "--sut",
+        "demo",
+        "--knowledge",
+        &url,
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    let operations = &shown["stats"]["operations"];
+    for index in 1..=STEPS {
+        assert_eq!(
+            operations[format!("s{index}")]["successes"],
+            6,
+            "s{index}: {operations:#}"
+        );
+    }
+    assert!(
+        !shown["patterns"].as_array().unwrap().is_empty(),
+        "the saved workflow's steps make a pattern: {shown:#}"
+    );
+}
