@@ -80,7 +80,8 @@ pub(crate) struct KnowledgeArg {
     /// The knowledge store: a `postgres://` URL (it may be the run store's database), a `.db`
     /// file (SQLite; it may be the run store's file) or a directory holding
     /// `knowledge/SUT/{patterns,pitfalls,stats}.yaml`. Default: the run store given to
-    /// `--store` (its database, its SQLite file, or its directory), else `$WAYLINE_HOME`.
+    /// `--store` (its database, its SQLite file, or its directory), else the store
+    /// `WAYLINE_STORE` names, else `$WAYLINE_HOME`.
     #[arg(long = "knowledge", value_name = "STORE")]
     pub(crate) knowledge: Option<Location>,
 }

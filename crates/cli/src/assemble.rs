@@ -575,13 +575,16 @@ pub(crate) fn open_existing_store(store: &StoreArg) -> Result<Option<(Stores, Lo
     )))
 }
 
-/// Opens the knowledge store `knowledge` names, else beside the run store, else in the
-/// default directory.
+/// Opens the knowledge store `knowledge` names, else beside the run store, else beside the
+/// store `WAYLINE_STORE` names (where workers learn), else in the default directory.
 pub(crate) fn open_knowledge(
     knowledge: &KnowledgeArg,
     run_store: Option<&Location>,
 ) -> Result<Arc<dyn KnowledgeStore>, Outcome> {
-    let location = match (&knowledge.knowledge, run_store) {
+    let configured = std::env::var_os(wayline_store::STORE_VARIABLE)
+        .filter(|value| !value.is_empty())
+        .and_then(|_| Location::configured());
+    let location = match (&knowledge.knowledge, run_store.or(configured.as_ref())) {
         (Some(location), _) => location.clone(),
         (None, Some(store)) => store.clone(),
         (None, _) => Location::Path(

@@ -574,4 +574,16 @@ async fn a_learning_worker_records_its_runs_in_the_stores_knowledge() {
         !shown["patterns"].as_array().unwrap().is_empty(),
         "the saved workflow's steps make a pattern: {shown:#}"
     );
+    // Without `--knowledge`, the knowledge commands look beside the store `WAYLINE_STORE`
+    // names, where the workers sharing it learn.
+    let home = tempfile::tempdir().unwrap();
+    let beside = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["knowledge", "show", "--sut", "demo", "--format", "json"])
+        .env("WAYLINE_STORE", &url)
+        .env("WAYLINE_HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(beside.status.success(), "{beside:?}");
+    let beside: serde_json::Value = serde_json::from_slice(&beside.stdout).unwrap();
+    assert_eq!(beside, shown);
 }
