@@ -602,11 +602,9 @@ async fn shared_schedules(queue: &dyn crate::queue::RunQueue, workflows: &dyn Wo
     };
     let mut nightly = Trigger::new("no-active", Schedule::cron("0 3 * * *").unwrap());
     nightly.id = "nightly".into();
-    let set = [
-        every_second("skipper", Missed::Skip),
-        every_second("catcher", Missed::CatchUp),
-        nightly,
-    ];
+    let mut catcher = every_second("catcher", Missed::CatchUp);
+    catcher.in_flight = crate::queue::InFlight::Retry;
+    let set = [every_second("skipper", Missed::Skip), catcher, nightly];
     let synced = queue.sync_schedules(&set).await.unwrap();
     assert_eq!(synced.added, ["skipper", "catcher", "nightly"]);
     let again = queue.sync_schedules(&set).await.unwrap();
@@ -657,13 +655,26 @@ async fn shared_schedules(queue: &dyn crate::queue::RunQueue, workflows: &dyn Wo
         (
             entry.workflow_id.as_str(),
             entry.workflow_version,
-            &entry.inputs["q"]
+            &entry.inputs["q"],
+            entry.in_flight
         ),
-        ("ticker", 1, &json!("catcher"))
+        (
+            "ticker",
+            1,
+            &json!("catcher"),
+            crate::queue::InFlight::Retry
+        ),
+        "a run a schedule queues has the schedule's in-flight policy"
+    );
+    let skipper_run = skipped[due - 1].run_id.as_deref().unwrap();
+    assert_eq!(
+        queue.entry(skipper_run).await.unwrap().unwrap().in_flight,
+        crate::queue::InFlight::Ask
     );
     let stored = queue.schedules().await.unwrap();
     let catcher = stored.iter().find(|s| s.trigger.id == "catcher").unwrap();
     assert_eq!((catcher.fired, catcher.skipped), (due as u64, 0));
+    assert_eq!(catcher.trigger.in_flight, crate::queue::InFlight::Retry);
     assert!(catcher.next_due.unwrap() > caught[due - 1].due_at);
     let skipper = stored.iter().find(|s| s.trigger.id == "skipper").unwrap();
     assert_eq!((skipper.fired, skipper.skipped), (1, due as u64 - 1));

@@ -40,6 +40,7 @@
 pub mod conformance;
 mod error;
 mod file;
+mod in_flight;
 mod lifecycle;
 mod location;
 mod memory;

@@ -31,6 +31,7 @@ use serde_json::Value;
 use wayline_core::document::{self, Format};
 
 use crate::Error;
+use crate::in_flight::InFlight;
 
 /// The longest the loop sleeps before it looks at the clock again.
 const RECHECK: Duration = Duration::from_secs(60);
@@ -168,6 +169,9 @@ pub struct Trigger {
     pub missed: Missed,
     /// No fires after this time.
     pub until: Option<DateTime<Utc>>,
+    /// When shared: the in-flight policy of the runs it queues (what a worker taking one over
+    /// does with a step of unknown outcome); by default a person is asked.
+    pub in_flight: InFlight,
 }
 
 impl Trigger {
@@ -181,6 +185,7 @@ impl Trigger {
             inputs: IndexMap::new(),
             missed: Missed::Skip,
             until: None,
+            in_flight: InFlight::Ask,
         }
     }
 
@@ -210,12 +215,14 @@ struct TriggerEntry {
     missed: Missed,
     #[serde(default)]
     until: Option<DateTime<Utc>>,
+    #[serde(default)]
+    in_flight: InFlight,
 }
 
 /// Reads a schedules file: a YAML (or JSON) list of `{workflow_id, every | cron, inputs}`, each
 /// with an optional `id` (default: the workflow id; needed when two triggers run one
-/// workflow), `missed: skip | catch_up` and `until` (RFC 3339). Errors name the file, and the
-/// entry and what to write instead.
+/// workflow), `missed: skip | catch_up`, `until` (RFC 3339) and `in_flight: ask | skip |
+/// retry`. Errors name the file, and the entry and what to write instead.
 pub fn load_triggers(path: &Path) -> Result<Vec<Trigger>, Error> {
     let triggers = read_triggers(path)?;
     if triggers.is_empty() {
@@ -272,6 +279,7 @@ pub fn read_triggers(path: &Path) -> Result<Vec<Trigger>, Error> {
                 inputs: entry.inputs,
                 missed: entry.missed,
                 until: entry.until,
+                in_flight: entry.in_flight,
             })
         })
         .collect::<Result<Vec<Trigger>, Error>>()
@@ -509,6 +517,28 @@ mod tests {
         let error = load_triggers(&path).unwrap_err().to_string();
         assert!(error.contains("trigger 1 (`feb30`)"), "{error}");
         assert!(error.contains("never fires"), "{error}");
+    }
+
+    #[test]
+    fn a_schedules_file_sets_the_in_flight_policy_of_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("schedules.yaml");
+        std::fs::write(
+            &path,
+            "- {workflow_id: nightly, cron: '0 3 * * *', in_flight: retry}\n- {workflow_id: hourly, every: 1h}\n",
+        )
+        .unwrap();
+        let triggers = load_triggers(&path).unwrap();
+        assert_eq!(
+            (triggers[0].in_flight, triggers[1].in_flight),
+            (InFlight::Retry, InFlight::Ask)
+        );
+        std::fs::write(&path, "- {workflow_id: w, every: 1h, in_flight: maybe}\n").unwrap();
+        let error = load_triggers(&path).unwrap_err().to_string();
+        assert!(
+            error.contains("schedules.yaml:1:") && error.contains("`ask`, `skip`, `retry`"),
+            "{error}"
+        );
     }
 
     static SYSTEM_AHEAD_SECONDS: std::sync::atomic::AtomicI64 =

@@ -119,6 +119,8 @@ const MIGRATIONS: &[&str] = &[
         fired_at TIMESTAMPTZ NOT NULL DEFAULT now(),
         PRIMARY KEY (schedule_id, due_at)
     );"#,
+    // 4: a shared schedule's in-flight policy for the runs it queues.
+    r#"ALTER TABLE wayline_schedules ADD COLUMN in_flight TEXT NOT NULL DEFAULT 'ask';"#,
 ];
 
 /// Workflows, runs and the run queue in PostgreSQL. Cloning shares the connection pool.

@@ -47,14 +47,20 @@ impl Stored {
         let until = trigger
             .until
             .map(|until| until.to_rfc3339_opts(SecondsFormat::Micros, true));
-        let definition = to_json(&serde_json::json!({
+        let mut definition = serde_json::json!({
             "workflow_id": trigger.workflow_id,
             "every_ms": every_ms,
             "cron": cron,
             "inputs": trigger.inputs,
             "missed": trigger.missed.as_str(),
             "until": until,
-        }))?;
+        });
+        // Written only when not the default, so that schedules synced before there was a
+        // policy keep their definition (and their due times) on the next sync.
+        if trigger.in_flight != InFlight::Ask {
+            definition["in_flight"] = trigger.in_flight.as_str().into();
+        }
+        let definition = to_json(&definition)?;
         Ok(Stored {
             every_ms,
             cron,
@@ -66,7 +72,7 @@ impl Stored {
 
 /// A stored schedule's columns, in the order `SCHEDULE` selects them.
 const SCHEDULE: &str = "s.id, s.workflow_id, s.every_ms, s.cron, s.inputs::text, s.missed, \
-    s.until_at, s.start_at, s.next_due";
+    s.until_at, s.start_at, s.next_due, s.in_flight";
 
 impl PostgresStore {
     fn damaged(&self, id: &str, what: &str) -> StoreError {
@@ -100,6 +106,10 @@ impl PostgresStore {
         trigger.missed = Missed::parse(missed)
             .ok_or_else(|| self.damaged(&id, &format!("an unknown `missed` policy `{missed}`")))?;
         trigger.until = row.get(6);
+        let in_flight: &str = row.get(9);
+        trigger.in_flight = InFlight::parse(in_flight).ok_or_else(|| {
+            self.damaged(&id, &format!("an unknown in-flight policy `{in_flight}`"))
+        })?;
         trigger.id = id;
         Ok(trigger)
     }
@@ -152,13 +162,14 @@ impl PostgresStore {
             transaction
                 .execute(
                     "INSERT INTO wayline_schedules (id, workflow_id, every_ms, cron, inputs,
-                        missed, until_at, definition, start_at, next_due)
-                     VALUES ($1, $2, $3, $4, $5::text::json, $6, $7, $8, $9, $10)
+                        missed, until_at, definition, start_at, next_due, in_flight)
+                     VALUES ($1, $2, $3, $4, $5::text::json, $6, $7, $8, $9, $10, $11)
                      ON CONFLICT (id) DO UPDATE SET workflow_id = excluded.workflow_id,
                         every_ms = excluded.every_ms, cron = excluded.cron,
                         inputs = excluded.inputs, missed = excluded.missed,
                         until_at = excluded.until_at, definition = excluded.definition,
-                        start_at = excluded.start_at, next_due = excluded.next_due",
+                        start_at = excluded.start_at, next_due = excluded.next_due,
+                        in_flight = excluded.in_flight",
                     &[
                         &trigger.id,
                         &trigger.workflow_id,
@@ -170,6 +181,7 @@ impl PostgresStore {
                         &row.definition,
                         &start,
                         &next_due,
+                        &trigger.in_flight.as_str(),
                     ],
                 )
                 .await
@@ -218,8 +230,8 @@ impl PostgresStore {
                     trigger: self.trigger_of(row)?,
                     start: row.get(7),
                     next_due: row.get(8),
-                    fired: u64::try_from(row.get::<_, i64>(9)).unwrap_or_default(),
-                    skipped: u64::try_from(row.get::<_, i64>(10)).unwrap_or_default(),
+                    fired: u64::try_from(row.get::<_, i64>(10)).unwrap_or_default(),
+                    skipped: u64::try_from(row.get::<_, i64>(11)).unwrap_or_default(),
                 })
             })
             .collect()
@@ -245,7 +257,7 @@ impl PostgresStore {
         for row in &rows {
             let trigger = self.trigger_of(row)?;
             let start: DateTime<Utc> = row.get(7);
-            let now: DateTime<Utc> = row.get(9);
+            let now: DateTime<Utc> = row.get(10);
             let mut next: Option<DateTime<Utc>> = row.get(8);
             let mut due = Vec::new();
             while let Some(at) = next.filter(|at| *at <= now) {
@@ -299,7 +311,7 @@ impl PostgresStore {
                         &trigger.workflow_id,
                         version,
                         &to_json(&trigger.inputs)?,
-                        InFlight::Ask,
+                        trigger.in_flight,
                     )
                     .await?;
                 }
