@@ -139,6 +139,7 @@ fn list(store: &StoreArg, format: ReportFormat) -> Result<Outcome, Outcome> {
                     "inputs": shared.trigger.inputs,
                     "missed": shared.trigger.missed.as_str(),
                     "until": shared.trigger.until,
+                    "in_flight": shared.trigger.in_flight.as_str(),
                     "start": shared.start,
                     "next_due": shared.next_due,
                     "fired": shared.fired,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use wayline_core::RunStatus;
 use wayline_executor::testing::{MockServer, Reply};
-use wayline_store::queue::{QueueState, RunQueue, Submission};
+use wayline_store::queue::{InFlight, QueueState, RunQueue, Submission};
 use wayline_store::{PostgresStore, RunStore};
 use wayline_testkit::postgres::Cluster;
 
@@ -383,7 +383,7 @@ async fn three_workers_fire_a_shared_schedule_once_per_due_time() {
     std::fs::write(
         &schedules,
         format!(
-            "- {{id: tick, workflow_id: tick, every: 1s, until: \"{}\", inputs: {{n: tick}}}}\n",
+            "- {{id: tick, workflow_id: tick, every: 1s, until: \"{}\", inputs: {{n: tick}}, in_flight: retry}}\n",
             until.to_rfc3339()
         ),
     )
@@ -421,6 +421,11 @@ async fn three_workers_fire_a_shared_schedule_once_per_due_time() {
     }
     let listed = wayline_ok(&["schedule", "list", "--store", &url]);
     assert!(listed.contains("(20 fired, 0 skipped)"), "{listed}");
+    let listed: serde_json::Value = serde_json::from_str(&wayline_ok(&[
+        "schedule", "list", "--store", &url, "--format", "json",
+    ]))
+    .unwrap();
+    assert_eq!(listed[0]["in_flight"], "retry", "{listed:#}");
     let entries = store.entries(None, 1000).await.unwrap();
     let fired: Vec<_> = entries
         .iter()
@@ -429,6 +434,7 @@ async fn three_workers_fire_a_shared_schedule_once_per_due_time() {
     assert_eq!(fired.len(), 20, "exactly 20 runs: {fired:#?}");
     for entry in &fired {
         assert_eq!(entry.state, QueueState::Done);
+        assert_eq!(entry.in_flight, InFlight::Retry, "the schedule's policy");
         let run = store.run(&entry.run_id).await.unwrap().unwrap();
         assert_eq!(run.status, RunStatus::Success, "{}", entry.run_id);
     }
