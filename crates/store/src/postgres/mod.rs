@@ -121,6 +121,15 @@ const MIGRATIONS: &[&str] = &[
     );"#,
     // 4: a shared schedule's in-flight policy for the runs it queues.
     r#"ALTER TABLE wayline_schedules ADD COLUMN in_flight TEXT NOT NULL DEFAULT 'ask';"#,
+    // 5: a schedule counts its fires itself, so that old fire records can be pruned.
+    r#"ALTER TABLE wayline_schedules ADD COLUMN fired BIGINT NOT NULL DEFAULT 0,
+        ADD COLUMN skipped BIGINT NOT NULL DEFAULT 0;
+    UPDATE wayline_schedules s SET
+        fired = (SELECT COUNT(*) FROM wayline_schedule_fires f
+                 WHERE f.schedule_id = s.id AND f.run_id IS NOT NULL),
+        skipped = (SELECT COUNT(*) FROM wayline_schedule_fires f
+                   WHERE f.schedule_id = s.id AND f.run_id IS NULL);
+    CREATE INDEX wayline_schedule_fires_age ON wayline_schedule_fires (fired_at);"#,
 ];
 
 /// Workflows, runs and the run queue in PostgreSQL. Cloning shares the connection pool.

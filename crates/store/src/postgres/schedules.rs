@@ -22,6 +22,11 @@ use crate::schedule::{Missed, Schedule, Trigger};
 /// `missed: catch_up` is worked off over several calls).
 const MOST_PER_CALL: usize = 100;
 
+/// How long a due time's fire record is kept once fired (the schedule keeps its counts): long
+/// enough to look into what fired last month, short enough that a schedule firing every
+/// second does not grow the table without end.
+pub(crate) const FIRES_KEPT_DAYS: i32 = 30;
+
 /// The longest id of a shared schedule: its runs' ids add the due time (24 characters) and
 /// must stay within the 128 of any id.
 const MAX_ID: usize = 100;
@@ -213,11 +218,7 @@ impl PostgresStore {
         let rows = client
             .query(
                 &format!(
-                    "SELECT {SCHEDULE},
-                        (SELECT COUNT(*) FROM wayline_schedule_fires f
-                         WHERE f.schedule_id = s.id AND f.run_id IS NOT NULL),
-                        (SELECT COUNT(*) FROM wayline_schedule_fires f
-                         WHERE f.schedule_id = s.id AND f.run_id IS NULL)
+                    "SELECT {SCHEDULE}, s.fired, s.skipped
                      FROM wayline_schedules s ORDER BY s.id"
                 ),
                 &[],
@@ -304,6 +305,20 @@ impl PostgresStore {
                 if recorded == 0 {
                     continue;
                 }
+                let counter = if fire.run_id.is_some() {
+                    "fired"
+                } else {
+                    "skipped"
+                };
+                transaction
+                    .execute(
+                        &format!(
+                            "UPDATE wayline_schedules SET {counter} = {counter} + 1 WHERE id = $1"
+                        ),
+                        &[&trigger.id],
+                    )
+                    .await
+                    .map_err(|error| self.error(&error))?;
                 if let (Some(run_id), Some(version)) = (&fire.run_id, version) {
                     self.enqueue(
                         &transaction,
@@ -321,6 +336,17 @@ impl PostgresStore {
                 .execute(
                     "UPDATE wayline_schedules SET next_due = $2 WHERE id = $1",
                     &[&trigger.id, &next],
+                )
+                .await
+                .map_err(|error| self.error(&error))?;
+        }
+        if !fires.is_empty() {
+            // Whoever fires prunes (an index on the age keeps it cheap); the counts stay.
+            transaction
+                .execute(
+                    "DELETE FROM wayline_schedule_fires
+                     WHERE fired_at < now() - make_interval(days => $1)",
+                    &[&FIRES_KEPT_DAYS],
                 )
                 .await
                 .map_err(|error| self.error(&error))?;

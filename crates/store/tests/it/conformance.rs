@@ -114,3 +114,45 @@ async fn postgres_store_conforms() {
     let store = Arc::new(wayline_store::PostgresStore::open(&cluster.url("queue")).unwrap());
     conformance::run_queue(store.clone(), store.clone(), store).await;
 }
+
+/// A fire record older than the time kept is pruned by whoever fires next; the schedule's
+/// counts stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_prunes_old_fire_records_and_keeps_the_counts() {
+    use wayline_core::{Workflow, WorkflowStatus, WorkflowStore, store::StoredWorkflow};
+    use wayline_store::queue::RunQueue;
+    use wayline_store::schedule::{Missed, Schedule, Trigger};
+
+    let Some(cluster) = wayline_testkit::postgres::start("the PostgreSQL fire pruning test") else {
+        return;
+    };
+    let store = wayline_store::PostgresStore::open(&cluster.url("postgres")).unwrap();
+    let mut ticker = StoredWorkflow::new(Workflow::new("ticker", "Ticker"), 1, "sha256:t");
+    ticker.workflow.status = WorkflowStatus::Active;
+    store.insert_workflow(&ticker).await.unwrap();
+    let mut trigger = Trigger::new("ticker", Schedule::every("1s").unwrap());
+    trigger.missed = Missed::CatchUp;
+    store.sync_schedules(&[trigger]).await.unwrap();
+    let fire_after = async |wait_ms: u64| {
+        tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
+        store.fire_schedules().await.unwrap().len()
+    };
+    let first = fire_after(1_200).await;
+    assert!(first >= 1);
+    cluster.psql(
+        "postgres",
+        "UPDATE wayline_schedule_fires SET fired_at = now() - interval '31 days'",
+    );
+    let second = fire_after(1_100).await;
+    assert!(second >= 1);
+    let kept: usize = cluster
+        .psql("postgres", "SELECT COUNT(*) FROM wayline_schedule_fires")
+        .parse()
+        .unwrap();
+    assert_eq!(kept, second, "the aged records are gone, the new ones kept");
+    let schedules = store.schedules().await.unwrap();
+    assert_eq!(
+        (schedules[0].fired, schedules[0].skipped),
+        ((first + second) as u64, 0)
+    );
+}
