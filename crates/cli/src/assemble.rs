@@ -581,9 +581,7 @@ pub(crate) fn open_knowledge(
     knowledge: &KnowledgeArg,
     run_store: Option<&Location>,
 ) -> Result<Arc<dyn KnowledgeStore>, Outcome> {
-    let configured = std::env::var_os(wayline_store::STORE_VARIABLE)
-        .filter(|value| !value.is_empty())
-        .and_then(|_| Location::configured());
+    let configured = Location::from_variable();
     let location = match (&knowledge.knowledge, run_store.or(configured.as_ref())) {
         (Some(location), _) => location.clone(),
         (None, Some(store)) => store.clone(),

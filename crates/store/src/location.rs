@@ -46,13 +46,16 @@ impl Location {
     /// The store a host uses when none is given: `WAYLINE_STORE` when set, else
     /// [`default_location`]. `None` when neither is known.
     pub fn configured() -> Option<Location> {
-        match std::env::var_os(STORE_VARIABLE) {
-            Some(value) if !value.is_empty() => Some(match value.to_str() {
-                Some(text) => Location::parse(text),
-                None => Location::Path(PathBuf::from(value)),
-            }),
-            _ => default_location().map(Location::Path),
-        }
+        Location::from_variable().or_else(|| default_location().map(Location::Path))
+    }
+
+    /// The store `WAYLINE_STORE` names, when it is set (and not empty).
+    pub fn from_variable() -> Option<Location> {
+        let value = std::env::var_os(STORE_VARIABLE).filter(|value| !value.is_empty())?;
+        Some(match value.to_str() {
+            Some(text) => Location::parse(text),
+            None => Location::Path(PathBuf::from(value)),
+        })
     }
 
     /// The path, for a store on this machine.

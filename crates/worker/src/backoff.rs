@@ -1,19 +1,22 @@
-//! How a worker's loop treats a store that fails: it looks at the queue less often (the poll
+//! How a worker treats a store that fails: its loop looks at the queue less often (the poll
 //! interval, doubling up to [`MAX_WAIT`]) and says so once when the store fails and once when it
-//! answers again, rather than at every poll. Lease renewals keep their own pace: a run's lease
-//! matters more than a quiet log.
+//! answers again, rather than at every poll; a release the store refused is tried again the
+//! same way. Lease renewals keep their own pace: a run's lease matters more than a quiet log.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// The longest wait between two looks at the queue while the store fails.
+/// The longest wait between two looks at the queue while the store fails (unless the poll
+/// interval is longer).
 pub(crate) const MAX_WAIT: Duration = Duration::from_secs(5);
 
 /// The state of the store as the worker's calls found it.
 #[derive(Debug)]
 pub(crate) struct Backoff {
     poll: Duration,
+    /// The longest wait (the poll interval when that is longer).
+    longest: Duration,
     /// When the failures began, while they last.
     failing_since: Option<Instant>,
     /// The wait after the latest failure.
@@ -23,10 +26,12 @@ pub(crate) struct Backoff {
 }
 
 impl Backoff {
-    /// The store answers; the worker looks every `poll`.
-    pub(crate) fn new(poll: Duration, now: Instant) -> Backoff {
+    /// The store answers; the worker looks every `poll`, and while it fails, waits up to
+    /// `longest` between two tries.
+    pub(crate) fn new(poll: Duration, longest: Duration, now: Instant) -> Backoff {
         Backoff {
             poll,
+            longest: longest.max(poll),
             failing_since: None,
             wait: poll,
             next: now,
@@ -38,6 +43,11 @@ impl Backoff {
         now >= self.next
     }
 
+    /// When the next try is due.
+    pub(crate) fn next(&self) -> Instant {
+        self.next
+    }
+
     /// A call failed at `now`; `true` when it is the first of a run of failures (worth a
     /// warning; the others are worth a debug line).
     pub(crate) fn failed(&mut self, now: Instant) -> bool {
@@ -46,7 +56,7 @@ impl Backoff {
             self.failing_since = Some(now);
             self.wait = self.poll;
         } else {
-            self.wait = (self.wait * 2).min(MAX_WAIT.max(self.poll));
+            self.wait = (self.wait * 2).min(self.longest);
         }
         self.next = now + self.wait;
         first
@@ -69,7 +79,7 @@ mod tests {
     fn failures_space_out_the_looks_and_an_answer_ends_the_wait() {
         let start = Instant::now();
         let at = |ms: u64| start + Duration::from_millis(ms);
-        let mut backoff = Backoff::new(Duration::from_millis(500), start);
+        let mut backoff = Backoff::new(Duration::from_millis(500), MAX_WAIT, start);
         assert!(backoff.due(start));
         assert!(backoff.failed(at(0)), "the first failure is announced");
         assert!(!backoff.due(at(499)));
@@ -101,7 +111,7 @@ mod tests {
     #[test]
     fn a_poll_longer_than_the_longest_wait_is_kept() {
         let start = Instant::now();
-        let mut backoff = Backoff::new(Duration::from_secs(10), start);
+        let mut backoff = Backoff::new(Duration::from_secs(10), MAX_WAIT, start);
         backoff.failed(start);
         backoff.failed(start + Duration::from_secs(10));
         assert!(!backoff.due(start + Duration::from_secs(19)));

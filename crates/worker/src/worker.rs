@@ -16,7 +16,7 @@ use wayline_executor::{CancelToken, Engine, EngineBuilder, StoreFailure};
 use wayline_store::StoreError;
 use wayline_store::queue::{Claimed, Fire, Heartbeat, Lease, Release, Renewed, RunQueue};
 
-use crate::backoff::Backoff;
+use crate::backoff::{Backoff, MAX_WAIT};
 use crate::error::Error;
 use crate::metrics::{Counters, Metrics};
 use crate::options::WorkerOptions;
@@ -151,7 +151,7 @@ impl Worker {
         let mut poll = tokio::time::interval(self.options.poll);
         poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut stop_by: Option<Instant> = None;
-        let mut backoff = Backoff::new(self.options.poll, Instant::now());
+        let mut backoff = Backoff::new(self.options.poll, MAX_WAIT, Instant::now());
         loop {
             if stop_by.is_some() && active.is_empty() && calls.is_empty() {
                 break;
@@ -199,8 +199,8 @@ impl Worker {
                         self.renewed(&leases, renewed, &mut backoff, &mut active);
                     }
                     Answer::Released(counted, released) => {
-                        if released.is_ok() && let Some(down) = backoff.answered(Instant::now()) {
-                            tracing::info!(after = ?down, "the store answers again");
+                        if released.is_ok() {
+                            store_answers(&mut backoff);
                         }
                         self.released(counted, released);
                     }
@@ -375,25 +375,24 @@ impl Worker {
     /// and another worker sees the run as it was left.
     async fn release_retrying(&self, lease: &Lease, release: Release) -> Result<bool, StoreError> {
         let give_up = Instant::now() + self.options.lease;
-        let mut wait = self.options.poll;
+        let mut backoff = Backoff::new(self.options.poll, MAX_RELEASE_WAIT, Instant::now());
         loop {
-            match self.queue.release(lease, release.clone()).await {
-                Err(error) if Instant::now() + wait < give_up => {
-                    Counters::add(&self.counters.store_errors);
-                    if wait == self.options.poll {
-                        tracing::warn!(run_id = %lease.run_id, %error, "could not release the run; trying again");
-                    } else {
-                        tracing::debug!(run_id = %lease.run_id, %error, "could not release the run; trying again");
-                    }
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(MAX_RELEASE_WAIT);
-                }
-                Err(error) => {
-                    tracing::warn!(run_id = %lease.run_id, %error, "could not release the run; its lease will run out");
-                    return Err(error);
-                }
+            let error = match self.queue.release(lease, release.clone()).await {
+                Err(error) => error,
                 released => return released,
+            };
+            let first = backoff.failed(Instant::now());
+            if backoff.next() >= give_up {
+                tracing::warn!(run_id = %lease.run_id, %error, "could not release the run; its lease will run out");
+                return Err(error);
             }
+            Counters::add(&self.counters.store_errors);
+            if first {
+                tracing::warn!(run_id = %lease.run_id, %error, "could not release the run; trying again");
+            } else {
+                tracing::debug!(run_id = %lease.run_id, %error, "could not release the run; trying again");
+            }
+            tokio::time::sleep_until(backoff.next()).await;
         }
     }
 
@@ -428,9 +427,7 @@ impl Worker {
         let now = Instant::now();
         match answer {
             Ok(answer) => {
-                if let Some(down) = backoff.answered(now) {
-                    tracing::info!(after = ?down, "the store answers again");
-                }
+                store_answers(backoff);
                 Some(answer)
             }
             Err(error) => {
@@ -454,6 +451,13 @@ impl Worker {
             (Counted::Requeued, Ok(true)) => &self.counters.requeued,
         };
         Counters::add(counter);
+    }
+}
+
+/// A call went through: the end of an outage, if there was one, is said.
+fn store_answers(backoff: &mut Backoff) {
+    if let Some(down) = backoff.answered(Instant::now()) {
+        tracing::info!(after = ?down, "the store answers again");
     }
 }
 

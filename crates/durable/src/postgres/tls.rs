@@ -121,10 +121,7 @@ fn client_identity(
             return Err("sslkey needs sslcert: name the client certificate too".into());
         }
     };
-    let chain = CertificateDer::pem_file_iter(cert)
-        .map_err(|error| format!("sslcert {cert}: {error}"))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| format!("sslcert {cert}: {error}"))?;
+    let chain = certificates("sslcert", cert)?;
     if chain.is_empty() {
         return Err(format!(
             "sslcert {cert}: no certificate in it; give the client certificate as PEM"
@@ -156,11 +153,7 @@ fn roots(file: Option<&str>) -> Result<RootCertStore, String> {
     match file {
         None | Some("system") => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
         Some(path) => {
-            let certificates = CertificateDer::pem_file_iter(path)
-                .map_err(|error| format!("sslrootcert {path}: {error}"))?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|error| format!("sslrootcert {path}: {error}"))?;
-            let (added, _) = roots.add_parsable_certificates(certificates);
+            let (added, _) = roots.add_parsable_certificates(certificates("sslrootcert", path)?);
             if added == 0 {
                 return Err(format!(
                     "sslrootcert {path}: no certificate in it; give the PEM file of the authority that signed the server's certificate"
@@ -169,6 +162,14 @@ fn roots(file: Option<&str>) -> Result<RootCertStore, String> {
         }
     }
     Ok(roots)
+}
+
+/// The certificates of the PEM file `path`, which the URL's parameter `parameter` names (for
+/// the message when it cannot be read).
+fn certificates(parameter: &str, path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    CertificateDer::pem_file_iter(path)
+        .and_then(|certificates| certificates.collect::<Result<Vec<_>, _>>())
+        .map_err(|error| format!("{parameter} {path}: {error}"))
 }
 
 /// `%XX` escapes decoded (a path in a URL).

@@ -279,6 +279,7 @@ impl PostgresStore {
                 .get::<_, Option<i64>>(0)
                 .and_then(|version| u32::try_from(version).ok());
             let latest = due.len().saturating_sub(1);
+            let (mut fired, mut skipped) = (0_i64, 0_i64);
             for (index, at) in due.into_iter().enumerate() {
                 let fire = if trigger.missed == Missed::Skip && index < latest {
                     Fire {
@@ -305,20 +306,11 @@ impl PostgresStore {
                 if recorded == 0 {
                     continue;
                 }
-                let counter = if fire.run_id.is_some() {
-                    "fired"
+                if fire.run_id.is_some() {
+                    fired += 1;
                 } else {
-                    "skipped"
-                };
-                transaction
-                    .execute(
-                        &format!(
-                            "UPDATE wayline_schedules SET {counter} = {counter} + 1 WHERE id = $1"
-                        ),
-                        &[&trigger.id],
-                    )
-                    .await
-                    .map_err(|error| self.error(&error))?;
+                    skipped += 1;
+                }
                 if let (Some(run_id), Some(version)) = (&fire.run_id, version) {
                     self.enqueue(
                         &transaction,
@@ -334,8 +326,9 @@ impl PostgresStore {
             }
             transaction
                 .execute(
-                    "UPDATE wayline_schedules SET next_due = $2 WHERE id = $1",
-                    &[&trigger.id, &next],
+                    "UPDATE wayline_schedules
+                     SET next_due = $2, fired = fired + $3, skipped = skipped + $4 WHERE id = $1",
+                    &[&trigger.id, &next, &fired, &skipped],
                 )
                 .await
                 .map_err(|error| self.error(&error))?;
