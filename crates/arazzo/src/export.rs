@@ -98,7 +98,7 @@ pub fn export(
             }
         }
     }
-    let mut inputs = input_schema(workflow);
+    let mut inputs = wayline_core::inputs::schema(workflow);
     let mut steps = Vec::new();
     for step in &workflow.steps {
         let tool = step_tool(step, tools)?;
@@ -193,40 +193,6 @@ fn step_tool<'a>(
         )));
     }
     Ok(tool)
-}
-
-/// The workflow's inputs as a JSON Schema: the declared ones, and those its steps read.
-fn input_schema(workflow: &Workflow) -> Value {
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    for (name, spec) in &workflow.inputs {
-        let mut property = Map::new();
-        if !spec.description.is_empty() {
-            property.insert("description".into(), json!(spec.description));
-        }
-        if let Some(default) = &spec.default {
-            property.insert("default".into(), default.clone());
-        }
-        if spec.required == Some(true) {
-            required.push(name.clone());
-        }
-        properties.insert(name.clone(), Value::Object(property));
-    }
-    let ids: Vec<&str> = workflow.steps.iter().map(|step| step.id.as_str()).collect();
-    for step in &workflow.steps {
-        for value in step.input_mapping.values() {
-            if let Reference::Input { name } = Reference::parse(value, |id| ids.contains(&id)) {
-                properties
-                    .entry(name.to_owned())
-                    .or_insert_with(|| json!({}));
-            }
-        }
-    }
-    let mut schema = json!({"type": "object", "properties": properties});
-    if !required.is_empty() {
-        schema["required"] = json!(required);
-    }
-    schema
 }
 
 struct Converter<'a> {

@@ -96,7 +96,8 @@ pub fn import(
 }
 
 /// Declared inputs from a workflow's JSON Schema: each property's description and default,
-/// and whether it is required.
+/// and whether it is required (the schema's `required`, read by core's rule: see
+/// [`wayline_core::inputs`]).
 fn inputs_of(schema: Option<&Value>) -> IndexMap<String, InputSpec> {
     let Some(schema) = schema else {
         return IndexMap::new();
@@ -113,10 +114,14 @@ fn inputs_of(schema: Option<&Value>) -> IndexMap<String, InputSpec> {
         .into_iter()
         .flatten()
     {
+        // Written so that core's rule (`InputSpec::is_required`) says what the schema says:
+        // an input without a default is required unless it is left out of `required`.
+        let default = property.get("default");
+        let listed = required.contains(&name.as_str());
         let spec = json!({
             "description": property.get("description").and_then(Value::as_str).unwrap_or_default(),
-            "default": property.get("default"),
-            "required": required.contains(&name.as_str()).then_some(true),
+            "default": default,
+            "required": (!listed && default.is_none()).then_some(false),
         });
         if let Ok(spec) = serde_json::from_value::<InputSpec>(spec) {
             inputs.insert(name.clone(), spec);

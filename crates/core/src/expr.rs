@@ -282,7 +282,13 @@ fn meter_entry(entry: &mut EntryExpr) {
 /// skipped), before the parser sees it.
 fn check_limits(source: &str) -> Result<(), Error> {
     let refuse = |at: usize, message: String| {
-        let before = &source[..at.min(source.len())];
+        // `at` may fall inside a multi-byte character (the length limit's byte): the text
+        // before it is taken up to the character that holds it.
+        let at = (0..=at.min(source.len()))
+            .rev()
+            .find(|&at| source.is_char_boundary(at))
+            .unwrap_or(0);
+        let before = &source[..at];
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
         Err(Error::InvalidExpression {
@@ -526,6 +532,22 @@ mod tests {
         assert!(Expression::compile(&quoted).is_ok(), "{quoted}");
         let triple = format!("body.note == '''{}'''", "a.'b".repeat(100));
         assert!(Expression::compile(&triple).is_ok(), "{triple}");
+    }
+
+    #[test]
+    fn a_long_expression_is_refused_wherever_its_characters_fall() {
+        // Byte 4,096 inside a three-byte character, at each of its offsets (issue 31: it
+        // panicked every command that validated it).
+        for pad in 0..3 {
+            let source = format!("{}'{}'", "a".repeat(pad), "é€".repeat(2_000));
+            match Expression::compile(&source) {
+                Err(Error::InvalidExpression { line, column, .. }) => {
+                    assert_eq!(line, 1);
+                    assert!(column > 1000, "{column}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

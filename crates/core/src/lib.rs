@@ -26,6 +26,7 @@ pub mod document;
 mod error;
 pub mod expect;
 pub mod expr;
+pub mod inputs;
 pub mod intervene;
 pub mod mcp;
 pub mod notify;

@@ -513,7 +513,7 @@ pub(crate) fn check_inputs(
             Some(default) => {
                 inputs.insert(name.clone(), default.clone());
             }
-            None if spec.required != Some(false) => problems.push(format!(
+            None if spec.is_required() => problems.push(format!(
                 "input `{name}` is required{}; pass it with --input {name}=VALUE",
                 if spec.description.is_empty() {
                     String::new()

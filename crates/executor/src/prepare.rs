@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use wayline_core::tool::ToolKind;
 use wayline_core::workflow::ExpressionField;
-use wayline_core::{
-    Expression, Reference, RetryPolicy, StepKind, ToolCatalog, ToolDefinition, Workflow,
-};
+use wayline_core::{Expression, RetryPolicy, StepKind, ToolCatalog, ToolDefinition, Workflow};
 
 use crate::Error;
 use crate::assertion::Assertions;
@@ -144,15 +142,12 @@ pub(crate) fn prepare(
     let report = wayline_graph::validate(workflow, catalog);
     let mut problems = report.problems();
     let mut steps = Vec::with_capacity(workflow.steps.len());
-    let mut input_refs: Vec<String> = Vec::new();
     let index: HashMap<String, usize> = workflow
         .steps
         .iter()
         .enumerate()
         .map(|(position, step)| (step.id.clone(), position))
         .collect();
-    // By the index, not `Workflow::step` (a scan): a mapping is checked for every step.
-    let is_step = |id: &str| index.contains_key(id);
     // One copy of each tool and of its compiled extraction, however many steps call it.
     let mut tools: HashMap<&str, Option<SharedTool>> = HashMap::new();
     let schema_check = |step: &wayline_core::Step| match step.expect.as_ref().and_then(|e| e.schema)
@@ -249,19 +244,11 @@ pub(crate) fn prepare(
             let Ok(expression) = Expression::compile(source) else {
                 continue;
             };
-            for name in expression.input_refs() {
-                push_unique(&mut input_refs, name);
-            }
             match field {
                 ExpressionField::When => when = Some(expression),
                 ExpressionField::PollUntil => until = Some(expression),
                 ExpressionField::Output(name) => cel_outputs.push((name.to_owned(), expression)),
                 ExpressionField::Assert(_) => asserts.push(expression),
-            }
-        }
-        for source in step.input_mapping.values() {
-            if let Reference::Input { name } = Reference::parse(source, is_step) {
-                push_unique(&mut input_refs, name);
             }
         }
         let path_outputs = path_outputs(&step.outputs).unwrap_or_else(|error| {
@@ -350,12 +337,6 @@ pub(crate) fn prepare(
         successors,
         priority,
         index,
-        input_refs,
+        input_refs: wayline_core::inputs::read_by_steps(workflow),
     })
-}
-
-fn push_unique(names: &mut Vec<String>, name: &str) {
-    if !names.iter().any(|known| known == name) {
-        names.push(name.to_owned());
-    }
 }

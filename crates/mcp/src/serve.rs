@@ -239,28 +239,12 @@ fn workflow_description(workflow: &Workflow) -> String {
     format!("{about} (a wayline workflow: {})", steps.join(" → "))
 }
 
-/// The schema of a workflow's declared inputs.
+/// The schema of a workflow's inputs (core's rule of which are required).
 fn workflow_schema(workflow: &Workflow) -> JsonObject {
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    for (name, spec) in &workflow.inputs {
-        let mut property = Map::new();
-        if !spec.description.is_empty() {
-            property.insert("description".into(), json!(spec.description));
-        }
-        if let Some(default) = &spec.default {
-            property.insert("default".into(), default.clone());
-        }
-        if spec.required.unwrap_or(spec.default.is_none()) {
-            required.push(name.clone());
-        }
-        properties.insert(name.clone(), Value::Object(property));
+    match wayline_core::inputs::schema(workflow) {
+        Value::Object(schema) => schema,
+        _ => JsonObject::new(),
     }
-    let mut schema = Map::new();
-    schema.insert("type".into(), json!("object"));
-    schema.insert("properties".into(), Value::Object(properties));
-    schema.insert("required".into(), json!(required));
-    schema
 }
 
 /// A finished run as a tool result: the step outputs as structured content; a run that did

@@ -115,3 +115,91 @@ workflows:
         "{error}"
     );
 }
+
+/// Issue 31, item 23: an exported document requires what the original workflow requires (an
+/// input declared without a default; in a workflow that declares none, each input a step
+/// reads), so its runs are refused where the original's are.
+#[tokio::test]
+async fn an_exported_document_requires_the_inputs_the_original_requires() {
+    use std::sync::Arc;
+
+    use wayline_core::document::Format;
+    use wayline_core::{InputSpec, MemoryCatalog, Step, Workflow};
+    use wayline_executor::{Engine, Error as EngineError, RunOptions};
+
+    let tool = wayline_registry::parse_tool(
+        "id: find\nname: Find\nbase_url: http://api.test\nmethod: GET\npath: /find\n\
+         request: {query_params: [region, q, page]}\n",
+        Format::Yaml,
+        "find.yaml",
+        &wayline_registry::process_env,
+    )
+    .unwrap();
+    let mut tools = ToolRegistry::new();
+    tools.insert(tool, "find.yaml".into()).unwrap();
+    // Declared: `region` without a default, `page` with one (and `required: true`, which a
+    // default makes moot).
+    let mut declared = Workflow::new("w", "W");
+    declared
+        .inputs
+        .insert("region".into(), InputSpec::default());
+    let mut page = InputSpec::default();
+    page.default = Some(serde_json::json!(1));
+    page.required = Some(true);
+    declared.inputs.insert("page".into(), page);
+    declared.steps.push(
+        Step::new("find", "find")
+            .map("region", "$input.region")
+            .map("page", "$input.page"),
+    );
+    // Undeclared: what the steps read.
+    let mut undeclared = Workflow::new("w", "W");
+    undeclared
+        .steps
+        .push(Step::new("find", "find").map("q", "$input.query"));
+
+    for (workflow, required) in [(declared, vec!["region"]), (undeclared, vec!["query"])] {
+        // The original refuses a run without them.
+        let engine = Engine::builder(Arc::new(tools.clone())).build();
+        match engine.run(&workflow, RunOptions::new()).await {
+            Err(EngineError::InvalidInputs { problems, .. }) => {
+                assert_eq!(problems.len(), required.len(), "{problems:?}");
+                for (problem, name) in problems.iter().zip(&required) {
+                    assert!(problem.contains(&format!("`{name}`")), "{problem}");
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+        // So does the export.
+        let exported = export(&workflow, &tools, "w").unwrap();
+        let schema = &exported.arazzo["workflows"][0]["inputs"];
+        assert_eq!(schema["required"], serde_json::json!(required), "{schema}");
+        let files = tempfile::tempdir().unwrap();
+        for (file, description) in &exported.descriptions {
+            std::fs::write(files.path().join(file), description.to_string()).unwrap();
+        }
+        let text = serde_norway::to_string(&exported.arazzo).unwrap();
+        let document = load(&text, "w.arazzo.yaml").unwrap();
+        let sources = Sources::load(&document, files.path(), &indexmap::IndexMap::new());
+        let runner =
+            wayline_arazzo::run::Runner::new(document, &sources, &indexmap::IndexMap::new());
+        let engine = Engine::builder(Arc::new(MemoryCatalog::new())).build();
+        let refused = runner
+            .run(&engine, "w", serde_json::Map::new(), RunOptions::new())
+            .await
+            .unwrap_err()
+            .to_string();
+        for name in &required {
+            assert!(
+                refused.contains(&format!("\"{name}\" is a required property")),
+                "{refused}"
+            );
+        }
+        // And it reads back as the same requirements.
+        let back = import(&load(&text, "w.arazzo.yaml").unwrap(), None, &tools).unwrap();
+        assert_eq!(
+            wayline_core::inputs::schema(&back)["required"],
+            serde_json::json!(required)
+        );
+    }
+}

@@ -40,41 +40,51 @@ pub fn is_url(text: &str) -> bool {
 
 /// `url` with its password replaced by `***`: the one in the user part and any `password=`
 /// parameter. Everything else is kept, so the message still says which database it is.
+///
+/// A password that is not percent-encoded may hold any character (`@`, `/`, `?`, `#`), so the
+/// user part is taken to end at the *last* `@` after the scheme: when a parameter holds an `@`
+/// too, more than the password is hidden, never less.
 pub fn mask(url: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return mask_parameters(url);
     };
-    let mut shown = match base.split_once("://") {
-        Some((scheme, rest)) => {
-            // The user part ends at the last `@` (a password may hold one when not
-            // percent-encoded); the password starts after the first `:` in it.
-            let rest = match rest.rfind('@') {
-                Some(at) => {
-                    let (user_part, host_part) = rest.split_at(at);
-                    match user_part.split_once(':') {
-                        Some((user, _password)) => format!("{user}:***{host_part}"),
-                        None => rest.to_owned(),
-                    }
-                }
-                None => rest.to_owned(),
-            };
-            format!("{scheme}://{rest}")
+    let rest = match rest.rfind('@') {
+        Some(at) => {
+            let (user_part, host_part) = rest.split_at(at);
+            match user_part.split_once(':') {
+                Some((user, _password)) => format!("{user}:***{}", mask_parameters(host_part)),
+                None => format!("{user_part}{}", mask_parameters(host_part)),
+            }
         }
-        None => base.to_owned(),
+        None => mask_parameters(rest),
     };
-    if let Some(query) = query {
-        let parameters: Vec<String> = query
-            .split('&')
-            .map(|parameter| match parameter.split_once('=') {
-                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
-                _ => parameter.to_owned(),
-            })
-            .collect();
-        shown.push('?');
-        shown.push_str(&parameters.join("&"));
+    format!("{scheme}://{rest}")
+}
+
+/// `url` split before its parameters: at the first `?` after the user part (a password may
+/// hold a `?` of its own), as [`mask`] reads it.
+#[cfg(feature = "postgres")]
+pub(crate) fn split_query(url: &str) -> (&str, &str) {
+    let user_part_end = url.rfind('@').map_or(0, |at| at + 1);
+    match url[user_part_end..].find('?') {
+        Some(at) => (&url[..user_part_end + at], &url[user_part_end + at + 1..]),
+        None => (url, ""),
     }
-    shown
+}
+
+/// `text` (what follows the user part) with the value of every `password=` parameter `***`.
+fn mask_parameters(text: &str) -> String {
+    let Some((base, query)) = text.split_once('?') else {
+        return text.to_owned();
+    };
+    let parameters: Vec<String> = query
+        .split('&')
+        .map(|parameter| match parameter.split_once('=') {
+            Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+            _ => parameter.to_owned(),
+        })
+        .collect();
+    format!("{base}?{}", parameters.join("&"))
 }
 
 #[cfg(feature = "postgres")]
@@ -354,6 +364,22 @@ mod tests {
             ("postgres://u@h/d", "postgres://u@h/d"),
             ("postgres://h:5432/d", "postgres://h:5432/d"),
             ("postgres://u:p@ss@h/d", "postgres://u:***@h/d"),
+            // Unencoded `?`, `/` and `#` in a password (issue 31: it was shown in clear).
+            ("postgres://u:pa?ss@h/d", "postgres://u:***@h/d"),
+            (
+                "postgres://u:a/b?c#d@h/d?sslmode=require",
+                "postgres://u:***@h/d?sslmode=require",
+            ),
+            (
+                "postgres://u:pa?ss@h/d?password=x",
+                "postgres://u:***@h/d?password=***",
+            ),
+            // An `@` in a parameter hides the host too: more than the password, never less.
+            ("postgres://u:p@h/d?sslrootcert=/a@b", "postgres://u:***@b"),
+            (
+                "postgres://u@h/d?sslrootcert=/a@b",
+                "postgres://u@h/d?sslrootcert=/a@b",
+            ),
             (
                 "postgresql://u:p@h/d?sslmode=disable&Password=x",
                 "postgresql://u:***@h/d?sslmode=disable&Password=***",

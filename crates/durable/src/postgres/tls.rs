@@ -44,7 +44,7 @@ enum Check {
 
 /// The settings `url` asks for; `Err` says what in it is wrong, without repeating it.
 pub(crate) fn settings(url: &str) -> Result<Settings, String> {
-    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let (base, query) = super::split_query(url);
     let mut mode = "prefer".to_owned();
     let mut root_file = None;
     let (mut cert_file, mut key_file) = (None, None);
