@@ -30,6 +30,7 @@ pub mod export;
 pub mod expression;
 pub mod flow;
 pub mod import;
+mod input_schema;
 mod load;
 pub mod model;
 mod positions;

@@ -66,6 +66,9 @@ pub enum Rule {
     AmbiguousOperation,
     /// Steps (or workflows) that wait for each other.
     Cycle,
+    /// A workflow's inputs schema that is not a JSON Schema the validator can use (a `$ref` to
+    /// nothing, a keyword with a wrong value).
+    InvalidSchema,
     /// What the document may say but wayline does not run (AsyncAPI steps, XPath criteria).
     Unsupported,
 }
@@ -99,6 +102,7 @@ impl Rule {
             Rule::UnknownReference => "unknown_reference",
             Rule::AmbiguousOperation => "ambiguous_operation",
             Rule::Cycle => "cycle",
+            Rule::InvalidSchema => "invalid_schema",
             Rule::Unsupported => "unsupported",
         }
     }

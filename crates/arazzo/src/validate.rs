@@ -135,6 +135,12 @@ impl Validator<'_> {
 
     fn workflow(&mut self, index: usize, workflow: &Workflow) {
         let at = format!("/workflows/{index}");
+        // What a run checks its inputs with must compile here, or the run refuses them all.
+        if let Some(schema) = &workflow.inputs
+            && let Err(reason) = crate::input_schema::compile(self.document, schema)
+        {
+            self.problem(Rule::InvalidSchema, format!("{at}/inputs"), reason);
+        }
         self.waits[index] = vec![BTreeSet::new(); workflow.steps.len()];
         unique(
             &mut self.problems,

@@ -13,7 +13,6 @@
 
 mod compile;
 mod control;
-mod inputs;
 mod render;
 
 use std::cell::RefCell;
@@ -29,6 +28,7 @@ use wayline_core::document::nearest;
 use wayline_core::{MemoryCatalog, Run, RunStatus, StepResult, StepStatus};
 use wayline_executor::{Engine, RunOptions};
 
+use crate::input_schema;
 use crate::model::ArazzoDocument;
 use crate::runtime::WorkflowValues;
 use crate::sources::Sources;
@@ -423,16 +423,18 @@ impl Runner {
             };
             let document = &self.inner.document;
             let workflow = &document.workflows[compiled.index];
-            let inputs =
-                inputs::check(document, workflow.inputs.as_ref(), inputs).map_err(|problems| {
-                    RunError::Inputs {
-                        workflow: workflow_id.clone(),
-                        problems,
-                    }
-                })?;
+            let inputs = input_schema::check(document, workflow.inputs.as_ref(), inputs).map_err(
+                |problems| RunError::Inputs {
+                    workflow: workflow_id.clone(),
+                    problems,
+                },
+            )?;
             // Credentials passed as inputs are masked in this run and in those it leads to.
-            let options =
-                options.mask(inputs::secrets(document, workflow.inputs.as_ref(), &inputs));
+            let options = options.mask(input_schema::secrets(
+                document,
+                workflow.inputs.as_ref(),
+                &inputs,
+            ));
             let masked = options.masked.clone();
             let mut dependencies = Vec::new();
             for dependency in &workflow.depends_on {

@@ -276,3 +276,35 @@ workflows:
         problems[0].message
     );
 }
+
+/// Issue 31, item 1: `validate` refuses an inputs schema a run could not use, as the run does.
+#[test]
+fn an_inputs_schema_a_run_could_not_use_is_an_error() {
+    let text = "arazzo: 1.1.0
+info: {title: T, version: '1'}
+sourceDescriptions: [{name: api, url: ./api.yaml}]
+workflows:
+  - workflowId: w
+    inputs: {$ref: '#/components/inputs/missing'}
+    steps: [{stepId: s, operationId: op}]
+  - workflowId: v
+    inputs: {type: object, properties: {n: {type: integer, minimum: many}}}
+    steps: [{stepId: s, operationId: op}]
+components:
+  inputs:
+    present: {type: string}
+";
+    let document = load(text, "doc.arazzo.yaml").unwrap();
+    let found: Vec<(String, Rule)> = wayline_arazzo::validate(&document)
+        .into_iter()
+        .filter(|problem| problem.rule == Rule::InvalidSchema)
+        .map(|problem| (problem.pointer.clone(), problem.rule))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("/workflows/0/inputs".to_owned(), Rule::InvalidSchema),
+            ("/workflows/1/inputs".to_owned(), Rule::InvalidSchema),
+        ]
+    );
+}

@@ -1080,3 +1080,61 @@ async fn a_retry_can_run_a_workflow_first_and_a_goto_can_pass_control_to_another
         .collect();
     assert_eq!(called, ["renew", "audit"]);
 }
+
+/// Issue 31, item 1: input components that refer to each other twice per level (600 bytes
+/// that once expanded to 19 GB) are checked as they are written, never expanded.
+#[tokio::test(start_paused = true)]
+async fn input_components_referring_to_each_other_are_never_expanded() {
+    let workflows = "workflows:
+  - workflowId: w
+    inputs: {$ref: '#/components/inputs/a'}
+    steps:
+      - stepId: read
+        operationId: listItems
+        parameters: [{name: kind, in: query, value: $inputs.kind}]
+components:
+  inputs:
+    a:
+      type: object
+      properties:
+        x: {$ref: '#/components/inputs/b'}
+        y: {$ref: '#/components/inputs/b'}
+        kind: {$ref: '#/components/inputs/kind'}
+    b:
+      type: object
+      properties:
+        x: {$ref: '#/components/inputs/a'}
+        y: {$ref: '#/components/inputs/a'}
+    kind: {type: string, default: all}
+";
+    let started = std::time::Instant::now();
+    let (ran, sent) = run(
+        workflows,
+        "w",
+        json!({"x": {"y": {"x": {}}}}),
+        Box::new(|_| json_reply(200, json!([]))),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    // The default a referenced property gives is filled in.
+    assert_eq!(sent.lines(), ["GET /items?kind=all"]);
+    assert!(started.elapsed() < Duration::from_secs(30));
+
+    // And what breaks the recursive schema deep inside is still found.
+    let (document, dir) = document(workflows);
+    let sources = Sources::load(&document, dir.path(), &IndexMap::new());
+    let runner = Runner::new(document, &sources, &IndexMap::new());
+    let engine = Engine::builder(Arc::new(MemoryCatalog::new())).build();
+    let Value::Object(inputs) = json!({"x": {"y": {"x": {"y": 5}}}}) else {
+        unreachable!()
+    };
+    let refused = runner
+        .run(&engine, "w", inputs, RunOptions::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("/x/y/x/y: 5 is not of type \"object\""),
+        "{refused}"
+    );
+}

@@ -11,6 +11,7 @@ mod command_line;
 mod durable;
 mod explore;
 mod guard;
+mod hardening;
 mod import;
 mod json_server;
 mod knowledge;

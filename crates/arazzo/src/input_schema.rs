@@ -1,14 +1,80 @@
-//! A workflow's inputs checked against its JSON Schema before it runs, with the schema's
-//! defaults filled in. `$ref`s to `#/components/inputs/NAME` are resolved from the document.
+//! A workflow's inputs schema: compiled for checking a run's inputs (with its defaults filled
+//! in), read for the inputs that hold credentials, and checked by validation the same way, so
+//! `validate` refuses what a run would.
+//!
+//! `$ref`s to `#/components/inputs/NAME` are left to the JSON Schema validator, which follows
+//! them as it validates (the components travel with the schema, where those pointers find them):
+//! a schema is never expanded, so components that refer to each other twice per level cost
+//! their own size, not two to the power of their depth. Reading defaults and credential marks
+//! follows at most [`MAX_REF_HOPS`] `$ref`s from one place, so a loop of references ends.
 
 use serde_json::{Map, Value};
 
 use crate::model::ArazzoDocument;
 
-/// How deep `$ref`s to the document's input components are followed (a loop stops here).
-const MAX_REF_DEPTH: usize = 32;
+/// How many `$ref`s in a row are followed to the schema they name (a loop stops here).
+const MAX_REF_HOPS: usize = 32;
 
-/// `inputs` with the schema's top-level defaults added, or every way they break the schema.
+/// The validator of `schema` (a workflow's `inputs`), its references to the document's input
+/// components resolvable; `Err` says why the schema cannot be used.
+pub(crate) fn compile(
+    document: &ArazzoDocument,
+    schema: &Value,
+) -> Result<jsonschema::Validator, String> {
+    let mut root = schema.clone();
+    if let (Value::Object(root), Some(components)) = (&mut root, &document.components)
+        && !components.inputs.is_empty()
+        && !root.contains_key("components")
+    {
+        let inputs: Map<String, Value> = components
+            .inputs
+            .iter()
+            .map(|(name, schema)| (name.clone(), schema.clone()))
+            .collect();
+        root.insert(
+            "components".to_owned(),
+            Value::Object(Map::from_iter([(
+                "inputs".to_owned(),
+                Value::Object(inputs),
+            )])),
+        );
+    }
+    jsonschema::validator_for(&root)
+        .map_err(|error| format!("the inputs schema is not valid: {error}"))
+}
+
+/// The schema `schema` stands for: itself, or what its `$ref` to `#/components/inputs/NAME`
+/// names, and so on (at most [`MAX_REF_HOPS`] times).
+fn target<'a>(document: &'a ArazzoDocument, mut schema: &'a Value) -> &'a Value {
+    for _ in 0..MAX_REF_HOPS {
+        let Some(next) = schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|reference| reference.strip_prefix("#/components/inputs/"))
+            .and_then(|name| document.components.as_ref()?.inputs.get(name))
+        else {
+            break;
+        };
+        schema = next;
+    }
+    schema
+}
+
+/// The top-level properties of `schema`, each as the schema it stands for.
+fn properties<'a>(
+    document: &'a ArazzoDocument,
+    schema: &'a Value,
+) -> impl Iterator<Item = (&'a String, &'a Value)> {
+    target(document, schema)
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(move |(name, property)| (name, target(document, property)))
+}
+
+/// `inputs` with the schema's top-level defaults added, or every way they break the schema
+/// (or why the schema cannot be used).
 pub(crate) fn check(
     document: &ArazzoDocument,
     schema: Option<&Value>,
@@ -17,20 +83,14 @@ pub(crate) fn check(
     let Some(schema) = schema else {
         return Ok(inputs);
     };
-    let schema = inline(document, schema, 0);
-    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
-        for (name, property) in properties {
-            if let Some(default) = property.get("default")
-                && !inputs.contains_key(name)
-            {
-                inputs.insert(name.clone(), default.clone());
-            }
+    let validator = compile(document, schema).map_err(|problem| vec![problem])?;
+    for (name, property) in properties(document, schema) {
+        if let Some(default) = property.get("default")
+            && !inputs.contains_key(name)
+        {
+            inputs.insert(name.clone(), default.clone());
         }
     }
-    let validator = match jsonschema::validator_for(&schema) {
-        Ok(validator) => validator,
-        Err(error) => return Err(vec![format!("the inputs schema is not valid: {error}")]),
-    };
     let value = Value::Object(inputs);
     let problems: Vec<String> = validator
         .iter_errors(&value)
@@ -57,17 +117,16 @@ pub(crate) fn secrets(
     schema: Option<&Value>,
     inputs: &Map<String, Value>,
 ) -> Vec<String> {
-    let schema = schema.map(|schema| inline(document, schema, 0));
-    let marked = |name: &str| {
-        let Some(property) = schema
-            .as_ref()
-            .and_then(|schema| schema.get("properties")?.get(name))
-        else {
-            return false;
-        };
-        property.get("format").and_then(Value::as_str) == Some("password")
-            || property.get("writeOnly").and_then(Value::as_bool) == Some(true)
-    };
+    let marked: Vec<&String> = schema
+        .into_iter()
+        .flat_map(|schema| properties(document, schema))
+        .filter(|(_, property)| {
+            property.get("format").and_then(Value::as_str) == Some("password")
+                || property.get("writeOnly").and_then(Value::as_bool) == Some(true)
+        })
+        .map(|(name, _)| name)
+        .collect();
+    let marked = |name: &str| marked.iter().any(|known| *known == name);
     let mut found = Vec::new();
     for (name, value) in inputs {
         if marked(name) || wayline_core::secret::is_secret_name(name) {
@@ -104,36 +163,6 @@ fn named(value: &Value, found: &mut Vec<String>) {
             }
         }
         _ => {}
-    }
-}
-
-/// `schema` with each `$ref` to `#/components/inputs/NAME` replaced by that schema.
-fn inline(document: &ArazzoDocument, schema: &Value, depth: usize) -> Value {
-    match schema {
-        Value::Object(map) => {
-            if let Some(Value::String(reference)) = map.get("$ref")
-                && let Some(name) = reference.strip_prefix("#/components/inputs/")
-                && let Some(target) = document
-                    .components
-                    .as_ref()
-                    .and_then(|components| components.inputs.get(name))
-                && depth < MAX_REF_DEPTH
-            {
-                return inline(document, target, depth + 1);
-            }
-            Value::Object(
-                map.iter()
-                    .map(|(key, value)| (key.clone(), inline(document, value, depth)))
-                    .collect(),
-            )
-        }
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|item| inline(document, item, depth))
-                .collect(),
-        ),
-        other => other.clone(),
     }
 }
 

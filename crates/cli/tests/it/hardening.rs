@@ -1,0 +1,115 @@
+//! Hostile input, through the binary as a user runs it (issue 31): each reproduction is made
+//! here, and the command runs with its memory limited (RLIMIT_DATA) and a time limit, so a
+//! regression fails fast instead of exhausting the machine.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::code;
+
+/// `wayline args` in `dir`, its data segment limited to `megabytes` (bash's `ulimit -d`) and
+/// killed after `seconds`. Panics on a timeout, naming the command.
+fn bounded(dir: &Path, args: &[&str], megabytes: u64, seconds: u64) -> Output {
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -d {}; exec \"$0\" \"$@\"",
+            megabytes * 1024
+        ))
+        .arg(env!("CARGO_BIN_EXE_wayline"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bash runs");
+    let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.read_to_end(&mut bytes);
+        bytes
+    });
+    let err = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stderr.read_to_end(&mut bytes);
+        bytes
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(seconds) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`wayline {}` ran for more than {seconds} s", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// An OpenAPI description of one operation, on a port where nothing listens.
+const UNREACHABLE_API: &str = "openapi: 3.1.0
+info: {title: T, version: '1'}
+servers: [{url: 'http://127.0.0.1:9'}]
+paths:
+  /items:
+    get:
+      operationId: listItems
+      responses: {'200': {description: ok}}
+";
+
+/// Item 1: input components referring to each other twice per level (600 bytes) once made
+/// `run` use 19 GB; `validate` passed them. Both now answer at once in little memory.
+#[test]
+fn input_components_referring_to_each_other_twice_per_level() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("api.yaml"), UNREACHABLE_API).unwrap();
+    std::fs::write(
+        dir.path().join("bomb.arazzo.yaml"),
+        "arazzo: 1.1.0
+info: {title: T, version: '1'}
+sourceDescriptions: [{name: api, url: ./api.yaml}]
+workflows:
+  - workflowId: w
+    inputs: {$ref: '#/components/inputs/a'}
+    steps: [{stepId: s, operationId: listItems}]
+components:
+  inputs:
+    a: {type: object, properties: {x: {$ref: '#/components/inputs/b'}, y: {$ref: '#/components/inputs/b'}}}
+    b: {type: object, properties: {x: {$ref: '#/components/inputs/a'}, y: {$ref: '#/components/inputs/a'}}}
+",
+    )
+    .unwrap();
+    let validated = bounded(dir.path(), &["validate", "bomb.arazzo.yaml"], 512, 60);
+    assert_eq!(code(&validated), 0, "{}", text(&validated.stderr));
+    let ran = bounded(
+        dir.path(),
+        &[
+            "run",
+            "bomb.arazzo.yaml",
+            "--input",
+            "x:={\"y\": {}}",
+            "--format",
+            "json",
+        ],
+        512,
+        60,
+    );
+    // The call itself fails (nothing listens): what matters is that the inputs were checked.
+    assert_eq!(code(&ran), 1, "{}", text(&ran.stderr));
+    let stdout = text(&ran.stdout);
+    assert!(stdout.contains("\"step_id\": \"s\""), "{stdout}");
+}
