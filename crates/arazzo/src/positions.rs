@@ -8,22 +8,35 @@ use std::collections::HashMap;
 use saphyr_parser::{Event, Parser};
 
 /// Line and column (both 1-based) of the nodes of one document, by JSON Pointer.
+///
+/// Kept as a tree (each node's children by key or index), not as a table of whole pointers:
+/// a long key over many items is stored once, so the table is about the size of the document
+/// (a 1 MiB key over 2,000 items once made a 2 GB table).
 #[derive(Debug, Default, Clone)]
 pub struct Positions {
-    at: HashMap<String, (usize, usize)>,
+    /// Each node's line and column; node 0 is the root, when there is one.
+    at: Vec<(usize, usize)>,
+    /// A node's child by its key (a mapping's) or its index (a sequence's), unescaped.
+    children: HashMap<(usize, Box<str>), usize>,
 }
 
 /// A container being read.
 enum Frame {
-    /// A mapping at `pointer`; `key` is the key whose value comes next (none: a key comes).
-    Mapping {
-        pointer: String,
-        key: Option<String>,
-    },
-    /// A sequence at `pointer`, with the index of its next item.
-    Sequence { pointer: String, next: usize },
+    /// A mapping (node `node`); `key` is the node of the key whose value comes next (none: a
+    /// key comes).
+    Mapping { node: usize, key: Option<Key> },
+    /// A sequence (node `node`), with the index of its next item.
+    Sequence { node: usize, next: usize },
     /// A node used as a mapping key that is itself a mapping or sequence: skipped.
     ComplexKey,
+}
+
+/// The key of the value that comes next in a mapping.
+enum Key {
+    /// A scalar key, already a node.
+    Node(usize),
+    /// A key with no name of its own (an alias): its value is the mapping's `""` member.
+    Unnamed,
 }
 
 impl Positions {
@@ -57,6 +70,18 @@ impl Positions {
         positions
     }
 
+    /// The child of `parent` named `token`, made at `at` when it is new (the first place a
+    /// repeated key has is kept).
+    fn child(&mut self, parent: usize, token: &str, at: (usize, usize)) -> usize {
+        if let Some(&node) = self.children.get(&(parent, Box::from(token))) {
+            return node;
+        }
+        self.at.push(at);
+        let node = self.at.len() - 1;
+        self.children.insert((parent, Box::from(token)), node);
+        node
+    }
+
     /// Records one node: a key (a scalar where a mapping expects one) or a value; `container`
     /// says whether it opens a mapping (`Some(true)`) or a sequence (`Some(false)`).
     fn node(
@@ -66,54 +91,69 @@ impl Positions {
         scalar: Option<&str>,
         container: Option<bool>,
     ) {
-        let pointer = match stack.last_mut() {
-            None => String::new(),
+        let node = match stack.last_mut() {
+            None => {
+                if self.at.is_empty() {
+                    self.at.push(at);
+                }
+                0
+            }
             Some(Frame::ComplexKey) => {
                 if container.is_some() {
                     stack.push(Frame::ComplexKey);
                 }
                 return;
             }
-            Some(Frame::Mapping { pointer, key }) => match key.take() {
+            Some(Frame::Mapping { node, key }) => match key.take() {
                 None => {
                     // A key: its position is the field's.
+                    let parent = *node;
                     match scalar {
                         Some(name) => {
-                            let field = format!("{pointer}/{}", escape(name));
-                            self.at.entry(field).or_insert(at);
-                            *key = Some(name.to_owned());
+                            let child = self.child(parent, name, at);
+                            if let Some(Frame::Mapping { key, .. }) = stack.last_mut() {
+                                *key = Some(Key::Node(child));
+                            }
                         }
                         None if container.is_some() => stack.push(Frame::ComplexKey),
-                        None => *key = Some(String::new()),
+                        None => *key = Some(Key::Unnamed),
                     }
                     return;
                 }
-                Some(name) => format!("{pointer}/{}", escape(&name)),
+                Some(Key::Node(child)) => child,
+                Some(Key::Unnamed) => {
+                    let parent = *node;
+                    self.child(parent, "", at)
+                }
             },
-            Some(Frame::Sequence { pointer, next }) => {
-                let item = format!("{pointer}/{next}");
+            Some(Frame::Sequence { node, next }) => {
+                let (parent, index) = (*node, *next);
                 *next += 1;
-                item
+                self.child(parent, &index.to_string(), at)
             }
         };
-        self.at.entry(pointer.clone()).or_insert(at);
         match container {
-            Some(true) => stack.push(Frame::Mapping { pointer, key: None }),
-            Some(false) => stack.push(Frame::Sequence { pointer, next: 0 }),
+            Some(true) => stack.push(Frame::Mapping { node, key: None }),
+            Some(false) => stack.push(Frame::Sequence { node, next: 0 }),
             None => {}
         }
     }
 
     /// The line and column of the node at `pointer`, or of its nearest ancestor that has one.
     pub fn find(&self, pointer: &str) -> Option<(usize, usize)> {
-        let mut pointer = pointer;
-        loop {
-            if let Some(at) = self.at.get(pointer) {
-                return Some(*at);
+        let mut node = 0;
+        let mut found = *self.at.first()?;
+        for token in pointer.split('/').skip(1) {
+            let token = token.replace("~1", "/").replace("~0", "~");
+            match self.children.get(&(node, Box::from(token.as_str()))) {
+                Some(&child) => {
+                    node = child;
+                    found = self.at[child];
+                }
+                None => break,
             }
-            let (parent, _) = pointer.rsplit_once('/')?;
-            pointer = parent;
         }
+        Some(found)
     }
 }
 
@@ -141,6 +181,22 @@ mod tests {
         assert_eq!(positions.find("/workflows/1/workflowId"), Some((9, 5)));
         // A pointer to something absent falls back to its nearest ancestor.
         assert_eq!(positions.find("/workflows/1/steps/3"), Some((9, 5)));
+    }
+
+    /// Issue 31, item 8: a 1 MiB key over 2,000 items once made a table of 2 GB.
+    #[test]
+    fn a_long_key_is_kept_once() {
+        let key = "k".repeat(1 << 20);
+        let items = "  - 1\n".repeat(2_000);
+        let text = format!("? {key}\n:\n{items}");
+        let positions = Positions::of(&text);
+        let kept: usize = positions
+            .children
+            .keys()
+            .map(|(_, token)| token.len())
+            .sum();
+        assert!(kept < (1 << 20) + 20_000, "{kept} bytes of keys");
+        assert_eq!(positions.find(&format!("/{key}/1999")), Some((2002, 5)));
     }
 
     #[test]

@@ -5,9 +5,11 @@
 //! the field, and the nearest known field (`input_mappings` → "did you mean `input_mapping`?"),
 //! and renders the offending line with a caret under it.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 
+use saphyr_parser::Event;
 use serde::de::DeserializeOwned;
 
 /// The text formats a document may be written in.
@@ -61,9 +63,30 @@ pub struct DocumentError {
     pub field: Option<String>,
     /// The nearest known field to an unknown one.
     pub suggestion: Option<String>,
-    /// The text of the offending line, for the caret rendering.
+    /// What of the offending line is shown, for the caret rendering: the line (a window of it
+    /// when it is long), or for a field's problem, the line up to the key. Never set for a
+    /// document that is not well-formed or not the kind of document expected (see [`parse`]).
     pub snippet: Option<String>,
+    /// The caret's column in `snippet` (it differs from `column` in a window of a long line).
+    pub snippet_column: Option<usize>,
+    /// How the snippet is cut (kept so that [`DocumentError::with_snippet_from`] cuts alike).
+    quote: Quote,
 }
+
+/// How much of the offending line an error shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Quote {
+    /// Nothing of the text.
+    #[default]
+    Nothing,
+    /// The line, or a window of it around the column.
+    Window,
+    /// The line up to the end of the key at the column (what follows may be anything).
+    UpToKey,
+}
+
+/// The most characters of a line a snippet shows.
+const SNIPPET_CHARS: usize = 120;
 
 impl DocumentError {
     /// A problem that has no position in the text (an unreadable file, a whole-document rule).
@@ -76,28 +99,75 @@ impl DocumentError {
             field: None,
             suggestion: None,
             snippet: None,
+            snippet_column: None,
+            quote: Quote::Nothing,
         }
     }
 
-    /// Sets the position and takes the offending line from `text`.
-    pub fn at(mut self, text: &str, line: usize, column: usize) -> Self {
+    /// Sets the position and takes the offending line from `text` (a window of
+    /// [`SNIPPET_CHARS`] characters around the column, when the line is longer).
+    pub fn at(self, text: &str, line: usize, column: usize) -> Self {
+        self.quoting(Quote::Window, text, line, column)
+    }
+
+    /// Sets the position and shows the offending line only up to the end of the key at
+    /// `column`: for a problem with a field, whose value may be anything (a file given by
+    /// mistake may hold credentials under keys wayline does not know).
+    pub fn at_key(self, text: &str, line: usize, column: usize) -> Self {
+        self.quoting(Quote::UpToKey, text, line, column)
+    }
+
+    /// Sets the position and shows nothing of the text: for a document that is not
+    /// well-formed, or not the kind of document expected, which may be any file at all.
+    pub fn located(mut self, line: usize, column: usize) -> Self {
         self.line = Some(line);
         self.column = Some(column);
-        self.snippet = line
-            .checked_sub(1)
-            .and_then(|index| text.lines().nth(index))
-            .map(str::to_owned);
+        self.quote = Quote::Nothing;
+        self.snippet = None;
+        self.snippet_column = None;
         self
+    }
+
+    /// The same problem with nothing of the text shown: for a document another one refers to
+    /// (a source description, a `$ref`'s file), which its reader never chose to show.
+    #[must_use]
+    pub fn without_content(mut self) -> Self {
+        self.quote = Quote::Nothing;
+        self.snippet = None;
+        self.snippet_column = None;
+        self
+    }
+
+    fn quoting(mut self, quote: Quote, text: &str, line: usize, column: usize) -> Self {
+        self.line = Some(line);
+        self.column = Some(column);
+        self.quote = quote;
+        self.take_snippet(text);
+        self
+    }
+
+    /// Takes the snippet from `text` as [`DocumentError::quote`] says.
+    fn take_snippet(&mut self, text: &str) {
+        let line = self
+            .line
+            .and_then(|line| line.checked_sub(1))
+            .and_then(|index| text.lines().nth(index));
+        let column = self.column.unwrap_or(1).max(1);
+        let shown = match (self.quote, line) {
+            (Quote::Nothing, _) | (_, None) => None,
+            (Quote::Window, Some(line)) => Some(window(line, column)),
+            (Quote::UpToKey, Some(line)) => Some(window(up_to_key(line, column), column)),
+        };
+        (self.snippet, self.snippet_column) = match shown {
+            Some((snippet, caret)) => (Some(snippet), Some(caret)),
+            None => (None, None),
+        };
     }
 
     /// Re-reads the snippet from another text with the same lines: used when the parsed text
     /// had `${VAR}` expanded, so that an expanded value (possibly a secret) is never shown.
     pub fn with_snippet_from(mut self, original: &str) -> Self {
-        self.snippet = self
-            .line
-            .and_then(|line| line.checked_sub(1))
-            .and_then(|index| original.lines().nth(index))
-            .map(str::to_owned);
+        self.take_snippet(original);
         self
     }
 
@@ -119,7 +189,7 @@ impl fmt::Display for DocumentError {
         }
         if let (Some(line), Some(snippet)) = (self.line, &self.snippet) {
             let gutter = line.to_string().len();
-            let column = self.column.unwrap_or(1).max(1);
+            let column = self.snippet_column.or(self.column).unwrap_or(1).max(1);
             // The caret goes under the character the column names; tabs keep their width.
             let pad: String = snippet
                 .chars()
@@ -138,6 +208,40 @@ impl fmt::Display for DocumentError {
 
 impl std::error::Error for DocumentError {}
 
+/// `line`, or when it is longer than [`SNIPPET_CHARS`] a window of it around `column` marked
+/// with `…` at the cut ends; and the column of the caret in what is shown.
+fn window(line: &str, column: usize) -> (String, usize) {
+    let count = line.chars().count();
+    if count <= SNIPPET_CHARS {
+        return (line.to_owned(), column);
+    }
+    let at = column.saturating_sub(1).min(count);
+    let start = at.saturating_sub(SNIPPET_CHARS / 2);
+    let end = (start + SNIPPET_CHARS).min(count);
+    let mut shown = String::new();
+    if start > 0 {
+        shown.push('…');
+    }
+    shown.extend(line.chars().skip(start).take(end - start));
+    if end < count {
+        shown.push('…');
+    }
+    (shown, at - start + 1 + usize::from(start > 0))
+}
+
+/// `line` up to the end of the key at `column` (its `:`, or the column itself when none
+/// follows): the value after a key is not shown.
+fn up_to_key(line: &str, column: usize) -> &str {
+    let at = line
+        .char_indices()
+        .nth(column.saturating_sub(1))
+        .map_or(line.len(), |(at, _)| at);
+    match line[at..].find(':') {
+        Some(colon) => &line[..at + colon + 1],
+        None => &line[..at],
+    }
+}
+
 /// What a document may be before it is parsed: parsers' time and memory grow with a document's
 /// size and nesting, and a YAML parser's with its nesting faster than linearly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,8 +249,9 @@ impl std::error::Error for DocumentError {}
 pub struct Limits {
     /// The largest document, in bytes (default 16 MiB; `WAYLINE_MAX_DOCUMENT_BYTES`).
     pub max_bytes: usize,
-    /// The deepest nesting of flow collections (`[`, `{`; default 128, as serde_json's;
-    /// `WAYLINE_MAX_DOCUMENT_DEPTH`).
+    /// The deepest nesting of collections, block or flow (default 128, as serde_json's;
+    /// `WAYLINE_MAX_DOCUMENT_DEPTH`). A YAML document's aliases may not expand it past
+    /// `max_bytes` either.
     pub max_depth: usize,
 }
 
@@ -176,22 +281,147 @@ impl Limits {
         *CONFIGURED.get_or_init(Limits::from_env)
     }
 
-    /// Checks `text` against the limits, by a scan that skips quoted strings and comments.
-    fn check(&self, text: &str, origin: &str) -> Result<(), Box<DocumentError>> {
+    /// Checks `text` against the limits before a parser builds anything from it, and says
+    /// what it learned of its shape.
+    fn check(&self, text: &str, origin: &str, format: Format) -> Result<Shape, Box<DocumentError>> {
         if text.len() > self.max_bytes {
-            return Err(Box::new(
-                DocumentError::new(
-                    origin,
+            // No position: nothing of a document this large is shown.
+            return Err(Box::new(DocumentError::new(
+                origin,
+                format!(
+                    "the document is {} bytes, more than the {} allowed; split it, or raise \
+                     WAYLINE_MAX_DOCUMENT_BYTES",
+                    text.len(),
+                    self.max_bytes
+                ),
+            )));
+        }
+        match format {
+            Format::Json => {
+                self.check_brackets(text, origin)?;
+                let root = match text.trim_start().as_bytes().first() {
+                    Some(b'{') => Root::Mapping,
+                    Some(b'[') => Root::Sequence,
+                    _ => Root::Scalar,
+                };
+                Ok(Shape { root })
+            }
+            Format::Yaml => self.check_events(text, origin),
+        }
+    }
+
+    /// Reads `text`'s YAML events (no document is built): the nesting of every collection,
+    /// block or flow, and the size the document has once its aliases are expanded, each held to
+    /// the limits. Text that is not well-formed YAML is refused here, with the parser's reason
+    /// and place and nothing of the text: the document's own parser never sees it (its time
+    /// grows faster than linearly with nesting that only a complete read can measure).
+    fn check_events(&self, text: &str, origin: &str) -> Result<Shape, Box<DocumentError>> {
+        // Per open collection: its anchor and its expanded size so far; and where it began.
+        let mut open: Vec<(usize, usize)> = Vec::new();
+        let mut began: Vec<(usize, usize)> = Vec::new();
+        // The expanded size of each anchored node, by anchor id.
+        let mut anchored: HashMap<usize, usize> = HashMap::new();
+        let mut expanded = 0usize;
+        let mut root = None;
+        let refuse = |line: usize, column: usize, message: String| {
+            Err(Box::new(
+                DocumentError::new(origin, message).located(line, column),
+            ))
+        };
+        for event in saphyr_parser::Parser::new_from_str(text) {
+            let (event, span) = match event {
+                Ok(event) => event,
+                Err(error) => {
+                    let mut place = (error.marker().line(), error.marker().col() + 1);
+                    // A flow collection left open is shown where it began (the parser notices
+                    // only where the text ends).
+                    if error.info().starts_with("while parsing a flow")
+                        && let Some(start) = began.last()
+                    {
+                        place = *start;
+                    }
+                    let (line, column) = place;
+                    let message = if error.info().contains("recursion limit") {
+                        self.too_deep()
+                    } else {
+                        error.info().to_owned()
+                    };
+                    return refuse(line, column, message);
+                }
+            };
+            let (line, column) = (span.start.line(), span.start.col() + 1);
+            // A node's size: its scalar's length and one, or one for a collection (its items
+            // add theirs), or what an alias stands for.
+            let (size, anchor, opens) = match event {
+                Event::Scalar(ref value, _, anchor, _) => (value.len() + 1, anchor, false),
+                Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                    (1, anchor, true)
+                }
+                Event::Alias(id) => (anchored.get(&id).copied().unwrap_or(0), 0, false),
+                Event::SequenceEnd | Event::MappingEnd => {
+                    began.pop();
+                    if let Some((anchor, size)) = open.pop() {
+                        if anchor != 0 {
+                            anchored.insert(anchor, size);
+                        }
+                        if let Some((_, parent)) = open.last_mut() {
+                            *parent = parent.saturating_add(size);
+                        }
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            if root.is_none() {
+                root = Some(match event {
+                    Event::MappingStart(..) => Root::Mapping,
+                    Event::SequenceStart(..) => Root::Sequence,
+                    _ => Root::Scalar,
+                });
+            }
+            expanded = expanded.saturating_add(size);
+            if expanded > self.max_bytes {
+                return refuse(
+                    line,
+                    column,
                     format!(
-                        "the document is {} bytes, more than the {} allowed; split it, or raise \
+                        "its aliases (`*name`) expand the document past {} bytes, the most a \
+                         document may be; write the repeated parts out, or raise \
                          WAYLINE_MAX_DOCUMENT_BYTES",
-                        text.len(),
                         self.max_bytes
                     ),
-                )
-                .at(text, 1, 1),
-            ));
+                );
+            }
+            if opens {
+                open.push((anchor, size));
+                began.push((line, column));
+                if open.len() > self.max_depth {
+                    return refuse(line, column, self.too_deep());
+                }
+            } else {
+                if anchor != 0 {
+                    anchored.insert(anchor, size);
+                }
+                if let Some((_, parent)) = open.last_mut() {
+                    *parent = parent.saturating_add(size);
+                }
+            }
         }
+        Ok(Shape {
+            root: root.unwrap_or(Root::Scalar),
+        })
+    }
+
+    fn too_deep(&self) -> String {
+        format!(
+            "collections nest deeper than {} levels; flatten the document, or raise \
+             WAYLINE_MAX_DOCUMENT_DEPTH",
+            self.max_depth
+        )
+    }
+
+    /// The nesting of JSON's arrays and objects in `text`, by a scan that skips strings.
+    fn check_brackets(&self, text: &str, origin: &str) -> Result<(), Box<DocumentError>> {
         let bytes = text.as_bytes();
         let (mut depth, mut line, mut line_start, mut at) = (0usize, 1usize, 0usize, 0usize);
         let mut in_word = false;
@@ -226,15 +456,7 @@ impl Limits {
                     if depth > self.max_depth {
                         let column = text[line_start..at].chars().count() + 1;
                         return Err(Box::new(
-                            DocumentError::new(
-                                origin,
-                                format!(
-                                    "collections nest deeper than {} levels; flatten the \
-                                     document, or raise WAYLINE_MAX_DOCUMENT_DEPTH",
-                                    self.max_depth
-                                ),
-                            )
-                            .at(text, line, column),
+                            DocumentError::new(origin, self.too_deep()).located(line, column),
                         ));
                     }
                     in_word = false;
@@ -278,34 +500,77 @@ pub fn parse_with<T: DeserializeOwned>(
     origin: &str,
     limits: Limits,
 ) -> Result<T, Box<DocumentError>> {
-    limits.check(text, origin)?;
+    let shape = limits.check(text, origin, format)?;
     match format {
         Format::Yaml => serde_norway::from_str(text).map_err(|err| {
             let (message, positions) = take_positions(&err.to_string());
             let error = describe(origin, &message);
             // A scanner error ("... while scanning a quoted scalar at line 3 column 11") names
             // where the unfinished construct began: that is the place to show.
-            let construct_start = (message.contains("while scanning")
-                || message.contains("while parsing"))
-            .then(|| positions.last().copied())
-            .flatten();
+            let syntax = message.contains("while scanning") || message.contains("while parsing");
+            let construct_start = syntax.then(|| positions.last().copied()).flatten();
             let position =
                 construct_start.or_else(|| err.location().map(|at| (at.line(), at.column())));
+            let quote = shape.quote(&error, syntax);
             Box::new(match position {
-                Some((line, column)) => error.at(text, line, column),
+                Some((line, column)) => quote.place(error, text, line, column),
                 None => error,
             })
         }),
         Format::Json => serde_json::from_str(text).map_err(|err| {
             let message = strip_json_location(&err.to_string());
             let error = describe(origin, &message);
+            let syntax = !matches!(err.classify(), serde_json::error::Category::Data);
+            let quote = shape.quote(&error, syntax);
             // serde_json reports line 0 for errors that have no position (e.g. I/O).
             Box::new(if err.line() > 0 {
-                error.at(text, err.line(), err.column())
+                quote.place(error, text, err.line(), err.column())
             } else {
                 error
             })
         }),
+    }
+}
+
+/// What the limits' scan learned of a document before it was parsed.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// The kind of its root node.
+    root: Root,
+}
+
+/// The kind of a document's root node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Root {
+    Mapping,
+    Sequence,
+    Scalar,
+}
+
+impl Shape {
+    /// How much of its text a parse error may show. A document that is not well-formed, or
+    /// whose root is not a mapping (every wayline format is one), may be any file given by
+    /// mistake — a private key, an INI file of credentials — so nothing of it is shown; in a
+    /// well-formed mapping, a field's problem shows the line up to its key, any other the line.
+    fn quote(self, error: &DocumentError, syntax: bool) -> Quote {
+        if syntax || self.root != Root::Mapping {
+            Quote::Nothing
+        } else if error.field.is_some() {
+            Quote::UpToKey
+        } else {
+            Quote::Window
+        }
+    }
+}
+
+impl Quote {
+    /// `error` placed at `line` and `column` of `text`, showing what this allows.
+    fn place(self, error: DocumentError, text: &str, line: usize, column: usize) -> DocumentError {
+        match self {
+            Quote::Nothing => error.located(line, column),
+            Quote::Window => error.at(text, line, column),
+            Quote::UpToKey => error.at_key(text, line, column),
+        }
     }
 }
 
@@ -318,11 +583,12 @@ fn describe(origin: &str, message: &str) -> DocumentError {
             let known = backticked(expected);
             error.field = Some(field.to_owned());
             error.suggestion = nearest(field, known.iter().copied()).map(str::to_owned);
+            let shown = named(field);
             error.message = if known.is_empty() {
-                format!("unknown field `{field}`: this mapping takes no fields")
+                format!("unknown field `{shown}`: this mapping takes no fields")
             } else {
                 format!(
-                    "unknown field `{field}`; known fields: {}",
+                    "unknown field `{shown}`; known fields: {}",
                     known.join(", ")
                 )
             };
@@ -334,6 +600,10 @@ fn describe(origin: &str, message: &str) -> DocumentError {
         }
     } else if message.starts_with("invalid type") || message.starts_with("invalid value") {
         error.message = humanize_expectation(message);
+    } else if let Some(rest) = message.strip_prefix("unknown variant `")
+        && let Some((variant, expected)) = rest.split_once('`')
+    {
+        error.message = format!("unknown variant `{}`{expected}", named(variant));
     }
     if let Some(context) = context {
         error.message = format!("{context}: {}", error.message);
@@ -357,24 +627,67 @@ fn split_yaml_path(message: &str) -> (Option<&str>, &str) {
     }
 }
 
-/// Rewrites serde's `invalid type: X, expected Y` in words a user knows (no Rust type names).
+/// Rewrites serde's `invalid type: X, expected Y` in words a user knows (no Rust type names),
+/// and without the value itself: `invalid type: string "…"` says `a string`, whatever the string
+/// (the document may be a file given by mistake, the value a credential).
 fn humanize_expectation(message: &str) -> String {
-    let Some((found, expected)) = message.split_once(", expected ") else {
+    let Some((head, rest)) = message.split_once(": ") else {
         return message.to_owned();
     };
-    let word = |text: &str| match text {
-        "sequence" | "a sequence" => "a list".to_owned(),
-        "map" | "a map" => "a mapping".to_owned(),
-        other => match other.strip_prefix("struct ") {
-            Some(name) => format!("a mapping ({name})"),
-            None => other.to_owned(),
+    // The value serde quotes may itself hold `, expected `: read past it first.
+    let (what, expected) = match rest.strip_prefix("string \"") {
+        Some(quoted) => match closing_quote(quoted) {
+            Some(end) => ("string", quoted[end + 1..].strip_prefix(", expected ")),
+            None => ("string", None),
+        },
+        None => match rest.split_once(", expected ") {
+            Some((what, expected)) => (what, Some(expected)),
+            None => (rest, None),
         },
     };
-    let found = match found.split_once(": ") {
-        Some((head, what)) => format!("{head}: {}", word(what)),
-        None => found.to_owned(),
+    let word = |text: &str| {
+        let kind = text.split_once(' ').map_or(text, |(kind, _)| kind);
+        match (text, kind) {
+            ("sequence" | "a sequence", _) => "a list".to_owned(),
+            ("map" | "a map", _) => "a mapping".to_owned(),
+            (_, "string") => "a string".to_owned(),
+            (_, "integer" | "floating") => "a number".to_owned(),
+            (_, "boolean") => "a boolean".to_owned(),
+            (_, "character") => "a character".to_owned(),
+            (other, _) => match other.strip_prefix("struct ") {
+                Some(name) => format!("a mapping ({name})"),
+                None => other.to_owned(),
+            },
+        }
     };
-    format!("{found}, expected {}", word(expected))
+    match expected {
+        Some(expected) => format!("{head}: {}, expected {}", word(what), word(expected)),
+        None => format!("{head}: {}", word(what)),
+    }
+}
+
+/// The index of the `"` that ends a string serde wrote escaped (`\"` inside it is kept).
+fn closing_quote(quoted: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (at, ch) in quoted.char_indices() {
+        match ch {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return Some(at),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A name taken from the document, cut for a message when it is long.
+fn named(name: &str) -> String {
+    const SHOWN: usize = 64;
+    if name.chars().count() <= SHOWN {
+        return name.to_owned();
+    }
+    let head: String = name.chars().take(SHOWN).collect();
+    format!("{head}…")
 }
 
 /// The names between backticks in serde's `expected one of `a`, `b`` text.
@@ -593,10 +906,12 @@ mod tests {
         let deep = format!("x: {}1{}\n", "{a: ".repeat(20), "}".repeat(20));
         let error = parse_with::<Any>(&deep, Format::Yaml, "deep.yaml", limits).unwrap_err();
         assert!(error.message.contains("nest deeper than 8"), "{error}");
+        // Every collection counts, block or flow: the root mapping is the first level, so the
+        // eighth `{` opens the ninth.
         assert_eq!(
             (error.line, error.column),
-            (Some(1), Some(36)),
-            "the ninth `{{`"
+            (Some(1), Some(32)),
+            "the eighth `{{`"
         );
         let deep_json = format!("{{\"x\": {}1{}}}", "[".repeat(20), "]".repeat(20));
         assert!(parse_with::<Any>(&deep_json, Format::Json, "d.json", limits).is_err());
@@ -620,6 +935,103 @@ mod tests {
         let huge = format!("x: {}1{}\n", "{a: ".repeat(20_000), "}".repeat(20_000));
         let error = parse::<Any>(&huge, Format::Yaml, "huge.yaml").unwrap_err();
         assert!(error.message.contains("nest deeper than 128"), "{error}");
+    }
+
+    /// Issue 31, item 8: a `"` inside a block scalar once hid the brackets after it from the
+    /// nesting limit (400 KB then parsed for over a minute); the limit now reads the parser's
+    /// events, where a block scalar is a scalar.
+    #[test]
+    fn a_quote_in_a_block_scalar_hides_no_nesting() {
+        let bypass = format!(
+            "note: |\n  he said \"hi\nx: {}1{}\ny: \"\n",
+            "[".repeat(20_000),
+            "]".repeat(20_000)
+        );
+        let error = parse::<serde_json::Value>(&bypass, Format::Yaml, "b.yaml").unwrap_err();
+        assert!(error.message.contains("nest deeper than 128"), "{error}");
+        assert_eq!(error.line, Some(3));
+        // Nesting in block style counts too.
+        let mut block = String::new();
+        for depth in 0..200 {
+            block.push_str(&format!("{}k:\n", " ".repeat(depth)));
+        }
+        let error = parse::<serde_json::Value>(&block, Format::Yaml, "b.yaml").unwrap_err();
+        assert!(error.message.contains("nest deeper than 128"), "{error}");
+    }
+
+    /// Issue 31, item 8: aliases once expanded a 1 MB document to gigabytes.
+    #[test]
+    fn aliases_may_not_expand_a_document_past_its_size_limit() {
+        let big = "a".repeat(1 << 20);
+        let references = vec!["*big"; 1_000].join(", ");
+        let text = format!("anchor: &big {big}\nall: [{references}]\n");
+        let error = parse::<serde_json::Value>(&text, Format::Yaml, "a.yaml").unwrap_err();
+        assert!(error.message.contains("aliases"), "{error}");
+        assert_eq!(error.line, Some(2));
+        // Nine levels of ten: a billion `lol`s in a few hundred bytes.
+        let mut laughs = "a0: &a0 lol\n".to_owned();
+        for level in 1..10 {
+            let refs = vec![format!("*a{}", level - 1); 10].join(", ");
+            laughs.push_str(&format!("a{level}: &a{level} [{refs}]\n"));
+        }
+        let error = parse::<serde_json::Value>(&laughs, Format::Yaml, "l.yaml").unwrap_err();
+        assert!(error.message.contains("aliases"), "{error}");
+        // A few aliases are fine.
+        let fine = "base: &base {a: 1}\none: *base\ntwo: *base\n";
+        assert!(parse::<serde_json::Value>(fine, Format::Yaml, "f.yaml").is_ok());
+    }
+
+    /// Issue 31, item 2: what does not parse as the expected kind of document is quoted
+    /// nowhere in its error (it may be any file given by mistake).
+    #[test]
+    fn errors_quote_nothing_of_a_file_that_is_not_the_document_expected() {
+        // An INI file of credentials: a syntax error on its second line.
+        let ini = "[default]\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG\n";
+        let error = parse::<crate::Workflow>(ini, Format::Yaml, "creds").unwrap_err();
+        assert!(error.snippet.is_none() && error.line.is_some(), "{error:?}");
+        assert!(!error.to_string().contains("wJalr"), "{error}");
+        // A private key: one plain scalar, not a mapping.
+        let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END OPENSSH PRIVATE KEY-----\n";
+        let error = parse::<crate::Workflow>(key, Format::Yaml, "id_ed25519").unwrap_err();
+        let shown = error.to_string();
+        assert!(
+            !shown.contains("b3Bl") && !shown.contains("BEGIN"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("invalid type: a string, expected a mapping (Workflow)"),
+            "{shown}"
+        );
+        // JSON credentials: a mapping, but not a workflow; its line is shown up to the key.
+        let json = "{\n  \"client_secret\": \"s3cr3t-value\",\n  \"id\": \"x\"\n}";
+        let error = parse::<crate::Workflow>(json, Format::Json, "c.json").unwrap_err();
+        let shown = error.to_string();
+        assert!(shown.contains("client_secret"), "{shown}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        // A JSON syntax error: nothing quoted.
+        let error =
+            parse::<crate::Workflow>("{\"id\": s3cr3t}", Format::Json, "t.json").unwrap_err();
+        assert!(error.snippet.is_none(), "{error:?}");
+        // A value serde would quote is named by its kind, even one holding `, expected `.
+        let error = parse::<crate::Workflow>(
+            "id: w\nname: W\nsteps: \"tok, expected 1\"\n",
+            Format::Yaml,
+            "w.yaml",
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.message, "steps: invalid type: a string, expected a list",
+            "{error}"
+        );
+        // A long line is shown as a window around the column.
+        let long = format!(
+            "{{\"id\": \"w\", \"name\": \"W\", \"steps\": [], \"edges\": 3, \"pad\": \"{}\"}}",
+            "x".repeat(5_000)
+        );
+        let error = parse::<crate::Workflow>(&long, Format::Json, "w.json").unwrap_err();
+        let snippet = error.snippet.clone().unwrap_or_default();
+        assert!(snippet.chars().count() <= 122, "{snippet}");
+        assert!(error.to_string().lines().count() == 4, "{error}");
     }
 
     #[test]

@@ -18,6 +18,18 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A file a document refers to lies outside the directories references may lead to.
+    #[error(
+        "{} is outside {}, where the files a document refers to must be",
+        path.display(),
+        roots_text(roots)
+    )]
+    OutsideScope {
+        /// The path the reference leads to.
+        path: PathBuf,
+        /// The directories it may be under.
+        roots: Vec<PathBuf>,
+    },
     /// SQLite refused to open or set up a database.
     #[cfg(feature = "sqlite")]
     #[error("{}: {source}", path.display())]
@@ -39,6 +51,18 @@ pub enum Error {
         /// The server's SQLSTATE code, when it answered with one.
         code: Option<String>,
     },
+}
+
+fn roots_text(roots: &[PathBuf]) -> String {
+    match roots {
+        [] => "every allowed directory (none is)".to_owned(),
+        [root] => root.display().to_string(),
+        _ => roots
+            .iter()
+            .map(|root| root.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" and "),
+    }
 }
 
 impl Error {
@@ -63,16 +87,19 @@ pub enum Action {
     Open,
     /// Taking a lock.
     Lock,
+    /// Reading a file.
+    Read,
 }
 
 impl Action {
-    /// The verb, as messages use it (`create`, `write`, `open`, `lock`).
+    /// The verb, as messages use it (`create`, `write`, `open`, `lock`, `read`).
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Create => "create",
             Action::Write => "write",
             Action::Open => "open",
             Action::Lock => "lock",
+            Action::Read => "read",
         }
     }
 }

@@ -1,4 +1,6 @@
-//! Durable local storage, in one place for every crate that keeps files: a file written whole
+//! Local files, in one place for every crate that reads or keeps them: a document read within
+//! its limits ([`read::text`]: a regular file, bounded, text, and for a file one document
+//! refers to, where references may lead: [`read::ReadScope`]), a file written whole
 //! or not at all ([`write()`]), the lock file that serialises writers across processes
 //! ([`LockFile`]), (feature `sqlite`) the SQLite connection setup the stores share
 //! ([`sqlite::open`]), and the PostgreSQL URLs they take ([`postgres::mask`]) with (feature
@@ -18,6 +20,7 @@
 mod error;
 mod lock;
 pub mod postgres;
+pub mod read;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 mod write;

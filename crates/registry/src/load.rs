@@ -246,7 +246,7 @@ mod tests {
     fn expanded_secrets_never_reach_the_snippet() {
         let env = |name: &str| (name == "TOKEN").then(|| "s3cret".to_owned());
         let err = parse_tool(
-            "id: a\nname: A\nbase_url: x\nheaderz: ${TOKEN}\n",
+            "id: a\nname: A\nbase_url: x\nretry: ${TOKEN}\n",
             Format::Yaml,
             "a.yaml",
             &env,

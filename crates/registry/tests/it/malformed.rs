@@ -13,7 +13,7 @@ fn document_error(file: &str) -> Box<wayline_core::document::DocumentError> {
 #[test]
 fn each_malformed_file_is_located_and_explained() {
     let cases = [
-        ("syntax.yaml", 3, "while scanning a quoted scalar"),
+        ("syntax.yaml", 3, "quoted scalar"),
         ("unknown_field.yaml", 4, "unknown field `response_extarct`"),
         ("wrong_type.yaml", 4, "expected a list"),
         ("missing_id.yaml", 1, "missing required field `id`"),
