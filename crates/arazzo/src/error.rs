@@ -53,3 +53,15 @@ impl fmt::Display for Invalid<'_> {
         Ok(())
     }
 }
+
+impl Error {
+    /// The same error with nothing of the document's text in it (see
+    /// [`DocumentError::without_content`]): for a document another one refers to.
+    #[must_use]
+    pub fn without_content(self) -> Error {
+        match self {
+            Error::Document(error) => Error::Document(Box::new(error.without_content())),
+            other => other,
+        }
+    }
+}

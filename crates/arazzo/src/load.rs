@@ -86,12 +86,14 @@ pub fn is_arazzo(text: &str) -> bool {
     false
 }
 
-/// Reads the Arazzo document in the file at `path`.
+/// Reads the Arazzo document in the file at `path` (a regular file within the document size
+/// limit).
 pub fn load_file(path: &Path) -> Result<ArazzoDocument, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = wayline_durable::read::text(path, document::Limits::configured().max_bytes)
+        .map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
     load(&text, &path.display().to_string())
 }
 

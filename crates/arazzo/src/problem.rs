@@ -66,6 +66,9 @@ pub enum Rule {
     AmbiguousOperation,
     /// Steps (or workflows) that wait for each other.
     Cycle,
+    /// A source description wayline may not read: outside the document's directory (and the
+    /// directories allowed), or not a regular file within the document size limit.
+    RefusedSource,
     /// A workflow's inputs schema that is not a JSON Schema the validator can use (a `$ref` to
     /// nothing, a keyword with a wrong value).
     InvalidSchema,
@@ -102,6 +105,7 @@ impl Rule {
             Rule::UnknownReference => "unknown_reference",
             Rule::AmbiguousOperation => "ambiguous_operation",
             Rule::Cycle => "cycle",
+            Rule::RefusedSource => "refused_source",
             Rule::InvalidSchema => "invalid_schema",
             Rule::Unsupported => "unsupported",
         }

@@ -4,11 +4,18 @@
 //! Local files are read (a `url` relative to the document, or `file:`); a remote description is
 //! not fetched: give a local copy for its name (`--source NAME=FILE`), which keeps runs and CI
 //! offline and repeatable.
+//!
+//! A `url` is read only at or below the document's directory (and the directories the reader
+//! allowed, a [`ReadScope`]): a published document cannot make wayline read
+//! `file:///proc/self/environ` or `../../.ssh/id_rsa`. A file named with `--source` was chosen by
+//! the user and is read where it is. Either way only a regular file within the document size
+//! limit is read, and an error in it quotes nothing of it.
 
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
-use wayline_core::document::nearest;
+use wayline_core::document::{Limits, nearest};
+use wayline_durable::read::ReadScope;
 use wayline_registry::openapi::{ApiSpec, Location, Operation};
 
 use crate::model::{ArazzoDocument, ParameterLocation, Reusable, SourceKind, Step, StepTarget};
@@ -18,6 +25,8 @@ use crate::problem::{Problem, Rule};
 #[derive(Debug, Default)]
 pub struct Sources {
     entries: IndexMap<String, Source>,
+    /// Where they (and what they refer to) could be read from.
+    scope: ReadScope,
 }
 
 /// One source description, read or not.
@@ -48,6 +57,12 @@ pub enum Source {
         /// Why.
         reason: String,
     },
+    /// Not read because it may not be: outside the directories a document's sources may be
+    /// in, or not a regular file within the size limit. An error: the document cannot run.
+    Refused {
+        /// Why, and how to allow it.
+        reason: String,
+    },
 }
 
 /// Why the operation a step names is not in its source descriptions (what was looked for,
@@ -70,26 +85,68 @@ pub struct Resolved<'a> {
 
 impl Sources {
     /// Reads the source descriptions of `document`, relative to `base` (the document's
-    /// directory); `overrides` gives a local file for a source by name.
+    /// directory), and only at or below it; `overrides` gives a local file for a source by
+    /// name.
     pub fn load(
         document: &ArazzoDocument,
         base: &Path,
         overrides: &IndexMap<String, PathBuf>,
     ) -> Sources {
+        Sources::load_within(document, base, overrides, ReadScope::default().allow(base))
+    }
+
+    /// [`Sources::load`], reading the `url`s (and the `$ref`s of what they name) within
+    /// `scope` (the document's directory and the directories the user allowed).
+    pub fn load_within(
+        document: &ArazzoDocument,
+        base: &Path,
+        overrides: &IndexMap<String, PathBuf>,
+        scope: ReadScope,
+    ) -> Sources {
         let mut entries = IndexMap::new();
         for description in &document.source_descriptions {
-            let path = match overrides.get(&description.name) {
-                Some(path) => Ok(path.clone()),
-                None => local_path(&description.url, base),
-            };
-            let source = match (path, description.kind) {
-                (_, Some(SourceKind::Asyncapi)) => Source::Unsupported { kind: "AsyncAPI" },
-                (Err(reason), _) => Source::NotRead { reason },
-                (Ok(path), kind) => read(&path, kind),
+            let source = if description.kind == Some(SourceKind::Asyncapi) {
+                Source::Unsupported { kind: "AsyncAPI" }
+            } else if let Some(path) = overrides.get(&description.name) {
+                // Named by the user: read where it is, its own references beside it.
+                let parent = path.parent().unwrap_or(Path::new("."));
+                read(path, description.kind, scope.clone().allow(parent))
+            } else {
+                match local_path(&description.url, base) {
+                    Err(reason) => Source::NotRead { reason },
+                    Ok(path) => match scope.check(&path) {
+                        Ok(_) => read(&path, description.kind, scope.clone()),
+                        Err(wayline_durable::Error::OutsideScope { roots, .. }) => {
+                            Source::Refused {
+                                reason: format!(
+                                    "`{}` is {}, outside {}: a document's sources are read only \
+                                     at or below its directory; give the file with `--source \
+                                     {}=FILE`, or allow its directory with `--allow-read DIR`",
+                                    description.url,
+                                    path.display(),
+                                    roots
+                                        .iter()
+                                        .map(|root| root.display().to_string())
+                                        .collect::<Vec<_>>()
+                                        .join(" and "),
+                                    description.name
+                                ),
+                            }
+                        }
+                        Err(error) => Source::NotRead {
+                            reason: error.to_string(),
+                        },
+                    },
+                }
             };
             entries.insert(description.name.clone(), source);
         }
-        Sources { entries }
+        Sources { entries, scope }
+    }
+
+    /// Where the sources (and what they refer to) could be read from.
+    pub fn scope(&self) -> &ReadScope {
+        &self.scope
     }
 
     /// The source description `name`.
@@ -171,7 +228,9 @@ impl Sources {
                             .map(|operation| operation.id.as_str()),
                     );
                 }
-                Source::Unsupported { .. } | Source::NotRead { .. } => unread = true,
+                Source::Unsupported { .. } | Source::NotRead { .. } | Source::Refused { .. } => {
+                    unread = true;
+                }
                 Source::Arazzo { .. } => {}
             }
         }
@@ -275,13 +334,19 @@ fn local_path(url: &str, base: &Path) -> Result<PathBuf, String> {
     Ok(base.join(url))
 }
 
-/// Reads the description at `path`: OpenAPI, or Arazzo (by `kind`, else by its content).
-fn read(path: &Path, kind: Option<SourceKind>) -> Source {
-    let text = match std::fs::read_to_string(path) {
+/// Reads the description at `path`: OpenAPI, or Arazzo (by `kind`, else by its content); its
+/// `$ref`s within `scope`. What is not a regular file within the size limit, or not text, is
+/// refused; an error in what does not parse quotes nothing of it.
+fn read(path: &Path, kind: Option<SourceKind>, scope: ReadScope) -> Source {
+    let text = match wayline_durable::read::text(path, Limits::configured().max_bytes) {
         Ok(text) => text,
         Err(error) => {
-            return Source::NotRead {
-                reason: format!("cannot read {}: {error}", path.display()),
+            let reason = format!("cannot read {}: {error}", path.display());
+            return match error.kind() {
+                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => {
+                    Source::Refused { reason }
+                }
+                _ => Source::NotRead { reason },
             };
         }
     };
@@ -296,17 +361,17 @@ fn read(path: &Path, kind: Option<SourceKind>) -> Source {
                 document: Box::new(document),
             },
             Err(error) => Source::NotRead {
-                reason: error.to_string(),
+                reason: error.without_content().to_string(),
             },
         };
     }
-    match ApiSpec::parse(&text, path) {
+    match ApiSpec::parse_within(&text, path, scope) {
         Ok(spec) => Source::OpenApi {
             path: path.to_owned(),
             spec: Box::new(spec),
         },
         Err(error) => Source::NotRead {
-            reason: error.to_string(),
+            reason: error.without_content().to_string(),
         },
     }
 }
@@ -338,6 +403,11 @@ pub fn check_operations(document: &ArazzoDocument, sources: &Sources) -> Vec<Pro
                 )
                 .warning(),
             ),
+            Some(Source::Refused { reason }) => problems.push(Problem::new(
+                Rule::RefusedSource,
+                at,
+                format!("source `{}` is not read: {reason}", description.name),
+            )),
             Some(Source::Unsupported { kind }) => problems.push(
                 Problem::new(
                     Rule::Unsupported,

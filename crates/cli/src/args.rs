@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 use serde_json::Value;
+use wayline_core::document::Limits;
+use wayline_durable::read::ReadScope;
 
 use crate::report::{Outcome, unreadable};
 use wayline_store::Location;
@@ -176,11 +178,20 @@ pub(crate) fn parse_inputs(
 }
 
 /// The text of the file at `path` when it is an Arazzo document (read once, for both the
-/// question and the answer).
+/// question and the answer; a file that cannot be read is left to the workflow reader, which
+/// says why).
 pub(crate) fn arazzo_text(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
+    wayline_durable::read::text(path, Limits::configured().max_bytes)
         .ok()
         .filter(|text| wayline_arazzo::is_arazzo(text))
+}
+
+/// Where the files the document at `document` refers to may be read from: its directory and
+/// each `--allow-read` directory.
+pub(crate) fn read_scope(document: &Path, allowed: &[PathBuf]) -> ReadScope {
+    allowed
+        .iter()
+        .fold(ReadScope::beside(document), |scope, dir| scope.allow(dir))
 }
 
 /// `--source NAME=FILE` flags, by name.

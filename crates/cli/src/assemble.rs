@@ -59,12 +59,13 @@ pub(crate) fn tool_transport_builder(
     network: &NetworkArgs,
 ) -> Result<ReqwestTransportBuilder, Outcome> {
     let read = |flag: &str, path: &Path| {
-        std::fs::read(path).map_err(|error| {
-            unreadable(format!(
-                "{flag} {}: cannot read it: {error}",
-                path.display()
-            ))
-        })
+        wayline_durable::read::bytes(path, wayline_core::document::Limits::configured().max_bytes)
+            .map_err(|error| {
+                unreadable(format!(
+                    "{flag} {}: cannot read it: {error}",
+                    path.display()
+                ))
+            })
     };
     let mut builder = ReqwestTransport::builder();
     if let Some(path) = &network.cacert {
@@ -694,8 +695,9 @@ pub(crate) fn run_inputs(
 }
 
 fn read_inputs_file(path: &Path) -> Result<IndexMap<String, Value>, Outcome> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| unreadable(format!("cannot read {}: {error}", path.display())))?;
+    let text =
+        wayline_durable::read::text(path, wayline_core::document::Limits::configured().max_bytes)
+            .map_err(|error| unreadable(format!("cannot read {}: {error}", path.display())))?;
     let format = Format::from_path(path).unwrap_or(Format::Yaml);
     wayline_core::document::parse(&text, format, &path.display().to_string()).map_err(fail)
 }

@@ -534,7 +534,8 @@ fn open_session(
     if let Some(log) = &audit {
         guard = guard.audit(Arc::clone(log));
     }
-    let session = match std::fs::read_to_string(path) {
+    let session = match wayline_durable::read::text(path, document::Limits::configured().max_bytes)
+    {
         Ok(text) => {
             let format = Format::from_path(path).unwrap_or(Format::Yaml);
             document::parse::<Session>(&text, format, &path.display().to_string()).map_err(fail)?

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use wayline_registry::openapi::{ApiSpec, tool_yaml};
 
+use crate::args::read_scope;
 use crate::report::{Outcome, ReportFormat, outln, print_json, unreadable, write_atomically};
 
 /// `wayline import ...`
@@ -20,6 +21,10 @@ pub(crate) enum ImportCommand {
         /// The API's base URL, when the spec names none or another is wanted.
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
+        /// Let the spec's `$ref`s read files in this directory too (by default only at or
+        /// below the spec's own directory). Repeatable.
+        #[arg(long = "allow-read", value_name = "DIR")]
+        allow_read: Vec<PathBuf>,
         /// Replace tool files that exist with other content (otherwise that is an error and
         /// nothing is written).
         #[arg(long)]
@@ -51,9 +56,10 @@ pub(crate) fn import_command(command: ImportCommand) -> Outcome {
             spec,
             out,
             base_url,
+            allow_read,
             force,
             format,
-        } => match import_openapi(&spec, &out, base_url.as_deref(), force, format) {
+        } => match import_openapi(&spec, &out, base_url.as_deref(), &allow_read, force, format) {
             Ok(outcome) | Err(outcome) => outcome,
         },
         ImportCommand::Arazzo {
@@ -117,6 +123,7 @@ fn import_openapi(
     spec_path: &Path,
     out: &Path,
     base_url: Option<&str>,
+    allow_read: &[PathBuf],
     force: bool,
     format: ReportFormat,
 ) -> Result<Outcome, Outcome> {
@@ -127,7 +134,8 @@ fn import_openapi(
             "--base-url `{base}` is not an http(s) URL"
         )));
     }
-    let spec = ApiSpec::load(spec_path).map_err(unreadable)?;
+    let spec =
+        ApiSpec::load_within(spec_path, read_scope(spec_path, allow_read)).map_err(unreadable)?;
     let imported = spec.imported_tools(base_url);
     let files: Vec<(PathBuf, String)> = imported
         .iter()

@@ -72,6 +72,10 @@ enum Command {
         /// one is not fetched).
         #[arg(long = "source", value_name = "NAME=FILE")]
         sources: Vec<String>,
+        /// Let source descriptions and `$ref`s be read from this directory too (by default only
+        /// at or below the document's own directory). Repeatable.
+        #[arg(long = "allow-read", value_name = "DIR")]
+        allow_read: Vec<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
         format: ReportFormat,
@@ -192,8 +196,9 @@ fn main() -> ExitCode {
             workflow,
             tools,
             sources,
+            allow_read,
             format,
-        } => validate::validate_command(&workflow, &tools, &sources, format),
+        } => validate::validate_command(&workflow, &tools, &sources, &allow_read, format),
         Command::Graph {
             workflow,
             tools,

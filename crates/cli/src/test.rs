@@ -358,7 +358,8 @@ fn workflow_name(path: &Path) -> bool {
 /// True when `text` reads as a document with `steps` (a workflow rather than a tool, a config
 /// or an inputs file).
 fn looks_like_workflow(text: &str) -> bool {
-    serde_norway::from_str::<Value>(text)
+    // Through the document limits, as every read of a user's file.
+    wayline_core::document::parse::<Value>(text, Format::Yaml, "")
         .ok()
         .is_some_and(|value| value.get("steps").is_some_and(Value::is_array))
 }
@@ -376,9 +377,19 @@ fn discover(paths: &[String]) -> Result<Vec<Found>, Outcome> {
                 ));
             }
             stdin_read = true;
+            let limit = wayline_core::document::Limits::configured().max_bytes;
             let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                .map_err(|error| unreadable(format!("cannot read standard input: {error}")))?;
+            std::io::Read::read_to_string(
+                &mut std::io::Read::take(std::io::stdin(), limit as u64 + 1),
+                &mut text,
+            )
+            .map_err(|error| unreadable(format!("cannot read standard input: {error}")))?;
+            if text.len() > limit {
+                return Err(unreadable(format!(
+                    "standard input holds more than the {limit} bytes a document may be; split \
+                     it, or raise WAYLINE_MAX_DOCUMENT_BYTES"
+                )));
+            }
             found.push(Found {
                 shown: "-".to_owned(),
                 path: None,
@@ -419,7 +430,7 @@ fn discover(paths: &[String]) -> Result<Vec<Found>, Outcome> {
 }
 
 fn read(path: &Path) -> Result<String, Outcome> {
-    std::fs::read_to_string(path)
+    wayline_durable::read::text(path, wayline_core::document::Limits::configured().max_bytes)
         .map_err(|error| unreadable(format!("cannot read {}: {error}", path.display())))
 }
 

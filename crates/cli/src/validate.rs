@@ -11,10 +11,11 @@ use wayline_graph::{ValidationReport, ViewFormat, render, validate};
 
 use wayline_registry::ToolRegistry;
 
-use crate::args::{arazzo_text, source_overrides};
+use crate::args::{arazzo_text, read_scope, source_overrides};
 use crate::report::{
     Outcome, ProblemDoc, ReportFormat, out, outcome_of, outln, print_errors, print_json, unreadable,
 };
+use wayline_durable::read::ReadScope;
 
 /// The views `wayline graph` draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -76,6 +77,7 @@ pub(crate) fn validate_command(
     workflow: &Path,
     tools: &[PathBuf],
     sources: &[String],
+    allow_read: &[PathBuf],
     format: ReportFormat,
 ) -> Outcome {
     if let Some(text) = arazzo_text(workflow) {
@@ -83,11 +85,12 @@ pub(crate) fn validate_command(
             Ok(overrides) => overrides,
             Err(outcome) => return outcome,
         };
-        return validate_arazzo(workflow, &text, &overrides, format);
+        let scope = read_scope(workflow, allow_read);
+        return validate_arazzo(workflow, &text, &overrides, scope, format);
     }
-    if !sources.is_empty() {
+    if !sources.is_empty() || !allow_read.is_empty() {
         return unreadable(
-            "`--source` names the source descriptions of an Arazzo document; a wayline workflow has none",
+            "`--source` and `--allow-read` are for an Arazzo document's source descriptions; a wayline workflow has none",
         );
     }
     if tools.is_empty() {
@@ -187,13 +190,15 @@ fn validate_arazzo(
     path: &Path,
     text: &str,
     overrides: &IndexMap<String, PathBuf>,
+    scope: ReadScope,
     format: ReportFormat,
 ) -> Outcome {
     let origin = path.display().to_string();
     let loaded = wayline_arazzo::load(text, &origin).map(|document| {
         let mut problems = wayline_arazzo::validate(&document);
         let base = path.parent().unwrap_or(Path::new("."));
-        let sources = wayline_arazzo::sources::Sources::load(&document, base, overrides);
+        let sources =
+            wayline_arazzo::sources::Sources::load_within(&document, base, overrides, scope);
         problems.extend(wayline_arazzo::sources::check_operations(
             &document, &sources,
         ));

@@ -305,7 +305,11 @@ pub struct ScriptedInterventor {
 impl ScriptedInterventor {
     /// Reads an answers file.
     pub fn load(path: &Path) -> Result<ScriptedInterventor, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        let text = wayline_durable::read::text(
+            path,
+            wayline_core::document::Limits::configured().max_bytes,
+        )
+        .map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
         })?;

@@ -203,7 +203,11 @@ impl Session {
             return Err(Error::SessionId { id: id.to_owned() });
         }
         let path = Session::path(dir, id);
-        let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
+        let text = wayline_durable::read::text(
+            &path,
+            wayline_core::document::Limits::configured().max_bytes,
+        )
+        .map_err(|source| Error::Io {
             path: path.clone(),
             source,
         })?;

@@ -302,7 +302,11 @@ impl SutConfig {
         path: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<SutConfig, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        let text = wayline_durable::read::text(
+            path,
+            wayline_core::document::Limits::configured().max_bytes,
+        )
+        .map_err(|source| Error::Io {
             path: path.to_owned(),
             source,
         })?;

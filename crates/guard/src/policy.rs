@@ -273,8 +273,8 @@ impl Policy {
 
     /// Reads a policy file.
     pub fn load(path: &std::path::Path) -> Result<Policy, Error> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| Error::io("read", path, source))?;
+        let text = wayline_durable::read::text(path, document::Limits::configured().max_bytes)
+            .map_err(|source| Error::io("read", path, source))?;
         Policy::from_yaml(&text, &path.display().to_string())
     }
 

@@ -107,7 +107,8 @@ pub struct CaseResult {
 
 /// Reads a suite and its policy. Errors name the file and line.
 pub fn load(path: &Path) -> Result<(Suite, Policy), Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::io("read", path, source))?;
+    let text = wayline_durable::read::text(path, document::Limits::configured().max_bytes)
+        .map_err(|source| Error::io("read", path, source))?;
     let suite: Suite = document::parse(&text, Format::Yaml, &path.display().to_string())?;
     let policy = if suite.policy == "default" {
         Policy::default_policy()

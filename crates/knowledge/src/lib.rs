@@ -69,10 +69,12 @@ pub use yaml_dir::YamlKnowledge;
 /// Reads a knowledge document (an export, or `knowledge show --format json` output): YAML or
 /// JSON by the file's extension. Errors name the file and line.
 pub fn read_document(path: &std::path::Path) -> Result<Knowledge, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text =
+        wayline_durable::read::text(path, wayline_core::document::Limits::configured().max_bytes)
+            .map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
     let format = wayline_core::document::Format::from_path(path)
         .unwrap_or(wayline_core::document::Format::Yaml);
     Ok(wayline_core::document::parse(

@@ -61,11 +61,14 @@ pub fn parse_tool(
     Ok(tool)
 }
 
-/// Reads a whole file as text; a failure names the path.
+/// Reads a whole file as text (a regular file within the document size limit); a failure names
+/// the path.
 pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
-    std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
+    wayline_durable::read::text(path, document::Limits::configured().max_bytes).map_err(|source| {
+        Error::Io {
+            path: path.to_owned(),
+            source,
+        }
     })
 }
 

@@ -135,7 +135,11 @@ impl Profiles {
 
     /// Reads a profiles file. Errors name the file and line, or the profile and the problem.
     pub fn load(path: &Path) -> Result<Profiles, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        let text = wayline_durable::read::text(
+            path,
+            wayline_core::document::Limits::configured().max_bytes,
+        )
+        .map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
         })?;

@@ -238,10 +238,12 @@ pub fn load_triggers(path: &Path) -> Result<Vec<Trigger>, Error> {
 /// As [`load_triggers`], but an empty list is a list: for shared schedules, where syncing
 /// one removes them all.
 pub fn read_triggers(path: &Path) -> Result<Vec<Trigger>, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text =
+        wayline_durable::read::text(path, wayline_core::document::Limits::configured().max_bytes)
+            .map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
     let format = Format::from_path(path).unwrap_or(Format::Yaml);
     let origin = path.display().to_string();
     let entries: Vec<TriggerEntry> = document::parse(&text, format, &origin)?;

@@ -208,8 +208,10 @@ impl Runner {
                 continue;
             }
             within.push(canonical);
+            // Its sources beside it, within the scope the first document's were read in.
             let base = path.parent().unwrap_or(std::path::Path::new("."));
-            let their_sources = Sources::load(document, base, &IndexMap::new());
+            let their_sources =
+                Sources::load_within(document, base, &IndexMap::new(), sources.scope().clone());
             let other = Runner::compile((**document).clone(), &their_sources, servers, within);
             within.pop();
             others.insert(name.to_owned(), other);

@@ -127,11 +127,11 @@ fn a_1_0_document_is_held_to_1_0() {
 fn syntax_errors_and_json_documents() {
     let broken = load("arazzo: 1.1.0\ninfo: [unclosed\n", "bad.yaml").unwrap_err();
     assert!(matches!(broken, Error::Document(_)), "{broken}");
-    // Found where the text ends without closing the list; nothing of the text is quoted.
+    // Shown where the list that is never closed begins; nothing of the text is quoted.
     assert!(
         broken
             .to_string()
-            .starts_with("bad.yaml:3:1: while parsing a flow sequence"),
+            .starts_with("bad.yaml:2:7: while parsing a flow sequence"),
         "{broken}"
     );
     assert!(!broken.to_string().contains("unclosed"), "{broken}");

@@ -14,7 +14,7 @@ use wayline_executor::{Engine, RunOptions, summary};
 use wayline_knowledge::Recorder;
 
 use super::RunArgs;
-use crate::args::source_overrides;
+use crate::args::{read_scope, source_overrides};
 use crate::assemble::{
     Environment, cancellable, open_knowledge, run_inputs, runtime, tool_transport_builder,
 };
@@ -26,7 +26,12 @@ pub(super) fn run_document(args: &RunArgs, path: &Path, text: &str) -> Result<Ou
     let origin = path.display().to_string();
     let document = wayline_arazzo::load(text, &origin).map_err(fail)?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let sources = Sources::load(&document, base, &source_overrides(&args.sources)?);
+    let sources = Sources::load_within(
+        &document,
+        base,
+        &source_overrides(&args.sources)?,
+        read_scope(path, &args.allow_read),
+    );
     refuse_invalid(&document, &sources, text, &origin)?;
     let servers = servers(&args.servers, &document)?;
     let workflow_id = match &args.arazzo_workflow {

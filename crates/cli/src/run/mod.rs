@@ -75,6 +75,10 @@ pub(crate) struct RunArgs {
     /// descriptions are not fetched).
     #[arg(long = "source", value_name = "NAME=FILE", requires = "workflow")]
     pub(crate) sources: Vec<String>,
+    /// Let an Arazzo document's source descriptions and `$ref`s be read from this directory
+    /// too (by default only at or below the document's own directory). Repeatable.
+    #[arg(long = "allow-read", value_name = "DIR", requires = "workflow")]
+    pub(crate) allow_read: Vec<PathBuf>,
     /// Where an Arazzo document's source is served, `NAME=URL` (default: the first server of
     /// its description).
     #[arg(long = "server", value_name = "NAME=URL", requires = "workflow")]
@@ -102,9 +106,13 @@ fn run_workflow(args: RunArgs) -> Result<Outcome, Outcome> {
     {
         return crate::run::arazzo::run_document(&args, path, &text);
     }
-    if args.arazzo_workflow.is_some() || !args.sources.is_empty() || !args.servers.is_empty() {
+    if args.arazzo_workflow.is_some()
+        || !args.sources.is_empty()
+        || !args.servers.is_empty()
+        || !args.allow_read.is_empty()
+    {
         return Err(unreadable(
-            "`--workflow`, `--source` and `--server` are for Arazzo documents; this is a wayline workflow",
+            "`--workflow`, `--source`, `--server` and `--allow-read` are for Arazzo documents; this is a wayline workflow",
         ));
     }
     if args.resume.is_some() {

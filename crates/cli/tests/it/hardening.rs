@@ -21,6 +21,7 @@ fn bounded(dir: &Path, args: &[&str], megabytes: u64, seconds: u64) -> Output {
         .arg(env!("CARGO_BIN_EXE_wayline"))
         .args(args)
         .current_dir(dir)
+        .env("WAYLINE_CANARY", CANARY)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -55,6 +56,10 @@ fn bounded(dir: &Path, args: &[&str], megabytes: u64, seconds: u64) -> Output {
         stderr: err.join().unwrap(),
     }
 }
+
+/// A value in every bounded command's environment: output holding it has echoed the process
+/// environment.
+const CANARY: &str = "canary-1d8f3b6e";
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -112,4 +117,136 @@ components:
     assert_eq!(code(&ran), 1, "{}", text(&ran.stderr));
     let stdout = text(&ran.stdout);
     assert!(stdout.contains("\"step_id\": \"s\""), "{stdout}");
+}
+
+/// Items 2 and 10: source descriptions that lead outside the document's directory, to the
+/// kernel's files or to what never ends, are refused (by `validate` and `run` alike, in text
+/// and JSON), quickly, and nothing of them is shown.
+#[test]
+fn sources_outside_the_document_or_not_regular_files_are_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(docs.join("api.yaml"), UNREACHABLE_API).unwrap();
+    std::fs::write(dir.path().join("outside.yaml"), UNREACHABLE_API).unwrap();
+    let fifo = docs.join("fifo.yaml");
+    let has_fifo = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|status| status.success());
+    let mut urls = vec![
+        "file:///proc/self/environ",
+        "../../../../../../../../proc/self/environ",
+        "../outside.yaml",
+        "file:///dev/zero",
+    ];
+    if has_fifo {
+        urls.push("./fifo.yaml");
+    }
+    for url in urls {
+        std::fs::write(
+            docs.join("w.arazzo.yaml"),
+            format!(
+                "arazzo: 1.1.0
+info: {{title: T, version: '1'}}
+sourceDescriptions: [{{name: api, url: '{url}', type: openapi}}]
+workflows:
+  - workflowId: w
+    steps: [{{stepId: s, operationId: listItems}}]
+"
+            ),
+        )
+        .unwrap();
+        for args in [
+            vec!["validate", "docs/w.arazzo.yaml"],
+            vec!["validate", "docs/w.arazzo.yaml", "--format", "json"],
+            vec!["run", "docs/w.arazzo.yaml"],
+            vec!["run", "docs/w.arazzo.yaml", "--format", "json"],
+        ] {
+            let output = bounded(dir.path(), &args, 512, 30);
+            let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+            assert_ne!(code(&output), 0, "{url}: {args:?} ran: {stdout}{stderr}");
+            assert!(
+                stdout.contains("refused_source")
+                    || stderr.contains("refused_source")
+                    || stdout.contains("is not read"),
+                "{url}: {args:?}: {stdout}{stderr}"
+            );
+            assert!(
+                !stdout.contains(CANARY) && !stderr.contains(CANARY),
+                "{url}: {stdout}{stderr}"
+            );
+        }
+    }
+    // Named on the command line, a file outside is the user's choice; allowed, so is its
+    // directory.
+    std::fs::write(
+        docs.join("w.arazzo.yaml"),
+        "arazzo: 1.1.0
+info: {title: T, version: '1'}
+sourceDescriptions: [{name: api, url: '../outside.yaml', type: openapi}]
+workflows:
+  - workflowId: w
+    steps: [{stepId: s, operationId: listItems}]
+",
+    )
+    .unwrap();
+    for extra in [["--source", "api=outside.yaml"], ["--allow-read", "."]] {
+        let mut args = vec!["validate", "docs/w.arazzo.yaml"];
+        args.extend(extra);
+        let output = bounded(dir.path(), &args, 512, 30);
+        assert_eq!(
+            code(&output),
+            0,
+            "{args:?}: {}{}",
+            text(&output.stdout),
+            text(&output.stderr)
+        );
+    }
+}
+
+/// Item 2: `import openapi` follows no `$ref` out of the spec's directory, and quotes nothing
+/// of a file a `$ref` reaches that does not parse.
+#[test]
+fn import_openapi_keeps_refs_beside_the_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    for (reference, expected) in [
+        ("../../../../../../../../proc/self/environ#/x", "outside"),
+        ("./broken.yaml#/x", "broken.yaml"),
+    ] {
+        std::fs::write(dir.path().join("broken.yaml"), format!("x: [{CANARY}\n")).unwrap();
+        std::fs::write(
+            dir.path().join("openapi.json"),
+            format!(
+                r#"{{"openapi": "3.0.0", "info": {{"title": "t", "version": "1"}}, "paths": {{"/a": {{"get": {{"operationId": "a", "responses": {{"200": {{"description": "x", "content": {{"application/json": {{"schema": {{"$ref": "{reference}"}}}}}}}}}}}}}}}}}}"#
+            ),
+        )
+        .unwrap();
+        for format in ["text", "json"] {
+            let output = bounded(
+                dir.path(),
+                &[
+                    "import",
+                    "openapi",
+                    "openapi.json",
+                    "--out",
+                    "tools",
+                    "--format",
+                    format,
+                ],
+                512,
+                30,
+            );
+            let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+            assert_eq!(code(&output), 2, "{reference}: {stdout}{stderr}");
+            assert!(
+                stderr.contains(expected) || stdout.contains(expected),
+                "{stdout}{stderr}"
+            );
+            assert!(
+                !stdout.contains(CANARY) && !stderr.contains(CANARY),
+                "{stdout}{stderr}"
+            );
+        }
+    }
 }

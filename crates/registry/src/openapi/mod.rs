@@ -29,6 +29,7 @@ use std::path::Path;
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
+use wayline_durable::read::ReadScope;
 
 use crate::Error;
 
@@ -263,19 +264,30 @@ pub struct ApiSpec {
 }
 
 impl ApiSpec {
-    /// Reads the spec in the file `path` (JSON or YAML; relative `$ref`s from its directory).
+    /// Reads the spec in the file `path` (JSON or YAML; relative `$ref`s from its directory,
+    /// and only at or below it).
     pub fn load(path: &Path) -> Result<ApiSpec, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text = refs::read_spec_text(path)?;
         ApiSpec::parse(&text, path)
     }
 
-    /// Reads spec text; `path` names it in errors and anchors relative `$ref`s.
+    /// [`ApiSpec::load`], its `$ref`s read within `scope` (the spec's directory, and what else
+    /// the reader allowed).
+    pub fn load_within(path: &Path, scope: ReadScope) -> Result<ApiSpec, Error> {
+        let text = refs::read_spec_text(path)?;
+        ApiSpec::parse_within(&text, path, scope)
+    }
+
+    /// Reads spec text; `path` names it in errors and anchors relative `$ref`s (read only at or
+    /// below its directory).
     pub fn parse(text: &str, path: &Path) -> Result<ApiSpec, Error> {
+        ApiSpec::parse_within(text, path, ReadScope::beside(path))
+    }
+
+    /// [`ApiSpec::parse`], its `$ref`s read within `scope`.
+    pub fn parse_within(text: &str, path: &Path, scope: ReadScope) -> Result<ApiSpec, Error> {
         let document = refs::parse_document(text, path)?;
-        parse::read(refs::Resolver::new(path, document))
+        parse::read(refs::Resolver::new(path, document, scope))
     }
 
     /// The operation `id`.

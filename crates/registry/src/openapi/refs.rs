@@ -2,12 +2,18 @@
 //! files relative to the referring one (`common.yaml#/components/schemas/X`, `other.json`).
 //! A reference that leads back to itself is cut where it repeats, and a schema nested deeper
 //! than [`MAX_DEPTH`] is cut too, so a recursive schema neither loops nor blows up.
+//!
+//! Another file is read only where its [`ReadScope`] lets references lead (the spec's own
+//! directory unless the reader allowed more), only when it is a regular file within the
+//! document size limit, and an error in it quotes nothing of it: the user named the spec, not
+//! the files its references reach.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use wayline_core::document::{self, Format};
+use wayline_core::document::{self, Format, Limits};
+use wayline_durable::read::ReadScope;
 
 use crate::Error;
 
@@ -34,6 +40,8 @@ pub(crate) struct Resolver {
     nodes: usize,
     /// The root document's file (refs without a file part point into it).
     root: PathBuf,
+    /// Where the files references name may be.
+    scope: ReadScope,
 }
 
 /// A place a value came from: the document and the JSON pointer inside it.
@@ -49,12 +57,12 @@ impl Place {
     }
 }
 
-fn read_document(path: &Path) -> Result<Value, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+/// Reads the spec file at `path`, a document the user named (its errors may quote it).
+pub(crate) fn read_spec_text(path: &Path) -> Result<String, Error> {
+    wayline_durable::read::text(path, Limits::configured().max_bytes).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,
-    })?;
-    parse_document(&text, path)
+    })
 }
 
 /// Parses spec text: JSON when it starts with `{`, YAML otherwise (YAML also reads JSON).
@@ -92,8 +100,9 @@ fn unescape(token: &str) -> String {
 }
 
 impl Resolver {
-    /// A resolver whose root document is `root` (already parsed) from the file `path`.
-    pub(crate) fn new(path: &Path, root: Value) -> Self {
+    /// A resolver whose root document is `root` (already parsed) from the file `path`, reading
+    /// the files its references name within `scope`.
+    pub(crate) fn new(path: &Path, root: Value, scope: ReadScope) -> Self {
         let path = normalize(path);
         let mut documents = HashMap::new();
         documents.insert(path.clone(), root);
@@ -101,7 +110,39 @@ impl Resolver {
             documents,
             nodes: 0,
             root: path,
+            scope,
         }
+    }
+
+    /// The document in the file `path`, which a `$ref` at `pointer` of `origin` names: read
+    /// only within the scope, and parsed with nothing of it quoted in an error.
+    fn read_referenced(&self, path: &Path, origin: &str, pointer: &str) -> Result<Value, Error> {
+        if let Err(error) = self.scope.check(path) {
+            return Err(match error {
+                wayline_durable::Error::OutsideScope { roots, .. } => spec_error(
+                    origin,
+                    pointer,
+                    format!(
+                        "a `$ref` leads to {}, outside {}: references are read only at or below \
+                         the spec's directory; copy the file beside the spec, or allow its \
+                         directory (`--allow-read DIR`)",
+                        path.display(),
+                        roots
+                            .iter()
+                            .map(|root| root.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(" and ")
+                    ),
+                ),
+                wayline_durable::Error::Io { source, .. } => Error::Io {
+                    path: path.to_owned(),
+                    source,
+                },
+                other => spec_error(origin, pointer, other.to_string()),
+            });
+        }
+        let text = read_spec_text(path)?;
+        parse_document(&text, path).map_err(Error::without_content)
     }
 
     /// The root document.
@@ -184,7 +225,7 @@ impl Resolver {
     /// The value at `place`, borrowed, loading its document when first needed.
     fn value_at(&mut self, place: &Place, origin: &str) -> Result<&Value, Error> {
         if !self.documents.contains_key(&place.document) {
-            let loaded = read_document(&place.document)?;
+            let loaded = self.read_referenced(&place.document, origin, &place.pointer)?;
             self.documents.insert(place.document.clone(), loaded);
         }
         let mut current = &self.documents[&place.document];
@@ -369,7 +410,11 @@ mod tests {
                 "Thing": {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}},
             }
         });
-        let mut resolver = Resolver::new(Path::new("spec.json"), spec);
+        let mut resolver = Resolver::new(
+            Path::new("spec.json"),
+            spec,
+            ReadScope::beside(Path::new("spec.json")),
+        );
         let node = resolver
             .inline(
                 Path::new("spec.json"),
@@ -414,7 +459,11 @@ mod tests {
             "paths": {"/a": {"$ref": "#/paths/~1b"}, "/b": {"$ref": "#/paths/~1a"}},
             "definitions": {"Node": {"properties": {"next": {"$ref": "#/definitions/Node"}}}}
         });
-        let mut resolver = Resolver::new(Path::new("spec.json"), spec);
+        let mut resolver = Resolver::new(
+            Path::new("spec.json"),
+            spec,
+            ReadScope::beside(Path::new("spec.json")),
+        );
         let error = resolver
             .inline(Path::new("spec.json"), &json!({"$ref": "#/paths/~1a"}))
             .unwrap_err()

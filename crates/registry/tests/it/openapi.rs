@@ -448,6 +448,46 @@ fn documents_that_are_not_specs_get_errors_that_say_where() {
     );
 }
 
+/// Issue 31, item 2: a `$ref` is read only at or below the spec's directory, and what it
+/// reaches is never quoted (`../../../../proc/self/environ` printed the environment).
+#[test]
+fn references_stay_beside_the_spec_and_are_never_quoted() {
+    let dir = tempfile::tempdir().unwrap();
+    let specs = dir.path().join("specs");
+    std::fs::create_dir(&specs).unwrap();
+    std::fs::write(dir.path().join("secret.yaml"), "x: {token: SECRET-VALUE}\n").unwrap();
+    std::fs::write(specs.join("bad.yaml"), "x: [SECRET-VALUE\n").unwrap();
+    let spec_with = |reference: &str| {
+        let path = specs.join("openapi.json");
+        std::fs::write(
+            &path,
+            format!(
+                r#"{{"openapi": "3.0.0", "paths": {{"/a": {{"get": {{"responses": {{"200": {{"description": "x", "content": {{"application/json": {{"schema": {{"$ref": "{reference}"}}}}}}}}}}}}}}}}}}"#
+            ),
+        )
+        .unwrap();
+        path
+    };
+    for (reference, expected) in [
+        ("../../../../../../../../proc/self/environ#/x", "outside"),
+        ("../secret.yaml#/x", "outside"),
+        ("bad.yaml#/x", "bad.yaml"),
+    ] {
+        let error = ApiSpec::load(&spec_with(reference))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(expected), "{reference}: {error}");
+        assert!(!error.contains("SECRET-VALUE"), "{reference}: {error}");
+        assert!(!error.contains("PATH="), "{reference}: {error}");
+    }
+    // Allowed, the file beside the directory is read.
+    let allowed = ApiSpec::load_within(
+        &spec_with("../secret.yaml#/x"),
+        wayline_durable::read::ReadScope::beside(&specs.join("openapi.json")).allow(dir.path()),
+    );
+    assert!(allowed.is_ok(), "{allowed:?}");
+}
+
 #[test]
 fn fields_beside_a_path_items_ref_are_kept() {
     let dir = tempfile::tempdir().unwrap();
