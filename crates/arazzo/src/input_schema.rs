@@ -138,6 +138,22 @@ pub(crate) fn secrets(
     found
 }
 
+/// Every string (and number) in the inputs `names` names (an input whose name has a dot is
+/// found by its whole name, else by what comes before the first dot).
+pub(crate) fn values_of(inputs: &Map<String, Value>, names: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for name in names {
+        let value = inputs.get(name).or_else(|| {
+            let (head, _) = name.split_once('.')?;
+            inputs.get(head)
+        });
+        if let Some(value) = value {
+            texts(value, &mut found);
+        }
+    }
+    found
+}
+
 /// Every string (and number) in `value`.
 fn texts(value: &Value, found: &mut Vec<String>) {
     match value {

@@ -285,16 +285,17 @@ async fn run_case(
             return case;
         }
     };
-    let recorder = recording.then(|| {
-        let redactor = Redactor::for_configs(
-            parts
-                .configs
-                .tool_ids()
-                .filter_map(|tool| parts.configs.get(tool)),
-        )
-        .with_values(parts.masked.iter().cloned());
-        RecordingTransport::new(Arc::clone(&parts.transport), redactor)
-    });
+    // One redactor for the run and its archive: the engine teaches it what the run meets (a
+    // token an `auth_token_command` printed among them), and the archive masks through it.
+    let redactor = Redactor::for_configs(
+        parts
+            .configs
+            .tool_ids()
+            .filter_map(|tool| parts.configs.get(tool)),
+    )
+    .with_values(parts.masked.iter().cloned());
+    let recorder =
+        recording.then(|| RecordingTransport::new(Arc::clone(&parts.transport), redactor.clone()));
     let transport: Arc<dyn Transport> = match &recorder {
         Some(recorder) => Arc::new(recorder.clone()),
         None => Arc::clone(&parts.transport),
@@ -304,6 +305,7 @@ async fn run_case(
     case.source = text;
     let builder = parts
         .builder(transport)
+        .redactor(redactor)
         .check_response_schemas(args.check_schema);
     let builder = match with_decider(builder, [&workflow], &args.model, false) {
         Ok(builder) => builder,

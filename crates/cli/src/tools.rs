@@ -10,7 +10,7 @@ use serde_json::Value;
 use wayline_core::{
     HttpRequest, HttpResponse, SecretProvider, ToolCatalog, Transport, TransportError,
 };
-use wayline_executor::{Engine, Redactor, ReqwestTransport};
+use wayline_executor::{Engine, Redactor, ReqwestTransport, is_credential_response_header};
 use wayline_registry::{ToolRegistry, catalog_entries, render_catalog};
 
 use crate::args::{Common, parse_inputs};
@@ -161,8 +161,11 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
     let mut inputs = IndexMap::new();
     parse_inputs(&args.common.inputs, &mut inputs).map_err(unreadable)?;
     let configs = load_configs(args.common.tools.config.as_deref(), &registry, &env)?;
-    // The raw response is printed whole: mask the tool's secrets in it, as the record does.
-    let redactor = Redactor::for_configs(configs.get(&args.tool_id)).with_values(env.file_values());
+    // The raw response is printed whole: masked through the redactor the engine teaches what
+    // the call met (the config's secrets, a token its command printed, what was sent as a
+    // credential), as the record is.
+    let redactor = Redactor::default();
+    redactor.learn(env.file_values());
     let secrets: Arc<dyn SecretProvider> = Arc::new(configs);
     let workflow = Engine::tool_call_workflow(&args.tool_id, inputs.keys().map(String::as_str));
     let transport = Arc::new(Remember {
@@ -173,6 +176,7 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
         .secrets(secrets)
         .transport(transport.clone())
         .mask(env.file_values())
+        .redactor(redactor.clone())
         .build();
     let runtime = runtime()?;
     let planned = runtime
@@ -198,10 +202,18 @@ fn try_tool(args: TryArgs) -> Result<Outcome, Outcome> {
         .unwrap_or_else(PoisonError::into_inner)
         .as_ref()
         .map(|response| {
+            // A credential a server hands out (a session cookie) is masked by name too.
             let headers: Vec<(String, String)> = response
                 .headers
                 .iter()
-                .map(|(name, value)| (name.clone(), redactor.text(value).into_owned()))
+                .map(|(name, value)| {
+                    let shown = if is_credential_response_header(name) {
+                        "***".to_owned()
+                    } else {
+                        redactor.text(value).into_owned()
+                    };
+                    (name.clone(), shown)
+                })
                 .collect();
             let text = redactor.text(&response.text()).into_owned();
             (response.status, headers, text)

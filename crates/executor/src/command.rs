@@ -87,8 +87,8 @@ pub(crate) async fn run(
     };
     let work = async {
         let (stdout, stderr) = tokio::try_join!(
-            read_capped(stdout, max_output, "stdout"),
-            read_capped(stderr, max_output, "stderr")
+            read_capped(stdout, max_output, "stdout", "max_output_bytes"),
+            read_capped(stderr, max_output, "stderr", "max_output_bytes")
         )?;
         let status = child
             .wait()
@@ -122,10 +122,13 @@ pub(crate) async fn run(
     Ok(HttpResponse::new(0, stdout))
 }
 
-async fn read_capped(
+/// What `stream` gives, at most `max` bytes: more is an error naming the stream and the
+/// limit (its reader stops there, so a command printing without end costs no more than `max`).
+pub(crate) async fn read_capped(
     stream: impl AsyncRead + Unpin,
     max: u64,
     name: &str,
+    limit: &str,
 ) -> Result<Vec<u8>, String> {
     let mut buffer = Vec::new();
     stream
@@ -134,7 +137,7 @@ async fn read_capped(
         .await
         .map_err(|error| format!("reading {name}: {error}"))?;
     if buffer.len() as u64 > max {
-        return Err(format!("{name} is larger than max_output_bytes ({max})"));
+        return Err(format!("{name} is larger than {limit} ({max})"));
     }
     Ok(buffer)
 }

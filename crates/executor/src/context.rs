@@ -14,13 +14,16 @@ use wayline_core::code::CodeRunner;
 use wayline_core::decide::Decider;
 use wayline_core::mcp::McpClient;
 use wayline_core::{
-    RunEvent, RunObserver, RunStore, SecretProvider, StepPolicy, ToolCatalog, ToolConfig, Transport,
+    HttpRequest, HttpResponse, RunEvent, RunObserver, RunStore, SecretProvider, StepPolicy,
+    ToolCatalog, ToolConfig, Transport,
 };
 
 use crate::eval::ExpressionBudget;
 use crate::middleware::StepMiddleware;
 use crate::prepare::Defaults;
-use crate::redact::Redactor;
+use crate::redact::{
+    Redactor, credential_parts, is_credential_header, is_credential_response_header,
+};
 
 /// What an [`Engine`](crate::Engine) is made of: its plug-ins and settings, shared by every
 /// run it makes.
@@ -44,6 +47,9 @@ pub(crate) struct EngineInner {
     pub(crate) expression_budget: ExpressionBudget,
     /// Values masked besides the tool configs' secrets ([`crate::EngineBuilder::mask`]).
     pub(crate) masked: Vec<String>,
+    /// What every run taught (its configs' secrets, what it sent as credentials), for the
+    /// host's writers ([`crate::EngineBuilder::redactor`]).
+    pub(crate) redactor: Redactor,
     /// What a run does when the run store fails to record a step.
     pub(crate) store_failure: StoreFailure,
 }
@@ -95,6 +101,38 @@ impl fmt::Debug for RunShared<'_> {
 }
 
 impl RunShared<'_> {
+    /// Learns the credentials `request` carries (its credential headers), so that from now on
+    /// the run masks them wherever they appear — in a body, an output, an input — and so does
+    /// every writer holding the engine's redactor.
+    pub(crate) fn learn_sent(&self, request: &HttpRequest) {
+        let parts: Vec<String> = request
+            .headers
+            .iter()
+            .filter(|header| header.sensitive || is_credential_header(&header.name))
+            .flat_map(|header| credential_parts(&header.name, &header.value))
+            .collect();
+        self.learn(parts);
+    }
+
+    /// Learns the credentials a response hands out (`Set-Cookie`, `X-Subject-Token`).
+    pub(crate) fn learn_received(&self, response: &HttpResponse) {
+        let parts: Vec<String> = response
+            .headers
+            .iter()
+            .filter(|(name, _)| is_credential_response_header(name))
+            .flat_map(|(name, value)| credential_parts(name, value))
+            .collect();
+        self.learn(parts);
+    }
+
+    fn learn(&self, parts: Vec<String>) {
+        if parts.is_empty() {
+            return;
+        }
+        self.redactor.learn(parts.iter().cloned());
+        self.engine.redactor.learn(parts);
+    }
+
     /// The tool's config, or why it could not be had.
     pub(crate) fn config(&self, tool_id: &str) -> Result<Option<&ToolConfig>, String> {
         match self.configs.get(tool_id) {

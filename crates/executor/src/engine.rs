@@ -83,6 +83,7 @@ pub struct EngineBuilder {
     max_executions: u32,
     expression_budget: ExpressionBudget,
     masked: Vec<String>,
+    redactor: Redactor,
     store_failure: StoreFailure,
 }
 
@@ -129,8 +130,15 @@ impl Engine {
             max_executions: DEFAULT_MAX_EXECUTIONS,
             expression_budget: ExpressionBudget::default(),
             masked: Vec::new(),
+            redactor: Redactor::default(),
             store_failure: StoreFailure::default(),
         }
+    }
+
+    /// The redactor this engine teaches every secret its runs meet (see
+    /// [`EngineBuilder::redactor`]): mask what you show of its runs through it.
+    pub fn redactor(&self) -> &Redactor {
+        &self.inner.redactor
     }
 
     /// Validates `workflow` and compiles everything in it once, for any number of runs. The
@@ -214,6 +222,8 @@ impl Engine {
         let redactor =
             Redactor::for_configs(configs.values().flat_map(|config| config.iter().flatten()))
                 .with_values(self.inner.masked.iter().cloned().chain(masked));
+        // The host's writers (an HTTP archive, a printed response) mask what this run masks.
+        self.inner.redactor.learn_from(&redactor);
         RunShared {
             engine: &self.inner,
             run_id,
@@ -383,8 +393,32 @@ impl EngineBuilder {
         self
     }
 
+    /// The redactor the engine teaches every secret its runs meet — their tool configs'
+    /// secrets, a token an `auth_token_command` printed, a value sent as a credential, a session
+    /// cookie received — for the host's own writers of what users read (an HTTP archive of the
+    /// exchanges, a printed response) to mask through. Default: one of the engine's own
+    /// ([`Engine::redactor`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use wayline_executor::{Engine, Redactor};
+    ///
+    /// let redactor = Redactor::default();
+    /// let engine = Engine::builder(Arc::new(wayline_core::MemoryCatalog::new()))
+    ///     .redactor(redactor.clone())
+    ///     .mask(["s3cret-value".to_owned()])
+    ///     .build();
+    /// assert_eq!(redactor.text("got s3cret-value"), "got ***");
+    /// # let _ = engine;
+    /// ```
+    pub fn redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
     /// The engine.
     pub fn build(self) -> Engine {
+        self.redactor.learn(self.masked.iter().cloned());
         let transport = self.transport.unwrap_or_else(default_transport);
         Engine {
             inner: Arc::new(EngineInner {
@@ -405,6 +439,7 @@ impl EngineBuilder {
                 max_executions: self.max_executions,
                 expression_budget: self.expression_budget,
                 masked: self.masked,
+                redactor: self.redactor,
                 store_failure: self.store_failure,
             }),
         }

@@ -65,6 +65,6 @@ pub use mock::ScriptedTransport;
 pub use prepare::PreparedWorkflow;
 pub use progress::{Progress, ProgressStyle, summary};
 pub use record::{Exchange, RecordingTransport};
-pub use redact::Redactor;
+pub use redact::{Redactor, is_credential_response_header};
 pub use request::{BuiltRequest, build_request};
 pub use retry::parse_retry_after;

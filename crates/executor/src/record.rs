@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use wayline_core::{Header, HttpRequest, HttpResponse, Transport, TransportError};
 
-use crate::redact::{Redactor, is_credential_header};
+use crate::redact::{Redactor, is_credential_header, is_credential_response_header};
 
 /// What a masked credential reads as.
 const MASK: &str = "***";
@@ -91,8 +91,7 @@ impl RecordingTransport {
             .headers
             .iter()
             .map(|(name, value)| {
-                let value = if is_credential_header(name) || name.eq_ignore_ascii_case("set-cookie")
-                {
+                let value = if is_credential_response_header(name) {
                     MASK.to_owned()
                 } else {
                     self.redactor.text(value).into_owned()

@@ -1,10 +1,17 @@
-//! Keeping credentials out of run records, errors and events.
+//! Keeping credentials out of run records, errors, events and every report a user reads.
 //!
 //! Two layers: headers that carry credentials are shown as `***` by name (and by the transport's
 //! `sensitive` flag), and every secret value the run's tool configs hold is replaced by `***`
 //! wherever it appears in text — a server that echoes a token back cannot put it in the record.
+//!
+//! A [`Redactor`] also learns: a token a command printed, a value a run sent as a credential, a
+//! session cookie an API set. Its clones share what it knows, so the one an engine is given
+//! ([`EngineBuilder::redactor`](crate::EngineBuilder::redactor)) masks, in every writer a host
+//! hands it to (an HTTP archive, a printed response), what the engine learned since.
 
 use std::borrow::Cow;
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use base64::Engine as _;
 use indexmap::IndexMap;
@@ -17,6 +24,10 @@ const MASK: &str = "***";
 const MIN_SCRUBBED_LEN: usize = 6;
 /// Longest body kept in a request summary.
 const MAX_SUMMARY_BODY: usize = 4 * 1024;
+/// The most values a redactor keeps (each in its forms); past it, the first learned are
+/// forgotten first. A long-lived engine learns a few per run (rotating tokens, credentials of
+/// runs' inputs); what a finished run sent no longer reaches a writer.
+const MAX_KEPT: usize = 4_096;
 
 /// `secret` as it is, and as JSON escaping and URL encoding write it, when they change it.
 fn encodings(secret: &str) -> Vec<String> {
@@ -51,6 +62,66 @@ pub(crate) fn is_credential_header(name: &str) -> bool {
     NAMES.iter().any(|known| known.eq_ignore_ascii_case(name))
 }
 
+/// Response header names whose values are credentials: what a request sends as one, and what
+/// a server hands out as one (`Set-Cookie`: a session cookie alone logs in; OpenStack's
+/// `X-Subject-Token`).
+///
+/// ```
+/// assert!(wayline_executor::is_credential_response_header("Set-Cookie"));
+/// assert!(!wayline_executor::is_credential_response_header("Content-Type"));
+/// ```
+pub fn is_credential_response_header(name: &str) -> bool {
+    is_credential_header(name)
+        || ["set-cookie", "set-cookie2", "x-subject-token"]
+            .iter()
+            .any(|known| known.eq_ignore_ascii_case(name))
+}
+
+/// The secrets a credential header carries, to mask once it has been sent or received: its
+/// value, or for a value with a scheme (`Bearer TOKEN`) what follows the scheme and the
+/// password of a Basic pair; for `Cookie`, each cookie's value; for `Set-Cookie`, the cookie's value (not its
+/// attributes: `Path`, `Expires`).
+pub(crate) fn credential_parts(name: &str, value: &str) -> Vec<String> {
+    let value = value.trim();
+    // (For a value with a scheme, the part after it: an echo then reads `Bearer ***`.)
+    let mut parts = Vec::new();
+    let schemed = value
+        .split_once(' ')
+        .is_some_and(|(scheme, _)| scheme.chars().all(|c| c.is_ascii_alphabetic()));
+    if !schemed || name.to_ascii_lowercase().contains("cookie") {
+        parts.push(value.to_owned());
+    }
+    if name.eq_ignore_ascii_case("cookie") {
+        parts.extend(
+            value
+                .split(';')
+                .filter_map(|cookie| cookie.split_once('='))
+                .map(|(_, cookie)| cookie.trim().to_owned()),
+        );
+    } else if name.to_ascii_lowercase().starts_with("set-cookie") {
+        if let Some((_, cookie)) = value
+            .split(';')
+            .next()
+            .and_then(|pair| pair.split_once('='))
+        {
+            parts.push(cookie.trim().to_owned());
+        }
+    } else if let Some((scheme, rest)) = value.split_once(' ')
+        && scheme.chars().all(|c| c.is_ascii_alphabetic())
+    {
+        let rest = rest.trim();
+        parts.push(rest.to_owned());
+        if scheme.eq_ignore_ascii_case("basic")
+            && let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(rest)
+            && let Ok(pair) = String::from_utf8(decoded)
+            && let Some((_, password)) = pair.split_once(':')
+        {
+            parts.push(password.to_owned());
+        }
+    }
+    parts
+}
+
 /// Replaces the secret values of tool configs by `***` in text and JSON, as the engine does for
 /// run records and events.
 ///
@@ -65,12 +136,51 @@ pub(crate) fn is_credential_header(name: &str) -> bool {
 /// ```
 #[derive(Clone, Default)]
 pub struct Redactor {
-    secrets: Vec<String>,
+    known: Arc<RwLock<Known>>,
+}
+
+/// What a redactor masks.
+#[derive(Default)]
+struct Known {
+    /// Every form of every value, longest first (a secret containing another is masked whole).
+    forms: Vec<String>,
+    /// The values, in the order they were learned, each with its forms.
+    values: VecDeque<(String, Vec<String>)>,
+    seen: HashSet<String>,
+}
+
+impl Known {
+    fn add(&mut self, value: String, forms: Vec<String>) -> bool {
+        // A short value is kept for its longer forms (its URL encoding, a Basic pair).
+        if value.is_empty() || !self.seen.insert(value.clone()) {
+            return false;
+        }
+        self.values.push_back((value, forms));
+        if self.values.len() > MAX_KEPT
+            && let Some((forgotten, _)) = self.values.pop_front()
+        {
+            self.seen.remove(&forgotten);
+        }
+        true
+    }
+
+    fn sort(&mut self) {
+        let mut forms: Vec<String> = self
+            .values
+            .iter()
+            .flat_map(|(_, forms)| forms.iter())
+            .filter(|form| form.len() >= MIN_SCRUBBED_LEN)
+            .cloned()
+            .collect();
+        forms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        forms.dedup();
+        self.forms = forms;
+    }
 }
 
 impl std::fmt::Debug for Redactor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Redactor({} secrets)", self.secrets.len())
+        write!(f, "Redactor({} secrets)", self.read().values.len())
     }
 }
 
@@ -80,11 +190,18 @@ impl Redactor {
     /// a JSON body), URL-encoded (in a query or a form body), and the base64 of Basic auth's
     /// `user:password` pairs.
     pub fn for_configs<'c>(configs: impl IntoIterator<Item = &'c ToolConfig>) -> Self {
-        let mut forms = Vec::new();
+        let redactor = Redactor::default();
+        redactor.learn_configs(configs);
+        redactor
+    }
+
+    /// Learns the secrets of these tool configs, as [`Redactor::for_configs`] reads them.
+    pub fn learn_configs<'c>(&self, configs: impl IntoIterator<Item = &'c ToolConfig>) {
+        let mut learned = Vec::new();
         for config in configs {
             let values: Vec<&str> = config.secrets().map(|secret| secret.expose()).collect();
             for value in &values {
-                forms.extend(encodings(value));
+                learned.push((value.to_string(), encodings(value)));
             }
             // Basic auth sends base64("user:token"), the user being `auth_username` or another
             // of the config's values (a tool's `username_key` may name one).
@@ -96,45 +213,88 @@ impl Redactor {
             for user in values.iter().copied().chain(username).chain([""]) {
                 for password in [token, ""] {
                     if !user.is_empty() || !password.is_empty() {
-                        forms.push(
-                            base64::engine::general_purpose::STANDARD
-                                .encode(format!("{user}:{password}")),
-                        );
+                        let pair = base64::engine::general_purpose::STANDARD
+                            .encode(format!("{user}:{password}"));
+                        learned.push((pair.clone(), vec![pair]));
                     }
                 }
             }
         }
-        Self::new(forms)
+        self.add(learned);
     }
 
-    /// This redactor, masking `values` too (in the same forms as a config's secrets: as they
-    /// are, JSON-escaped and URL-encoded).
+    /// This redactor's values and `values`, in a redactor of their own (what either learns
+    /// later, the other does not).
     #[must_use]
     pub fn with_values(self, values: impl IntoIterator<Item = String>) -> Self {
-        let mut forms = self.secrets;
-        for value in values {
-            forms.extend(encodings(&value));
+        let copy = Redactor::default();
+        copy.learn_from(&self);
+        copy.learn(values);
+        copy
+    }
+
+    /// Learns `values` (in the forms a config's secrets are masked in: as they are,
+    /// JSON-escaped and URL-encoded); every clone of this redactor masks them from now on.
+    pub fn learn(&self, values: impl IntoIterator<Item = String>) {
+        self.add(
+            values
+                .into_iter()
+                .map(|value| {
+                    let forms = encodings(&value);
+                    (value, forms)
+                })
+                .collect(),
+        );
+    }
+
+    /// Learns every value `other` knows.
+    pub fn learn_from(&self, other: &Redactor) {
+        if Arc::ptr_eq(&self.known, &other.known) {
+            return;
         }
-        Self::new(forms)
+        let theirs: Vec<(String, Vec<String>)> = other.read().values.iter().cloned().collect();
+        self.add(theirs);
     }
 
     /// A redactor for these values.
+    #[cfg(test)]
     fn new<S: Into<String>>(secrets: impl IntoIterator<Item = S>) -> Self {
-        let mut secrets: Vec<String> = secrets
-            .into_iter()
-            .map(Into::into)
-            .filter(|secret| secret.len() >= MIN_SCRUBBED_LEN)
-            .collect();
-        // Longest first, so a secret containing another is masked whole.
-        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        secrets.dedup();
-        Redactor { secrets }
+        let redactor = Redactor::default();
+        redactor.add(
+            secrets
+                .into_iter()
+                .map(|secret| {
+                    let secret = secret.into();
+                    (secret.clone(), vec![secret])
+                })
+                .collect(),
+        );
+        redactor
+    }
+
+    fn add(&self, learned: Vec<(String, Vec<String>)>) {
+        if learned.is_empty() {
+            return;
+        }
+        let mut known = self.known.write().unwrap_or_else(PoisonError::into_inner);
+        let mut changed = false;
+        for (value, forms) in learned {
+            changed |= known.add(value, forms);
+        }
+        if changed {
+            known.sort();
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Known> {
+        self.known.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// `text` with every secret masked.
     pub fn text<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let known = self.read();
         let mut out = Cow::Borrowed(text);
-        for secret in &self.secrets {
+        for secret in &known.forms {
             if out.contains(secret.as_str()) {
                 out = Cow::Owned(out.replace(secret.as_str(), MASK));
             }
@@ -142,9 +302,14 @@ impl Redactor {
         out
     }
 
+    /// Whether this redactor knows nothing (nothing it would mask).
+    pub fn is_empty(&self) -> bool {
+        self.read().forms.is_empty()
+    }
+
     /// Masks secrets in every string of `value`, keys included.
     pub fn value(&self, value: &mut Value) {
-        if self.secrets.is_empty() {
+        if self.is_empty() {
             return;
         }
         match value {
@@ -169,6 +334,36 @@ impl Redactor {
             }
             _ => {}
         }
+    }
+
+    /// Masks every text of a step's result with what this redactor knows now (a run's record
+    /// is masked once more when it closes, with what the run learned meanwhile).
+    pub(crate) fn step_result(&self, result: &mut wayline_core::StepResult) {
+        if self.is_empty() {
+            return;
+        }
+        let text = |text: &mut String| {
+            if let Cow::Owned(masked) = self.text(text) {
+                *text = masked;
+            }
+        };
+        if let Some(error) = &mut result.error {
+            text(error);
+        }
+        result.warnings.iter_mut().for_each(text);
+        for checked in &mut result.assertions {
+            text(&mut checked.subject);
+            checked.expected.iter_mut().for_each(text);
+            checked.actual.iter_mut().for_each(text);
+        }
+        if let Some(request) = &mut result.request {
+            text(&mut request.url);
+            request.headers.values_mut().for_each(text);
+            if let Some(body) = &mut request.body {
+                self.value(body);
+            }
+        }
+        self.value(&mut result.output_data);
     }
 
     /// The record of a request: credentials masked, body parsed when JSON and cut when long.

@@ -420,6 +420,15 @@ pub(crate) async fn close_record(
     let engine = shared.engine;
     record.status = status;
     record.finished_at = Some(Utc::now());
+    // Masked once more with all the run learned: a value that became a credential after a
+    // step recorded it (a token a login returned, then sent) is masked there too. (A run that
+    // closes is not resumed, so its inputs may be masked as well.)
+    for result in &mut record.step_results {
+        shared.redactor.step_result(result);
+    }
+    for value in record.user_inputs.values_mut() {
+        shared.redactor.value(value);
+    }
     engine.emit(&RunEvent::RunFinished { run: &record });
     tracing::info!(status = ?record.status, "run finished");
     if let Some(store) = &engine.run_store

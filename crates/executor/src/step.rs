@@ -382,6 +382,7 @@ async fn call(
             progress.warnings.extend(built.warnings);
             let mut request = built.request;
             request.timeout = Some(prepared.timeout);
+            run.learn_sent(&request);
             progress.request = Some(run.redactor.summary(&request));
             Invoke::Http(request)
         }
@@ -451,6 +452,7 @@ async fn call(
         );
         let failed = match result {
             Ok(reply) => {
+                run.learn_received(&reply);
                 if job.judged_by_flow {
                     progress.reply = Some(reply.clone());
                 }

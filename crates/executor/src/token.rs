@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::process::Command;
 use wayline_core::{CommandLine, Secret, ToolConfig};
 
+use crate::command::read_capped;
 use crate::redact::cut;
 
 /// How long a token command may take.
@@ -30,11 +31,15 @@ fn words(command: &CommandLine) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
+/// The most a token command may print: a token is a few kilobytes at most, and a command that
+/// prints without end (`cat /dev/zero`) must not fill the memory.
+pub(crate) const MAX_TOKEN_OUTPUT: u64 = 64 * 1024;
+
 /// Runs `command`, answering what it printed, trimmed.
 async fn run(command: &CommandLine) -> Result<String, String> {
     let words = words(command)?;
     let program = &words[0];
-    let child = Command::new(program)
+    let mut child = Command::new(program)
         .args(&words[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -42,7 +47,29 @@ async fn run(command: &CommandLine) -> Result<String, String> {
         .kill_on_drop(true)
         .spawn()
         .map_err(|error| format!("`auth_token_command` {program} cannot start: {error}"))?;
-    let output = tokio::time::timeout(TOKEN_COMMAND_TIMEOUT, child.wait_with_output())
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(format!(
+            "`auth_token_command` {program}: its output cannot be read"
+        ));
+    };
+    let work = async {
+        let (stdout, stderr) = tokio::try_join!(
+            read_capped(stdout, MAX_TOKEN_OUTPUT, "its output", "a token may be"),
+            read_capped(
+                stderr,
+                MAX_TOKEN_OUTPUT,
+                "its standard error",
+                "a token may be"
+            )
+        )?;
+        let status = child
+            .wait()
+            .await
+            .map_err(|error| format!("waiting for it: {error}"))?;
+        Ok::<_, String>((status, stdout, stderr))
+    };
+    // Dropping `work` (a timeout, output past the cap) drops the child, which kills it.
+    let (status, stdout, stderr) = tokio::time::timeout(TOKEN_COMMAND_TIMEOUT, work)
         .await
         .map_err(|_| {
             format!(
@@ -50,14 +77,13 @@ async fn run(command: &CommandLine) -> Result<String, String> {
                 TOKEN_COMMAND_TIMEOUT.as_secs()
             )
         })?
-        .map_err(|error| format!("`auth_token_command` {program} failed: {error}"))?;
-    if !output.status.success() {
+        .map_err(|error| format!("`auth_token_command` {program}: {error}"))?;
+    if !status.success() {
         // Its standard error says why; its standard output is never shown (it may be a token).
-        let said = String::from_utf8_lossy(&output.stderr);
+        let said = String::from_utf8_lossy(&stderr);
         let said = cut(said.trim(), 300);
         return Err(format!(
-            "`auth_token_command` {program} exited with {}{}",
-            output.status,
+            "`auth_token_command` {program} exited with {status}{}",
             if said.is_empty() {
                 String::new()
             } else {
@@ -65,7 +91,7 @@ async fn run(command: &CommandLine) -> Result<String, String> {
             }
         ));
     }
-    let token = String::from_utf8(output.stdout).map_err(|_| {
+    let token = String::from_utf8(stdout).map_err(|_| {
         format!("`auth_token_command` {program} printed something that is not text")
     })?;
     let token = token.trim();
@@ -136,6 +162,21 @@ mod tests {
             assert_eq!(token.unwrap().expose(), "tok-from-vault");
         }
         assert_eq!(std::fs::read_to_string(counter).unwrap().lines().count(), 1);
+    }
+
+    /// Issue 31, item 16: `cat /dev/zero` as a token command once read 2.1 GB and aborted.
+    #[tokio::test]
+    async fn a_command_printing_without_end_is_stopped_at_the_cap() {
+        let mut configs = HashMap::from([(
+            "a".to_owned(),
+            config(CommandLine::Words(vec!["cat".into(), "/dev/zero".into()])),
+        )]);
+        resolve(&mut configs).await;
+        let error = configs["a"].clone().unwrap_err();
+        assert!(
+            error.contains("its output is larger than a token may be (65536)"),
+            "{error}"
+        );
     }
 
     #[tokio::test]

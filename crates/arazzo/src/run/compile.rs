@@ -11,7 +11,9 @@ use wayline_core::{MemoryCatalog, Step as CoreStep, ToolDefinition, Workflow as 
 use wayline_registry::openapi::ApiSpec;
 
 use crate::flow::Plan;
-use crate::model::{ArazzoDocument, Components, Parameter, ParameterLocation, Reusable, Step};
+use crate::model::{
+    ArazzoDocument, Components, Parameter, ParameterLocation, Reusable, Step, Workflow,
+};
 use crate::sources::{Source, Sources, source_reference};
 
 /// The input that carries a step's request body.
@@ -97,6 +99,43 @@ pub(crate) fn step_parameters(
         }
     }
     all
+}
+
+/// The inputs `workflow` sends as credentials: those a header parameter with a credential's
+/// name (`Authorization`, `X-API-Key`…) or a cookie parameter reads, whatever the input is
+/// called (`auth`), so that its value is masked from the run's start — in its recorded inputs,
+/// bodies and outputs — and not only in the header.
+pub(crate) fn credential_inputs(document: &ArazzoDocument, workflow: &Workflow) -> Vec<String> {
+    let components = document.components.as_ref();
+    let mut names = Vec::new();
+    for step in &workflow.steps {
+        for parameter in step_parameters(&workflow.parameters, &step.parameters, components) {
+            let credential = match parameter.location {
+                Some(ParameterLocation::Cookie) => true,
+                Some(ParameterLocation::Header) => {
+                    wayline_executor::is_credential_response_header(&parameter.name)
+                }
+                _ => false,
+            };
+            let crate::model::Selectable::Value(Value::String(text)) = &parameter.value else {
+                continue;
+            };
+            if !credential {
+                continue;
+            }
+            let Ok(template) = crate::expression::Template::parse(text) else {
+                continue;
+            };
+            for expression in template.expressions() {
+                if let crate::expression::Expression::Inputs(field) = expression
+                    && !names.contains(&field.name)
+                {
+                    names.push(field.name.clone());
+                }
+            }
+        }
+    }
+    names
 }
 
 /// Compiles every workflow of `document`; the catalog holds a tool per operation and way of

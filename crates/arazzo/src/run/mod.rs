@@ -431,12 +431,14 @@ impl Runner {
                     problems,
                 },
             )?;
-            // Credentials passed as inputs are masked in this run and in those it leads to.
-            let options = options.mask(input_schema::secrets(
-                document,
-                workflow.inputs.as_ref(),
-                &inputs,
-            ));
+            // Credentials passed as inputs — marked so, named so, or sent as one — are masked in
+            // this run and in those it leads to.
+            let sent = compile::credential_inputs(document, workflow);
+            let options = options.mask(
+                input_schema::secrets(document, workflow.inputs.as_ref(), &inputs)
+                    .into_iter()
+                    .chain(input_schema::values_of(&inputs, &sent)),
+            );
             let masked = options.masked.clone();
             let mut dependencies = Vec::new();
             for dependency in &workflow.depends_on {
@@ -501,6 +503,17 @@ impl Runner {
                     .await?
             };
             let mut finished = control.finish(run, dependencies);
+            // The outputs shown are masked as the record is (the values later steps and
+            // workflows read stay as they came).
+            let redactor = engine.redactor();
+            finished
+                .run
+                .outputs
+                .values_mut()
+                .for_each(|value| redactor.value(value));
+            for error in &mut finished.run.output_errors {
+                *error = redactor.text(error).into_owned();
+            }
             if let Some(called) = finished.transfer.take() {
                 let transferred = called
                     .runner

@@ -1138,3 +1138,44 @@ components:
         "{refused}"
     );
 }
+
+/// Issue 31, item 20: an input under a plain name (`auth`) sent as the `Authorization` header
+/// is a credential: masked from the run's start in its recorded inputs, and in the bodies and
+/// outputs that echo it, not only in the header.
+#[tokio::test(start_paused = true)]
+async fn an_input_sent_as_a_credential_is_masked_everywhere() {
+    let workflows = "workflows:
+  - workflowId: w
+    inputs: {type: object, properties: {auth: {type: string}, kind: {type: string}}}
+    steps:
+      - stepId: read
+        operationId: listItems
+        parameters:
+          - {name: Authorization, in: header, value: $inputs.auth}
+          - {name: kind, in: query, value: $inputs.kind}
+        outputs: {echoed: $response.body}
+    outputs: {echoed: $steps.read.outputs.echoed}
+";
+    let (ran, _) = run(
+        workflows,
+        "w",
+        json!({"auth": "tok-8b1c5e90", "kind": "all"}),
+        Box::new(|request| {
+            let sent = request
+                .headers
+                .iter()
+                .find(|header| header.name.eq_ignore_ascii_case("authorization"))
+                .map(|header| header.value.clone())
+                .unwrap_or_default();
+            json_reply(200, json!({"authorization": sent}))
+        }),
+    )
+    .await;
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+    let recorded = serde_json::to_string(&ran.run).unwrap();
+    assert!(!recorded.contains("tok-8b1c5e90"), "{recorded}");
+    assert_eq!(ran.run.user_inputs["auth"], "***");
+    assert_eq!(ran.run.user_inputs["kind"], "all", "other inputs are kept");
+    let outputs = serde_json::to_string(&ran.outputs).unwrap();
+    assert!(!outputs.contains("tok-8b1c5e90"), "{outputs}");
+}

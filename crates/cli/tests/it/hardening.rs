@@ -250,3 +250,102 @@ fn import_openapi_keeps_refs_beside_the_spec() {
         }
     }
 }
+
+/// An API on loopback that echoes the request's `Authorization` in its body and sets a session
+/// cookie.
+fn echoing_api(runtime: &tokio::runtime::Runtime) -> wayline_executor::testing::MockServer {
+    use wayline_executor::testing::{MockServer, Reply};
+    runtime
+        .block_on(MockServer::start(|request| {
+            let sent = request.header("authorization").unwrap_or("").to_owned();
+            Reply::json(200, serde_json::json!({"you_sent": sent}))
+                .header("Set-Cookie", "session=sess-0a9c77f2; Path=/; HttpOnly")
+        }))
+        .unwrap()
+}
+
+/// Items 11 and 22: a token from `auth_token_command`, echoed by the API, is masked in the HTTP
+/// archive `wayline test --har` writes as in every other report; a session cookie is masked in
+/// what `tools try` prints, in text and JSON.
+#[test]
+fn tokens_from_commands_and_session_cookies_are_masked_in_every_report() {
+    let runtime = crate::server_runtime();
+    let server = echoing_api(&runtime);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("tools")).unwrap();
+    std::fs::write(
+        dir.path().join("tools/me.yaml"),
+        format!(
+            "id: me\nname: Me\nbase_url: {}\nmethod: GET\npath: /me\nauth: {{type: bearer}}\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("configs.yaml"),
+        "me: {auth_token_command: \"printf tok-from-cmd-4e1d\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("w.yaml"),
+        "id: w\nname: W\nsteps:\n  - {id: me, tool_id: me, expect: {status: 200}}\n",
+    )
+    .unwrap();
+    let tested = bounded(
+        dir.path(),
+        &[
+            "test",
+            "w.yaml",
+            "--tools",
+            "tools",
+            "--config",
+            "configs.yaml",
+            "--har",
+            "x.har",
+            "--report",
+            "json=r.json",
+            "--report",
+            "junit=j.xml",
+        ],
+        512,
+        60,
+    );
+    assert_eq!(
+        code(&tested),
+        0,
+        "{}{}",
+        text(&tested.stdout),
+        text(&tested.stderr)
+    );
+    for report in ["x.har", "r.json", "j.xml"] {
+        let written = std::fs::read_to_string(dir.path().join(report)).unwrap();
+        assert!(
+            !written.contains("tok-from-cmd-4e1d"),
+            "{report}: {written}"
+        );
+        assert!(!written.contains("sess-0a9c77f2"), "{report}: {written}");
+    }
+    for format in ["text", "json"] {
+        let tried = bounded(
+            dir.path(),
+            &[
+                "tools",
+                "try",
+                "me",
+                "--tools",
+                "tools",
+                "--config",
+                "configs.yaml",
+                "--format",
+                format,
+            ],
+            512,
+            60,
+        );
+        let shown = text(&tried.stdout);
+        assert_eq!(code(&tried), 0, "{shown}{}", text(&tried.stderr));
+        assert!(shown.contains("you_sent"), "{shown}");
+        assert!(!shown.contains("tok-from-cmd-4e1d"), "{format}: {shown}");
+        assert!(!shown.contains("sess-0a9c77f2"), "{format}: {shown}");
+    }
+}

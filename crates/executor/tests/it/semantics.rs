@@ -439,3 +439,68 @@ async fn encoded_secrets_are_masked_in_the_record() {
         assert!(!record.contains(leak), "{leak} in {record}");
     }
 }
+
+/// Issue 31, items 20 and 22: a value sent as a credential (here an input under a plain name,
+/// sent as `X-API-Key`) and a session cookie a server sets are masked everywhere once they have
+/// crossed the wire — the echoing body, the outputs, the recorded inputs — and the engine's
+/// redactor, which a host's own writers use, learns them too.
+#[tokio::test]
+async fn what_crosses_the_wire_as_a_credential_is_masked_everywhere() {
+    let tools = [
+        tool(
+            "id: login\nname: Login\nbase_url: x\nmethod: POST\npath: /login\n",
+            "http://api.test",
+        ),
+        tool(
+            "id: whoami\nname: Who\nbase_url: x\nmethod: GET\npath: /whoami\n\
+             request: {headers: {X-API-Key: '{{key}}', Cookie: 'session={{session}}'}}\n",
+            "http://api.test",
+        ),
+    ];
+    let transport = ScriptedTransport::new().with_fallback(|request: &HttpRequest| {
+        let url = url::Url::parse(&request.url).unwrap();
+        Ok(match url.path() {
+            "/login" => {
+                let mut reply =
+                    HttpResponse::new(200, json!({"session": "sess-7731aa"}).to_string());
+                reply.headers.push((
+                    "set-cookie".into(),
+                    "session=sess-7731aa; Path=/; HttpOnly".into(),
+                ));
+                reply
+            }
+            _ => {
+                // Echoes what it was sent.
+                let echoed: Vec<String> = request
+                    .headers
+                    .iter()
+                    .map(|header| header.value.clone())
+                    .collect();
+                HttpResponse::new(200, json!({"you_sent": echoed}).to_string())
+            }
+        })
+    });
+    let redactor = wayline_executor::Redactor::default();
+    let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools(tools)))
+        .transport(Arc::new(transport))
+        .redactor(redactor.clone())
+        .build();
+    let workflow = workflow(
+        "id: w\nname: W\ninputs: {key: {}}\nsteps:\n  - {id: login, tool_id: login}\n\
+         \x20 - id: me\n    tool_id: whoami\n    input_mapping: {key: $input.key, session: login.session}\n",
+    );
+    let run = engine
+        .run(&workflow, RunOptions::new().input("key", "plain-key-5521"))
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Success, "{run:#?}");
+    let recorded = serde_json::to_string(&run).unwrap();
+    assert!(!recorded.contains("plain-key-5521"), "{recorded}");
+    assert!(!recorded.contains("sess-7731aa"), "{recorded}");
+    assert!(recorded.contains("***"), "{recorded}");
+    assert_eq!(
+        redactor.text("plain-key-5521 sess-7731aa"),
+        "*** ***",
+        "the engine's redactor learned both"
+    );
+}
