@@ -96,14 +96,22 @@ pub fn passes(criterion: &Criterion, values: &Values) -> Result<bool, CriterionE
         text: context.to_owned(),
         error,
     })?;
-    let subject = values.resolve(&expression).unwrap_or(Value::Null);
+    // A whole body is read where it is (bodies can be large); anything else is resolved.
+    let resolved;
+    let subject = match values.body(&expression) {
+        Some(body) => body,
+        None => {
+            resolved = values.resolve(&expression).unwrap_or(Value::Null);
+            &resolved
+        }
+    };
     let condition = substitute(&criterion.condition, values)?;
     if kind == "xpath" {
         // The context is XML text: a body kept as text, or a string value.
         if subject.is_null() {
             return Ok(false);
         }
-        return crate::xpath::holds(&as_text(&subject), &condition).map_err(|error| match error {
+        return crate::xpath::holds(&as_text(subject), &condition).map_err(|error| match error {
             crate::xpath::XPathError::NotBuilt => CriterionError::Unsupported("XPath"),
             crate::xpath::XPathError::Document(reason) => CriterionError::NotXml {
                 context: context.to_owned(),
@@ -122,7 +130,7 @@ pub fn passes(criterion: &Criterion, values: &Values) -> Result<bool, CriterionE
             kind: "regular expression",
             reason: error.to_string(),
         })?;
-        return Ok(!subject.is_null() && pattern.is_match(&as_text(&subject)));
+        return Ok(!subject.is_null() && pattern.is_match(&as_text(subject)));
     }
     let query = jsonpath_rust::parser::parse_json_path(&condition).map_err(|error| {
         CriterionError::Invalid {
@@ -132,14 +140,18 @@ pub fn passes(criterion: &Criterion, values: &Values) -> Result<bool, CriterionE
         }
     })?;
     // A body kept as text that is JSON is queried as JSON.
+    let parsed;
     let subject = match subject {
-        Value::String(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(json) => {
+                parsed = json;
+                &parsed
+            }
+            Err(_) => subject,
+        },
         other => other,
     };
-    Ok(
-        jsonpath_rust::query::js_path_process(&query, &subject)
-            .is_ok_and(|nodes| !nodes.is_empty()),
-    )
+    Ok(jsonpath_rust::query::js_path_process(&query, subject).is_ok_and(|nodes| !nodes.is_empty()))
 }
 
 /// `condition` with its `{$…}` expressions replaced by their values, as text.

@@ -175,6 +175,19 @@ pub fn as_text(value: &Value) -> String {
     }
 }
 
+impl Values {
+    /// The value `expression` reads, borrowed, when it is a whole body (`$response.body`,
+    /// `$request.body`): what a criterion queries, without a copy of a body that can be large.
+    pub(crate) fn body(&self, expression: &Expression) -> Option<&Value> {
+        let exchange = match expression {
+            Expression::Response(Source::Body(None)) => self.response.as_ref()?,
+            Expression::Request(Source::Body(None)) => self.request.as_ref()?,
+            _ => return None,
+        };
+        exchange.body.as_ref()
+    }
+}
+
 impl Resolver for Values {
     fn resolve(&self, expression: &Expression) -> Option<Value> {
         match expression {

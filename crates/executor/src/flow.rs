@@ -590,6 +590,8 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             run_stop: self.run_stop.clone(),
             record_id,
             judged_by_flow: true,
+            // A flow reads its steps' responses and records the outputs it decides on.
+            output_read: false,
         };
         let span =
             tracing::info_span!("step", step_id = %definition.id, tool_id = %definition.tool_id);
@@ -619,7 +621,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             step_id,
             execution: self.executions[position],
             result: &done.result,
-            reply: done.reply.as_ref(),
+            reply: done.reply.as_deref(),
         });
         let mut result = done.result;
         result.status = if verdict.succeeded {

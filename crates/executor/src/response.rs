@@ -97,16 +97,20 @@ pub(crate) fn unexpected_status(response: &HttpResponse, expected: &str) -> Stri
     )
 }
 
-/// The output of a successful response (status < 400), given its parsed body.
+/// The output of a successful response (status < 400), given its parsed body (taken, not
+/// copied).
 pub(crate) fn output(
     extraction: &Extraction,
     response: &HttpResponse,
-    parsed: Option<&Value>,
+    parsed: Option<Value>,
 ) -> Result<Value, String> {
     match parsed {
-        Some(body) if !extraction.is_empty() => extraction.apply(body),
-        Some(Value::Array(items)) => Ok(json!({"items": items, "count": items.len()})),
-        Some(body) => Ok(body.clone()),
+        Some(body) if !extraction.is_empty() => extraction.apply(&body),
+        Some(Value::Array(items)) => {
+            let count = items.len();
+            Ok(json!({"items": items, "count": count}))
+        }
+        Some(body) => Ok(body),
         None if !extraction.is_empty() && extraction.strict => {
             let content_type = response.header("content-type").unwrap_or("none");
             let text = response.text();
@@ -147,7 +151,7 @@ mod tests {
         let response = HttpResponse::new(200, "[1,2]");
         let parsed = parse_body(&response);
         assert_eq!(
-            output(&none, &response, parsed.as_ref()),
+            output(&none, &response, parsed),
             Ok(json!({"items": [1, 2], "count": 2}))
         );
         let response = HttpResponse::new(200, "plain text");

@@ -302,6 +302,7 @@ impl<'r> Scheduler<'r> {
             run_stop: self.run_stop.clone(),
             record_id: definition.id.clone(),
             judged_by_flow: false,
+            output_read: !self.prepared.successors[position].is_empty(),
         };
         let span =
             tracing::info_span!("step", step_id = %definition.id, tool_id = %definition.tool_id);

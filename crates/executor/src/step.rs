@@ -49,6 +49,9 @@ pub(crate) struct StepJob<'r> {
     /// otherwise, since bodies can be large), and a status is the flow's to judge, not a
     /// failed attempt, unless the step's `expect.status` says which it expects.
     pub(crate) judged_by_flow: bool,
+    /// Whether anything reads the step's output besides its record (a step depending on it):
+    /// when nothing does, no second copy of it is kept.
+    pub(crate) output_read: bool,
 }
 
 /// A finished step: its record, and its output for the steps after it (`None` unless it
@@ -58,7 +61,7 @@ pub(crate) struct StepDone {
     pub(crate) result: StepResult,
     pub(crate) output: Option<Arc<Value>>,
     /// The last response, when the job asked to keep it.
-    pub(crate) reply: Option<HttpResponse>,
+    pub(crate) reply: Option<Arc<HttpResponse>>,
     /// The run store's failure that left this step unrecorded (its mark, or its result).
     pub(crate) unsaved: Option<wayline_core::StoreError>,
 }
@@ -90,8 +93,9 @@ struct Progress {
     status_check: Option<AssertionResult>,
     /// The other `expect` checks of the response the step settled on.
     assertions: Vec<AssertionResult>,
-    /// The last response, kept when the job asks for it.
-    reply: Option<HttpResponse>,
+    /// The last response, kept when the job asks for it (shared, not copied: bodies can be
+    /// large).
+    reply: Option<Arc<HttpResponse>>,
 }
 
 /// [`execute`] with a run store. A step that is not safe to repeat is saved as `running` before
@@ -169,10 +173,16 @@ pub(crate) async fn execute(job: StepJob<'_>) -> StepDone {
         })
         .collect();
     let output = match outcome {
-        Ok(output) => {
+        Ok(output) if job.output_read => {
             result.status = StepStatus::Success;
             result.output_data = output.clone();
             Some(output)
+        }
+        // No step reads it: the record's is the only copy (a body can be large).
+        Ok(output) => {
+            result.status = StepStatus::Success;
+            result.output_data = output;
+            None
         }
         Err(failure) => {
             result.status = StepStatus::Failed;
@@ -453,8 +463,9 @@ async fn call(
         let failed = match result {
             Ok(reply) => {
                 run.learn_received(&reply);
+                let reply = Arc::new(reply);
                 if job.judged_by_flow {
-                    progress.reply = Some(reply.clone());
+                    progress.reply = Some(Arc::clone(&reply));
                 }
                 progress.status_check =
                     assertions.and_then(|assertions| assertions.status_result(reply.status));
@@ -588,6 +599,16 @@ async fn settle(
     progress: &mut Progress,
 ) -> Result<Option<Value>, Failure> {
     let prepared = job.prepared;
+    // A flow reads the response itself: unless the step has its own use for the body (a poll,
+    // expectations, a schema, outputs), it is not parsed here and no output is made of it, so
+    // a large body is parsed once (the flow's), not three times.
+    let engine_reads_body = prepared.until.is_some()
+        || prepared.assertions.is_some()
+        || prepared.schema_check != SchemaCheck::Off
+        || prepared.has_outputs();
+    if job.judged_by_flow && !engine_reads_body {
+        return Ok(Some(Value::Null));
+    }
     let parsed = response::parse_body(reply);
     let text_body;
     let body = match &parsed {
@@ -654,9 +675,9 @@ async fn settle(
     } else if reply.status >= 400 {
         // An error status the step expects: its body as it came (the tool's extraction is for
         // its successes).
-        response::output(&response::Extraction::default(), reply, parsed.as_ref())
+        response::output(&response::Extraction::default(), reply, parsed)
     } else {
-        response::output(&prepared.extraction, reply, parsed.as_ref())
+        response::output(&prepared.extraction, reply, parsed)
     };
     if let Some(message) = failed {
         return Err(Failure {

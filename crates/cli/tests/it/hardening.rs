@@ -349,3 +349,71 @@ fn tokens_from_commands_and_session_cookies_are_masked_in_every_report() {
         assert!(!shown.contains("sess-0a9c77f2"), "{format}: {shown}");
     }
 }
+
+/// Item 17: a large JSON response costs one parsed copy, not four (27 MB took 1.18 GB for one
+/// Arazzo step, 1.78 GB with a `$..*` criterion). An 8 MB answer in each shape, under a data
+/// limit of 300 MB that the copies before passed.
+#[test]
+fn a_large_response_is_parsed_once() {
+    use wayline_executor::testing::{MockServer, Reply};
+    let items: Vec<serde_json::Value> = (0..60_000)
+        .map(|i| serde_json::json!({"id": i, "name": format!("item-{i}"), "tags": ["a", "b", "c"], "price": i, "nested": {"x": i, "y": "zzzzzzzzzzzzzzzzzzzz"}}))
+        .collect();
+    let body = serde_json::json!({"data": items});
+    let runtime = crate::server_runtime();
+    let server = runtime
+        .block_on(MockServer::start(move |_| Reply::json(200, body.clone())))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("api.yaml"),
+        format!(
+            "openapi: 3.1.0\ninfo: {{title: T, version: '1'}}\nservers: [{{url: '{}'}}]\n\
+             paths:\n  /big:\n    get:\n      operationId: big\n      responses: {{'200': {{description: ok}}}}\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    for (name, criterion) in [
+        ("status", "{condition: $statusCode == 200}"),
+        (
+            "jsonpath",
+            "{context: $response.body, condition: '$..*', type: jsonpath}",
+        ),
+    ] {
+        std::fs::write(
+            dir.path().join(format!("{name}.arazzo.yaml")),
+            format!(
+                "arazzo: 1.1.0\ninfo: {{title: T, version: '1'}}\n\
+                 sourceDescriptions: [{{name: api, url: ./api.yaml}}]\n\
+                 workflows:\n  - workflowId: w\n    steps:\n      - stepId: s\n        operationId: big\n        successCriteria: [{criterion}]\n"
+            ),
+        )
+        .unwrap();
+        let file = format!("{name}.arazzo.yaml");
+        let ran = bounded(dir.path(), &["run", &file], 300, 120);
+        assert_eq!(
+            code(&ran),
+            0,
+            "{name}: {}{}",
+            text(&ran.stdout),
+            text(&ran.stderr)
+        );
+    }
+    std::fs::create_dir(dir.path().join("tools")).unwrap();
+    std::fs::write(
+        dir.path().join("tools/big.yaml"),
+        format!(
+            "id: big\nname: Big\nbase_url: {}\nmethod: GET\npath: /big\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("w.yaml"),
+        "id: w\nname: W\nsteps:\n  - {id: s, tool_id: big}\n",
+    )
+    .unwrap();
+    let ran = bounded(dir.path(), &["run", "w.yaml", "--tools", "tools"], 300, 120);
+    assert_eq!(code(&ran), 0, "{}{}", text(&ran.stdout), text(&ran.stderr));
+}
