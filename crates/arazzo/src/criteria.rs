@@ -45,6 +45,10 @@ pub enum CriterionError {
         /// Why it does not parse as XML.
         reason: String,
     },
+    /// An evaluation given up: its run was cancelled or passed its deadline, or it took longer
+    /// than allowed.
+    #[error("not evaluated: {0}")]
+    Stopped(String),
     /// A regex, JSONPath or XPath criterion without `context`.
     #[error("a {0} criterion needs `context`: the runtime expression it applies to")]
     NoContext(&'static str),
@@ -66,6 +70,16 @@ pub enum CriterionError {
 /// assert!(passes(&criterion, &values).unwrap());
 /// ```
 pub fn passes(criterion: &Criterion, values: &Values) -> Result<bool, CriterionError> {
+    passes_within(criterion, values, &|| false)
+}
+
+/// [`passes`] for a run: an XPath evaluation is given up when `stop` says the run stopped
+/// (cancelled, or past its deadline).
+pub(crate) fn passes_within(
+    criterion: &Criterion,
+    values: &Values,
+    stop: crate::xpath::Stop<'_>,
+) -> Result<bool, CriterionError> {
     let kind = match &criterion.kind {
         None | Some(CriterionType::Named(CriterionKind::Simple)) => {
             let condition = Condition::parse(&criterion.condition).map_err(|error| {
@@ -111,17 +125,20 @@ pub fn passes(criterion: &Criterion, values: &Values) -> Result<bool, CriterionE
         if subject.is_null() {
             return Ok(false);
         }
-        return crate::xpath::holds(&as_text(subject), &condition).map_err(|error| match error {
-            crate::xpath::XPathError::NotBuilt => CriterionError::Unsupported("XPath"),
-            crate::xpath::XPathError::Document(reason) => CriterionError::NotXml {
-                context: context.to_owned(),
-                reason,
-            },
-            crate::xpath::XPathError::Query(reason) => CriterionError::Invalid {
-                condition: condition.clone(),
-                kind: "XPath query",
-                reason,
-            },
+        return crate::xpath::holds(as_text(subject), condition.clone(), stop).map_err(|error| {
+            match error {
+                crate::xpath::XPathError::NotBuilt => CriterionError::Unsupported("XPath"),
+                crate::xpath::XPathError::Document(reason) => CriterionError::NotXml {
+                    context: context.to_owned(),
+                    reason,
+                },
+                crate::xpath::XPathError::Query(reason) => CriterionError::Invalid {
+                    condition: condition.clone(),
+                    kind: "XPath query",
+                    reason,
+                },
+                crate::xpath::XPathError::Stopped(reason) => CriterionError::Stopped(reason),
+            }
         });
     }
     if kind == "regex" {

@@ -623,6 +623,9 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             result: &done.result,
             reply: done.reply.as_deref(),
         });
+        // A verdict given after the run's deadline passed or it was cancelled (an evaluation
+        // the flow gave up on) leaves the run stopped, not merely failed.
+        let _ = self.run_stop.trip();
         let mut result = done.result;
         result.status = if verdict.succeeded {
             StepStatus::Success

@@ -11,13 +11,13 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use wayline_core::{HttpResponse, Jump, Run, StepStatus};
 use wayline_executor::flow::{Call, Finished, Flow, Next as EngineNext, Starting, Verdict};
-use wayline_executor::{Engine, RunOptions, parse_retry_after};
+use wayline_executor::{CancelToken, Engine, RunOptions, parse_retry_after};
 
 use super::compile::{Action, BODY, Compiled, step_parameters};
 use super::render::{render_payload, select};
 use super::{Runner, WorkflowRun};
 use crate::actions::{Chosen, Next, Target, after_failure, after_success};
-use crate::criteria::passes;
+use crate::criteria::passes_within;
 use crate::model::{
     ArazzoDocument, ExpressionKind, ParameterLocation, SelectorType, Step, Workflow,
 };
@@ -50,6 +50,8 @@ pub(super) struct Control<'a> {
     depth: usize,
     /// Values masked in this run, and so in the runs of the workflows it calls.
     masked: Vec<String>,
+    /// When the run stops (see [`Lineage::stop`]).
+    stop: (Option<CancelToken>, Option<std::time::Instant>),
 }
 
 /// A workflow to run (of this document or another), and its inputs.
@@ -65,6 +67,8 @@ pub(super) struct Called {
 pub(super) struct Lineage {
     pub(super) depth: usize,
     pub(super) masked: Vec<String>,
+    /// When the run stops: its cancel token and the instant of its deadline.
+    pub(super) stop: (Option<CancelToken>, Option<std::time::Instant>),
 }
 
 /// A finished workflow, and where control went after it.
@@ -81,7 +85,11 @@ impl<'a> Control<'a> {
         inputs: Map<String, Value>,
         dependencies: &[WorkflowRun],
         calls: Rc<RefCell<Vec<WorkflowRun>>>,
-        Lineage { depth, masked }: Lineage,
+        Lineage {
+            depth,
+            masked,
+            stop,
+        }: Lineage,
     ) -> Self {
         let document = &runner.inner.document;
         let workflow = &document.workflows[compiled.index];
@@ -113,7 +121,15 @@ impl<'a> Control<'a> {
             calls,
             depth,
             masked,
+            stop,
         }
+    }
+
+    /// Whether the run has stopped: cancelled, or past its deadline.
+    fn stopped(&self) -> bool {
+        let (cancel, deadline) = &self.stop;
+        cancel.as_ref().is_some_and(CancelToken::is_cancelled)
+            || deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline)
     }
 
     /// The run as it ended: the workflow's outputs read, its values kept for whoever reads
@@ -123,7 +139,7 @@ impl<'a> Control<'a> {
         let mut outputs = Map::new();
         let mut output_errors = Vec::new();
         for (name, selectable) in &self.workflow.outputs {
-            match select(selectable, &self.values) {
+            match select(selectable, &self.values, &|| self.stopped()) {
                 Ok(value) => {
                     outputs.insert(name.clone(), value);
                 }
@@ -169,7 +185,7 @@ impl<'a> Control<'a> {
         let mut inputs = IndexMap::new();
         let mut sent = Exchange::default();
         for (input, parameter) in parameters {
-            let value = select(&parameter.value, &self.values)
+            let value = select(&parameter.value, &self.values, &|| self.stopped())
                 .map_err(|error| format!("parameter `{}`: {error}", parameter.name))?;
             match parameter.location {
                 Some(ParameterLocation::Header | ParameterLocation::Cookie) => {
@@ -215,7 +231,7 @@ impl<'a> Control<'a> {
                         replacement.target
                     ));
                 }
-                let value = select(&replacement.value, &self.values)
+                let value = select(&replacement.value, &self.values, &|| self.stopped())
                     .map_err(|error| format!("replacement of `{}`: {error}", replacement.target))?;
                 let target = replacement.target.trim_start_matches('#');
                 match payload.pointer_mut(target) {
@@ -244,7 +260,7 @@ impl<'a> Control<'a> {
     ) -> Result<Call, String> {
         let mut inputs = Map::new();
         for parameter in step_parameters(&[], &step.parameters, self.document.components.as_ref()) {
-            let value = select(&parameter.value, &self.values)
+            let value = select(&parameter.value, &self.values, &|| self.stopped())
                 .map_err(|error| format!("parameter `{}`: {error}", parameter.name))?;
             inputs.insert(parameter.name.clone(), value);
         }
@@ -341,7 +357,7 @@ impl<'a> Control<'a> {
 
     fn criteria(&self, step: &Step) -> Result<(), String> {
         for criterion in &step.success_criteria {
-            match passes(criterion, &self.values) {
+            match passes_within(criterion, &self.values, &|| self.stopped()) {
                 Ok(true) => {}
                 Ok(false) => {
                     return Err(format!(
@@ -359,7 +375,7 @@ impl<'a> Control<'a> {
     fn outputs(&self, step: &Step) -> Result<Map<String, Value>, String> {
         let mut outputs = Map::new();
         for (name, selectable) in &step.outputs {
-            let value = select(selectable, &self.values)
+            let value = select(selectable, &self.values, &|| self.stopped())
                 .map_err(|error| format!("output `{name}`: {error}"))?;
             outputs.insert(name.clone(), value);
         }
@@ -385,7 +401,7 @@ impl<'a> Control<'a> {
         let mut inputs = Map::new();
         let components = self.document.components.as_ref();
         for parameter in step_parameters(&[], parameters, components) {
-            let value = select(&parameter.value, &self.values)
+            let value = select(&parameter.value, &self.values, &|| self.stopped())
                 .map_err(|error| format!("parameter `{}`: {error}", parameter.name))?;
             inputs.insert(parameter.name.clone(), value);
         }

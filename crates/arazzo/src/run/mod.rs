@@ -482,6 +482,12 @@ impl Runner {
                 Lineage {
                     depth,
                     masked: masked.clone(),
+                    stop: (
+                        options.cancel.clone(),
+                        options
+                            .deadline
+                            .map(|deadline| std::time::Instant::now() + deadline),
+                    ),
                 },
             );
             let run = if resuming {

@@ -78,7 +78,11 @@ fn is_json(content_type: &str) -> bool {
 
 /// The value of a parameter, output or replacement: a runtime expression (or text embedding
 /// them), a literal (its strings rendered), or a selector applied to its context.
-pub(super) fn select(selectable: &Selectable, values: &Values) -> Result<Value, String> {
+pub(super) fn select(
+    selectable: &Selectable,
+    values: &Values,
+    stop: crate::xpath::Stop<'_>,
+) -> Result<Value, String> {
     match selectable {
         Selectable::Value(value) => values
             .render_value(value)
@@ -111,8 +115,9 @@ pub(super) fn select(selectable: &Selectable, values: &Values) -> Result<Value, 
                     })
                 }
                 ExpressionKind::Xpath => {
-                    let found = crate::xpath::select(&as_text(&subject), &selector.selector)
-                        .map_err(|error| match error {
+                    let found =
+                        crate::xpath::select(as_text(&subject), selector.selector.clone(), stop)
+                            .map_err(|error| match error {
                             crate::xpath::XPathError::NotBuilt => {
                                 "XPath selectors are not evaluated by this build of wayline (feature `xpath`)".to_owned()
                             }
@@ -121,6 +126,9 @@ pub(super) fn select(selectable: &Selectable, values: &Values) -> Result<Value, 
                             }
                             crate::xpath::XPathError::Query(reason) => {
                                 format!("`{}`: {reason}", selector.selector)
+                            }
+                            crate::xpath::XPathError::Stopped(reason) => {
+                                format!("`{}`: given up: {reason}", selector.selector)
                             }
                         })?;
                     Ok(match found.as_slice() {

@@ -417,3 +417,81 @@ fn a_large_response_is_parsed_once() {
     let ran = bounded(dir.path(), &["run", "w.yaml", "--tools", "tools"], 300, 120);
     assert_eq!(code(&ran), 0, "{}{}", text(&ran.stdout), text(&ran.stderr));
 }
+
+/// Item 9: XPath over a deeply nested answer is refused at once (200,000 levels took 38 s), and
+/// a slow evaluation ends with the run's deadline (it used to run on and report success).
+#[test]
+fn xpath_evaluations_are_bounded_and_end_with_the_run() {
+    use wayline_executor::testing::{MockServer, Reply};
+    let deep = format!("{}{}", "<a>".repeat(200_000), "</a>".repeat(200_000));
+    let wide = format!(
+        "<r>{}</r>",
+        (0..20_000)
+            .map(|i| format!("<i>{i}</i>"))
+            .collect::<String>()
+    );
+    let runtime = crate::server_runtime();
+    let server = runtime
+        .block_on(MockServer::start(move |request| {
+            let body = if request.path() == "/deep" {
+                deep.clone()
+            } else {
+                wide.clone()
+            };
+            Reply::text(200, body).header("Content-Type", "application/xml")
+        }))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("api.yaml"),
+        format!(
+            "openapi: 3.1.0\ninfo: {{title: T, version: '1'}}\nservers: [{{url: '{}'}}]\npaths:\n\
+             \x20 /deep:\n    get:\n      operationId: deep\n      responses: {{'200': {{description: ok}}}}\n\
+             \x20 /wide:\n    get:\n      operationId: wide\n      responses: {{'200': {{description: ok}}}}\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    for (name, operation, condition) in [
+        ("deep", "deep", "/a"),
+        // Every element compared with every other: 400 million comparisons.
+        ("slow", "wide", "count(//i[. = //i]) > 0"),
+    ] {
+        std::fs::write(
+            dir.path().join(format!("{name}.arazzo.yaml")),
+            format!(
+                "arazzo: 1.1.0\ninfo: {{title: T, version: '1'}}\n\
+                 sourceDescriptions: [{{name: api, url: ./api.yaml}}]\n\
+                 workflows:\n  - workflowId: w\n    steps:\n      - stepId: s\n        operationId: {operation}\n\
+                 \x20       successCriteria: [{{context: $response.body, condition: '{condition}', type: xpath}}]\n"
+            ),
+        )
+        .unwrap();
+        let file = format!("{name}.arazzo.yaml");
+        let started = Instant::now();
+        let ran = bounded(
+            dir.path(),
+            &["run", &file, "--deadline-ms", "1500"],
+            512,
+            60,
+        );
+        let (stdout, stderr) = (text(&ran.stdout), text(&ran.stderr));
+        assert_ne!(code(&ran), 0, "{name}: {stdout}{stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{name}: {:?}",
+            started.elapsed()
+        );
+        let said = format!("{stdout}{stderr}");
+        if name == "slow" {
+            assert_eq!(code(&ran), 124, "the run ends timed out: {said}");
+        }
+        assert!(
+            said.contains("deeper than 256")
+                || said.contains("given up")
+                || said.contains("not evaluated")
+                || said.contains("deadline"),
+            "{name}: {said}"
+        );
+    }
+}
