@@ -92,6 +92,14 @@ pub(crate) struct GatewayArgs {
     /// clients send `Authorization: Bearer` with the token in WAYLINE_MCP_TOKEN.
     #[arg(long, value_name = "ADDRESS")]
     http: Option<SocketAddr>,
+    /// With --http: answer requests sent to this host name too (besides localhost and IP
+    /// addresses; a proxy's name). Repeatable.
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allow_hosts: Vec<String>,
+    /// With --http: let web pages at this origin call the gateway (`https://app.example`);
+    /// requests from any other page are refused. Repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<String>,
 }
 
 pub(crate) fn mcp_command(command: McpCommand) -> Outcome {
@@ -189,10 +197,16 @@ fn gateway(args: GatewayArgs) -> Result<Outcome, Outcome> {
                 let stop = async {
                     let _ = tokio::signal::ctrl_c().await;
                 };
-                gateway
-                    .serve_http(HttpOptions::new(listener, token), stop)
-                    .await
-                    .map_err(fail)?;
+                let options = args
+                    .allow_hosts
+                    .iter()
+                    .fold(HttpOptions::new(listener, token), |options, host| {
+                        options.allow_host(host.clone())
+                    });
+                let options = args.allow_origins.iter().fold(options, |options, origin| {
+                    options.allow_origin(origin.clone())
+                });
+                gateway.serve_http(options, stop).await.map_err(fail)?;
             }
             _ => gateway.serve_stdio().await.map_err(fail)?,
         }

@@ -486,6 +486,28 @@ impl Policy {
         &self.file.panic
     }
 
+    /// The domain a call is about, from its arguments as `argument` gives them by name: the
+    /// first of the policy's `domain_inputs` (`namespace`, `resource`, `domain`) that is a
+    /// string. One reading for every caller (the engine's steps, the MCP gateway's calls), so
+    /// jumping between domains is seen wherever calls come from.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// let policy = wayline_guard::Policy::default_policy();
+    /// let arguments = json!({"namespace": "payments", "pod": "api-1"});
+    /// assert_eq!(policy.domain_of(|name| arguments.get(name)), Some("payments"));
+    /// ```
+    pub fn domain_of<'a>(
+        &self,
+        argument: impl Fn(&str) -> Option<&'a serde_json::Value>,
+    ) -> Option<&'a str> {
+        self.file
+            .panic
+            .domain_inputs
+            .iter()
+            .find_map(|name| argument(name).and_then(serde_json::Value::as_str))
+    }
+
     /// Break-glass limits.
     pub fn break_glass(&self) -> &BreakGlassConfig {
         &self.file.break_glass

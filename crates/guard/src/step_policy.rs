@@ -52,10 +52,7 @@ impl GuardPolicy {
 
 impl StepPolicy for GuardPolicy {
     fn check(&self, step: &StepRequest<'_>) -> Verdict {
-        let domain_inputs = &self.guard.policy().panic().domain_inputs;
-        let domain = domain_inputs
-            .iter()
-            .find_map(|name| step.inputs.get(name).and_then(Value::as_str));
+        let domain = self.guard.policy().domain_of(|name| step.inputs.get(name));
         let mut call = ToolCall::new(step.tool_id);
         if let Some(tool) = step.tool {
             call = call.definition(tool);

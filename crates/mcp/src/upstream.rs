@@ -26,6 +26,41 @@ use crate::Error;
 /// How many lines of a server's standard error are kept to explain its failures.
 const STDERR_LINES: usize = 20;
 
+/// The variables a stdio server inherits from this process, as the official MCP SDKs pass them
+/// (TypeScript's `getDefaultEnvironment`, Python's `get_default_environment`), with the locale,
+/// time zone and temporary directory besides: enough to find and run a program, nothing that
+/// usually holds a credential. Everything else comes from the server's definition (`env`).
+#[cfg(unix)]
+const INHERITED: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+    "TMPDIR",
+];
+#[cfg(not(unix))]
+const INHERITED: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
+];
+
+/// [`INHERITED`] as this process has them; a value that is a shell function (`() {…`), as the
+/// SDKs do, is left out.
+fn inherited_environment() -> Vec<(String, std::ffi::OsString)> {
+    INHERITED
+        .iter()
+        .filter_map(|name| Some(((*name).to_owned(), std::env::var_os(name)?)))
+        .filter(|(_, value)| !value.to_string_lossy().starts_with("()"))
+        .collect()
+}
+
 /// A live connection to one MCP server.
 #[derive(Debug)]
 pub struct Upstream {
@@ -280,6 +315,10 @@ fn spawn(
     // Stopped with its handle, even when the runtime that would run a polite shutdown is
     // going away (the end of a CLI run).
     process.args(args).kill_on_drop(true);
+    // A server gets what it needs to run and what its definition names, not the gateway's
+    // whole environment (which holds the gateway's own token, a store's password…).
+    process.env_clear();
+    process.envs(inherited_environment());
     for (key, value) in &server.env {
         process.env(key, value.expose());
     }

@@ -303,6 +303,7 @@ fn the_gateway_serves_streamable_http_behind_a_bearer_token() {
         .arg(format!("everything={} stdio", server.display()))
         .args(["--data-dir", path(dir.path())])
         .env("WAYLINE_MCP_TOKEN", "t0ken-for-the-test")
+        .env("WAYLINE_CANARY", "canary-not-for-upstreams")
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -334,6 +335,15 @@ fn the_gateway_serves_streamable_http_behind_a_bearer_token() {
     assert_eq!(seen["state"], "gathering");
     assert_eq!(seen["blocked"], true);
     assert_eq!(seen["without_token"], 401);
+    // A web page, or a page that rebound its DNS name to loopback, is refused even with the
+    // token (issue 31, item 19); a stdio upstream gets a minimal environment, not the
+    // gateway's token nor anything else of its environment (item 13).
+    assert_eq!(seen["from_a_page"], 403, "{seen}");
+    assert_eq!(seen["rebound_host"], 403, "{seen}");
+    let env = seen["env"].as_str().unwrap();
+    assert!(env.contains("\"PATH\""), "{env}");
+    assert!(!env.contains("t0ken-for-the-test"), "{env}");
+    assert!(!env.contains("canary-not-for-upstreams"), "{env}");
     let tools = seen["tools"].as_array().unwrap();
     assert!(
         tools.contains(&serde_json::json!("everything__echo")),

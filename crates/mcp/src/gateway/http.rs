@@ -1,15 +1,15 @@
-//! The gateway over streamable HTTP, at `/mcp`, on a loopback address, every request carrying
-//! the bearer token (compared in constant time); anything else is answered 401.
+//! The gateway over streamable HTTP, at `/mcp`, on a loopback address, behind
+//! `wayline-listen`'s gate: every request carries the bearer token (compared in constant time),
+//! is sent to a host the gateway answers to, and comes from no web page unless its origin is
+//! allowed (the MCP specification's rule for local servers); anything else is refused before
+//! its body is read.
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::http::StatusCode;
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
+use wayline_listen::{Gate, plain_refusal};
 
 use super::Gateway;
 use crate::Error;
@@ -22,6 +22,10 @@ pub struct HttpOptions {
     pub listener: TcpListener,
     /// The token clients send as `Authorization: Bearer TOKEN`.
     pub token: String,
+    /// Host names it answers to besides localhost and IP addresses (a deployment's name).
+    pub allowed_hosts: Vec<String>,
+    /// Web origins whose pages may call it (none by default).
+    pub allowed_origins: Vec<String>,
 }
 
 impl HttpOptions {
@@ -30,7 +34,23 @@ impl HttpOptions {
         HttpOptions {
             listener,
             token: token.into(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
         }
+    }
+
+    /// Answers requests sent to `host` too.
+    #[must_use]
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+
+    /// Lets pages at `origin` call it.
+    #[must_use]
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
     }
 }
 
@@ -49,40 +69,26 @@ pub(super) async fn serve(
             .handler()
             .map_err(|error| std::io::Error::other(error.to_string()))
     };
-    let service = StreamableHttpService::new(
-        factory,
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
+    // The gate below has checked the host; rmcp's own check would refuse the names it allowed.
+    let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
+    let service =
+        StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+    let gate = options
+        .allowed_hosts
+        .iter()
+        .fold(Gate::bearer(&options.token), |gate, host| {
+            gate.allow_host(host.clone())
+        });
+    let gate = options
+        .allowed_origins
+        .iter()
+        .fold(gate, |gate, origin| gate.allow_origin(origin.clone()));
+    let app = gate.layer(
+        axum::Router::new().nest_service("/mcp", service),
+        plain_refusal,
     );
-    let token: Arc<[u8]> = Arc::from(format!("Bearer {}", options.token).into_bytes());
-    let app = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(middleware::from_fn_with_state(token, bearer));
     axum::serve(options.listener, app)
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(|source| Error::Serve { address, source })
-}
-
-/// Lets a request through only with the expected `Authorization` header.
-async fn bearer(State(expected): State<Arc<[u8]>>, request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
-        .get(axum::http::header::AUTHORIZATION)
-        .map(|value| value.as_bytes())
-        .unwrap_or_default();
-    if constant_time_eq(given, &expected) {
-        next.run(request).await
-    } else {
-        (
-            StatusCode::UNAUTHORIZED,
-            [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
-            "a bearer token is required (Authorization: Bearer TOKEN)",
-        )
-            .into_response()
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

@@ -7,17 +7,18 @@
 //! `break_glass_request` (`workflow.rs`).
 //!
 //! The guard decides on each upstream's own tool name (the policy's patterns are written for
-//! those), with the tool's annotations as hints for a name no pattern classifies. Sessions are
-//! files (`sessions.rs`): one per client connection, or one named session several clients
-//! share.
+//! those), with the tool's annotations as hints for a name no pattern classifies, and on the
+//! domain a call's arguments name (the policy's `domain_inputs`). Sessions are files
+//! (`sessions.rs`): one per client connection, removed when the connection ends, or one named
+//! session several clients share, kept.
 
 mod http;
 mod sessions;
 mod workflow;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -122,8 +123,9 @@ struct Shared {
     named: Option<Arc<SharedSession>>,
     call_timeout: Duration,
     connections: AtomicU64,
-    /// Every session opened, to write what waits in memory when serving ends.
-    opened: std::sync::Mutex<Vec<Arc<SharedSession>>>,
+    /// The sessions open, to write what waits in memory when serving ends (a connection's
+    /// goes when its handlers do).
+    opened: std::sync::Mutex<Vec<Weak<SharedSession>>>,
 }
 
 impl Gateway {
@@ -210,14 +212,21 @@ impl Gateway {
             None => {
                 let n = self.shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
                 let name = format!("conn-{}-{n}", Utc::now().format("%Y%m%dT%H%M%S%.3f"));
-                Arc::new(self.shared.files.open(&name, &self.shared.guard)?)
+                Arc::new(
+                    self.shared
+                        .files
+                        .open_for_connection(&name, &self.shared.guard)?,
+                )
             }
         };
-        self.shared
+        let mut opened = self
+            .shared
             .opened
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(Arc::clone(&session));
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        opened.retain(|session| session.strong_count() > 0);
+        opened.push(Arc::downgrade(&session));
+        drop(opened);
         Ok(GatewayHandler {
             shared: Arc::clone(&self.shared),
             session,
@@ -226,12 +235,14 @@ impl Gateway {
 
     /// Writes the evidence sessions hold in memory (serving does this when it ends).
     pub fn flush(&self) -> Result<(), Error> {
-        let opened = self
+        let opened: Vec<Arc<SharedSession>> = self
             .shared
             .opened
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
         for session in opened {
             session.flush(&self.shared.guard)?;
         }
@@ -295,7 +306,16 @@ impl GatewayHandler {
         params: CallToolRequestParams,
     ) -> Result<CallToolResponse, ErrorData> {
         let guard = &self.shared.guard;
-        let call = ToolCall::new(&exposed.name).hints(exposed.hints);
+        let mut call = ToolCall::new(&exposed.name).hints(exposed.hints);
+        // The domain the call is about, read from its arguments as the engine reads a step's
+        // inputs, so jumping between domains is seen through the gateway too.
+        let domain = params
+            .arguments
+            .as_ref()
+            .and_then(|arguments| guard.policy().domain_of(|name| arguments.get(name)));
+        if let Some(domain) = domain {
+            call = call.domain(domain);
+        }
         let decision = self
             .session
             .with(guard, |session| guard.decide(session, call, Utc::now()))

@@ -2,7 +2,8 @@
 //! under the same lock file `wayline guard` commands take (`.NAME.json.lock`), and read again
 //! whenever someone else changed it — so a person approving a break-glass request with
 //! `wayline guard approve --session DIR/NAME.json` while the gateway runs is seen at the
-//! agent's next call, and a restarted gateway goes on where it stopped.
+//! agent's next call, and a restarted gateway goes on where it stopped. A connection's own
+//! session (`conn-…`) is removed when the connection ends: the audit log keeps its decisions.
 //!
 //! A decision is written before the call is forwarded. The evidence a result yields is applied
 //! at once in memory (the next decision sees it) and written by the next change, or by a flush
@@ -36,8 +37,23 @@ impl SessionFiles {
         Ok(SessionFiles { dir })
     }
 
-    /// Session `name`: the one on disk, or a new one started by `guard`.
+    /// Session `name`: the one on disk, or a new one started by `guard`; kept after the
+    /// gateway drops it.
     pub(crate) fn open(&self, name: &str, guard: &Guard) -> Result<SharedSession, Error> {
+        self.open_as(name, guard, false)
+    }
+
+    /// A session for one connection: its file is removed when the connection's handlers are
+    /// all dropped (the connection ended), so sessions do not pile up with connections.
+    pub(crate) fn open_for_connection(
+        &self,
+        name: &str,
+        guard: &Guard,
+    ) -> Result<SharedSession, Error> {
+        self.open_as(name, guard, true)
+    }
+
+    fn open_as(&self, name: &str, guard: &Guard, ephemeral: bool) -> Result<SharedSession, Error> {
         if name.is_empty()
             || !name
                 .chars()
@@ -61,6 +77,7 @@ impl SessionFiles {
             }),
             path,
             lock,
+            ephemeral,
         };
         // Read (or write the new session) at once, so a bad file is an error now.
         shared.with(guard, |_| ())?;
@@ -94,6 +111,19 @@ pub(crate) struct SharedSession {
     path: PathBuf,
     lock: PathBuf,
     state: Mutex<Loaded>,
+    /// One connection's: removed with it.
+    ephemeral: bool,
+}
+
+impl Drop for SharedSession {
+    fn drop(&mut self) {
+        if self.ephemeral {
+            // The audit log keeps every decision the session saw; nothing else reads the file
+            // once its connection is gone.
+            let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_file(&self.lock);
+        }
+    }
 }
 
 impl SharedSession {

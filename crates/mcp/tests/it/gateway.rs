@@ -230,3 +230,113 @@ async fn mcp_ocs_names_are_classified_as_the_default_policy_says_whatever_the_se
     assert!(text.contains("ok oc_write_restart"), "{text}");
     assert!(text.contains("Guard: guidance mode, would block"), "{text}");
 }
+
+/// Issue 31, item 12: the gateway gives the guard each call's domain (its `namespace`,
+/// `resource` or `domain` argument), so jumping between areas is seen through it, as it is
+/// for the engine's steps and `guard check --domain`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jumping_between_domains_is_seen_through_the_gateway() {
+    let url = serve_http(FakeOcs {
+        names: Arc::new(vec!["oc_get_pods".to_owned()]),
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let sink = Arc::new(MemorySink::default());
+    let policy = Policy::from_yaml(
+        "name: t\ninitial_state: looking\nstates:\n  looking:\n    description: Looking\n    allowed_classes: [read]\n\
+         panic:\n  rapid_fire_count: 100\n  min_evidence_for_write: 0\n  early_states: []\n  forced_state: looking\n\
+         \x20 domain_switches: 3\n  domain_window: 5\n",
+        "t.yaml",
+    )
+    .unwrap();
+    let guard = Guard::new(Arc::new(policy), Mode::Guidance)
+        .audit(Arc::new(AuditLog::new(Box::new(Arc::clone(&sink)))));
+    let config = GatewayConfig::new(
+        BTreeMap::from([("ocs".to_owned(), McpServer::url(url))]),
+        guard,
+        dir.path(),
+    );
+    let client = client_of(config).await;
+    let mut texts = Vec::new();
+    for namespace in ["payments", "billing", "search"] {
+        let mut call = CallToolRequestParams::new("oc_get_pods");
+        call.arguments = Some(
+            json!({"namespace": namespace})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        let result = client.peer().call_tool(call).await.unwrap();
+        texts.push(format!("{:?}", result.content));
+    }
+    assert!(!texts[1].contains("Guard:"), "{}", texts[1]);
+    assert!(
+        texts[2].contains("Guard:"),
+        "the third area warns: {}",
+        texts[2]
+    );
+    let logged = serde_json::to_string(
+        &sink
+            .entries()
+            .iter()
+            .map(|entry| &entry.detail)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    assert!(logged.contains("jumping_between_domains"), "{logged}");
+}
+
+/// Issue 31, item 15: each connection's session file goes with the connection (6,000
+/// `initialize`s once left 6,013 files and the entries in memory).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connections_session_goes_with_it() {
+    let url = serve_http(FakeOcs {
+        names: Arc::new(vec!["oc_get_pods".to_owned()]),
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let guard = Guard::new(Arc::new(Policy::default_policy()), Mode::Blocking);
+    let config = GatewayConfig::new(
+        BTreeMap::from([("ocs".to_owned(), McpServer::url(url))]),
+        guard,
+        dir.path(),
+    );
+    let gateway = Gateway::connect(config).await.unwrap();
+    let sessions = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_name().to_string_lossy().starts_with("conn-"))
+            .count()
+    };
+    for _ in 0..25 {
+        let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+        let handler = gateway.handler().unwrap();
+        let served = tokio::spawn(async move {
+            let running = handler.serve(server_end).await.unwrap();
+            let _ = running.waiting().await;
+        });
+        let client = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("test-agent", "1"),
+        )
+        .serve(client_end)
+        .await
+        .unwrap();
+        client
+            .peer()
+            .call_tool(CallToolRequestParams::new("oc_get_pods"))
+            .await
+            .unwrap();
+        assert_eq!(sessions(), 1, "the open connection's session is a file");
+        client.cancel().await.unwrap();
+        served.await.unwrap();
+        // (Evidence waiting to be written holds the session a moment longer.)
+        let waited = std::time::Instant::now();
+        while sessions() > 0 && waited.elapsed() < std::time::Duration::from_secs(5) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(sessions(), 0, "gone with its connection");
+    }
+    gateway.flush().unwrap();
+}
