@@ -32,10 +32,23 @@ pub(crate) struct ServeArgs {
     /// The port (Bay's default: 8114; 0 picks a free one).
     #[arg(long, default_value_t = 8114)]
     port: u16,
-    /// The API key clients must send as `Authorization: Bearer`; without it (and without
-    /// `BAY_API_KEY` in the environment) anyone who can connect may use the server.
+    /// The API key clients must send as `Authorization: Bearer`. Prefer `BAY_API_KEY` in the
+    /// environment: a token on the command line is visible to every user of this machine
+    /// (`ps`). Without either, the server does not start, unless `--no-auth`.
     #[arg(long, value_name = "TOKEN")]
     token: Option<String>,
+    /// Let anyone who can connect use the server without a token: allowed on a loopback
+    /// address only (anyone on this machine), never otherwise.
+    #[arg(long, conflicts_with = "token")]
+    no_auth: bool,
+    /// Answer requests sent to this host name too (besides localhost and IP addresses; a
+    /// deployment's name). Repeatable.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<String>,
+    /// Let web pages at this origin call the server (`https://console.example.com`); any
+    /// other page's request is refused. Repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
     /// A profiles file (YAML: id, capabilities, idle_timeout, env); Bay's two defaults
     /// otherwise.
     #[arg(long, value_name = "FILE")]
@@ -59,6 +72,9 @@ impl std::fmt::Debug for ServeArgs {
             .field("host", &self.host)
             .field("port", &self.port)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("no_auth", &self.no_auth)
+            .field("allow_hosts", &self.allow_hosts)
+            .field("allow_origins", &self.allow_origins)
             .field("profiles", &self.profiles)
             .field("data_dir", &self.data_dir)
             .field("isolation", &self.isolation)
@@ -112,14 +128,26 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|error| unreadable(format!("cannot listen on {address}: {error}")))?;
-        if token.is_none() && !address.ip().is_loopback() {
-            eprintln!(
-                "warning: serving {address} without a token: anyone who can reach it may run code as this user; pass --token or set BAY_API_KEY"
-            );
-        }
         let mut options = ServeOptions::default().isolation(provider.isolation().describe());
-        if let Some(token) = &token {
-            options = options.token(token.clone());
+        match &token {
+            Some(token) => options = options.token(token.clone()),
+            None if args.no_auth && address.ip().is_loopback() => options = options.anonymous(),
+            None if args.no_auth => {
+                return Err(unreadable(format!(
+                    "--no-auth serves loopback addresses only, not {address}: anyone who can reach it could run code as this user; set BAY_API_KEY"
+                )));
+            }
+            None => {
+                return Err(unreadable(
+                    "the sandbox server needs a token: set BAY_API_KEY (or --token) to the key clients will send, or pass --no-auth to let anyone on this machine in (loopback only)",
+                ));
+            }
+        }
+        for host in &args.allow_hosts {
+            options = options.allow_host(host.clone());
+        }
+        for origin in &args.allow_origins {
+            options = options.allow_origin(origin.clone());
         }
         let server = BayServer::start(listener, Arc::new(provider.clone()), options)
             .map_err(|error| unreadable(format!("cannot serve: {error}")))?;

@@ -495,3 +495,57 @@ fn xpath_evaluations_are_bounded_and_end_with_the_run() {
         );
     }
 }
+
+/// Item 4: `sandbox serve` requires a token unless told otherwise, and never serves anyone
+/// without one beyond loopback.
+#[test]
+fn the_sandbox_server_needs_a_token_or_a_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let without = bounded(
+        dir.path(),
+        &[
+            "sandbox",
+            "serve",
+            "--port",
+            "0",
+            "--isolation",
+            "none",
+            "--data-dir",
+            data,
+        ],
+        512,
+        30,
+    );
+    assert_eq!(code(&without), 2, "{}", text(&without.stderr));
+    assert!(
+        text(&without.stderr).contains("BAY_API_KEY"),
+        "{}",
+        text(&without.stderr)
+    );
+    let everywhere = bounded(
+        dir.path(),
+        &[
+            "sandbox",
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--isolation",
+            "none",
+            "--no-auth",
+            "--data-dir",
+            data,
+        ],
+        512,
+        30,
+    );
+    assert_eq!(code(&everywhere), 2, "{}", text(&everywhere.stderr));
+    assert!(
+        text(&everywhere.stderr).contains("loopback"),
+        "{}",
+        text(&everywhere.stderr)
+    );
+}

@@ -438,7 +438,7 @@ fn the_sandbox_server_answers_as_bays_published_schemas_say() {
     let server = runtime
         .block_on(wayline_sandbox::server::BayServer::loopback(
             std::sync::Arc::new(provider),
-            wayline_sandbox::server::ServeOptions::default(),
+            wayline_sandbox::server::ServeOptions::default().anonymous(),
         ))
         .unwrap();
     let tools = dir.path().join("tools");

@@ -3,10 +3,19 @@
 //! Bay client — can be used and tested over real HTTP on loopback. `wayline sandbox serve`
 //! runs it.
 //!
-//! What it speaks is Bay 0.3.1's HTTP API: the routes under `/v1`, `GET /health`, Bearer auth (when
-//! a token is set; anonymous otherwise), `X-Request-Id` echoed, Bay's error envelope, FastAPI's
-//! `422 {"detail": [...]}` for a body or query that does not parse, `201` on create and `204` on
-//! delete. Every caller is the owner `default` (`X-Owner` is ignored).
+//! What it speaks is Bay 0.3.1's HTTP API: the routes under `/v1`, `GET /health`, Bearer auth,
+//! `X-Request-Id` echoed, Bay's error envelope, FastAPI's `422 {"detail": [...]}` for a body or
+//! query that does not parse, `201` on create and `204` on delete. Every caller is the owner
+//! `default` (`X-Owner` is ignored).
+//!
+//! Before a handler runs — and so before a body is read — `wayline-listen`'s gate checks the
+//! `Host` (localhost, an IP address, or a name allowed: a DNS-rebinding page names its own),
+//! refuses a web page's request (`Origin`) unless its origin is allowed, and requires the token
+//! unless the server was opened to anyone on loopback on purpose ([`ServeOptions::anonymous`]).
+//! A JSON body must say it is JSON (`Content-Type: application/json`), so a page's
+//! `text/plain` "simple request" is not read as one; bodies are limited per route (a file's
+//! upload or write to [`ServeOptions::max_body_bytes`], anything else to
+//! [`ServeOptions::max_json_bytes`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -26,6 +35,8 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use wayline_listen::{Gate, Refusal};
+
 use crate::error::{ErrorCode, SandboxError};
 use crate::model::Status;
 use crate::provider::{
@@ -42,10 +53,22 @@ pub const BAY_VERSION: &str = "0.3.1";
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct ServeOptions {
-    /// The Bearer token required on `/v1` routes (but `/v1/profiles`); `None` lets anyone in.
+    /// The Bearer token required on `/v1` routes (but `/v1/profiles`).
     pub token: Option<String>,
-    /// The largest request body, in bytes (uploads included): 128 MiB.
+    /// Lets anyone who can connect in without a token: only on a loopback address, and only
+    /// when asked for ([`ServeOptions::anonymous`]). Without a token and without this, the
+    /// server does not start, and its routes refuse every `/v1` request.
+    pub anonymous: bool,
+    /// The largest file a request may carry (an upload, a file written, a skill payload), in
+    /// bytes: 128 MiB.
     pub max_body_bytes: usize,
+    /// The largest body of any other request (code to run, a sandbox to create), in bytes:
+    /// 4 MiB.
+    pub max_json_bytes: usize,
+    /// Host names it answers to besides localhost and IP addresses (a deployment's name).
+    pub allowed_hosts: Vec<String>,
+    /// Web origins whose pages may call it (none by default).
+    pub allowed_origins: Vec<String>,
     /// Said by `/health` as `isolation` (Bay has no such field; clients ignore it).
     pub isolation: Option<String>,
 }
@@ -54,7 +77,11 @@ impl std::fmt::Debug for ServeOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServeOptions")
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("anonymous", &self.anonymous)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_json_bytes", &self.max_json_bytes)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
             .field("isolation", &self.isolation)
             .finish()
     }
@@ -64,7 +91,11 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             token: None,
+            anonymous: false,
             max_body_bytes: 128 * 1024 * 1024,
+            max_json_bytes: 4 * 1024 * 1024,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
             isolation: None,
         }
     }
@@ -77,10 +108,48 @@ impl ServeOptions {
         self
     }
 
+    /// Lets anyone who can connect in without a token (a server on loopback only: anyone on
+    /// this machine).
+    pub fn anonymous(mut self) -> Self {
+        self.anonymous = true;
+        self
+    }
+
+    /// Answers requests sent to `host` too (besides localhost and IP addresses).
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+
+    /// Lets pages at `origin` (`https://console.example.com`) call it.
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+
     /// Reports `isolation` on `/health`.
     pub fn isolation(mut self, isolation: impl Into<String>) -> Self {
         self.isolation = Some(isolation.into());
         self
+    }
+
+    /// The gate in front of the routes these options ask for.
+    fn gate(&self) -> Gate {
+        let gate = match (&self.token, self.anonymous) {
+            (Some(token), _) => Gate::bearer(token),
+            (None, true) => Gate::anonymous(),
+            // Neither: nothing gets in (no token anyone could know).
+            (None, false) => Gate::bearer(format!("{:032x}", fastrand::u128(..))),
+        }
+        .open_path("/health")
+        .open_path("/v1/profiles");
+        let gate = self
+            .allowed_hosts
+            .iter()
+            .fold(gate, |gate, host| gate.allow_host(host.clone()));
+        self.allowed_origins
+            .iter()
+            .fold(gate, |gate, origin| gate.allow_origin(origin.clone()))
     }
 }
 
@@ -132,8 +201,23 @@ fn missing(location: &str, name: &str) -> Failure {
     })])
 }
 
-/// A JSON body as FastAPI would parse it (422 with the field otherwise).
-fn body<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, Failure> {
+/// A JSON body as FastAPI would parse it (422 with the field otherwise). It must say it is
+/// JSON: a web page can send `text/plain` without asking, never `application/json`.
+fn body<T: DeserializeOwned>(headers: &HeaderMap, bytes: &Bytes) -> Result<T, Failure> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).to_ascii_lowercase());
+    let is_json = content_type.as_deref().is_some_and(|content_type| {
+        let essence = content_type.split(';').next().unwrap_or_default().trim();
+        essence == "application/json" || essence.ends_with("+json")
+    });
+    if !is_json {
+        return Err(Failure::Unprocessable(vec![json!({
+            "type": "content_type", "loc": ["body"],
+            "msg": "a JSON body needs `Content-Type: application/json`",
+            "input": content_type,
+        })]));
+    }
     serde_json::from_slice(bytes).map_err(|error| {
         let message = error.to_string();
         let field = message
@@ -198,74 +282,64 @@ fn path_query(query: &HashMap<String, String>) -> Result<&str, Failure> {
         .ok_or_else(|| missing("query", "path"))
 }
 
-/// Runs `work` with Bay's request id and auth around it.
-async fn handle(
-    api: &Api,
-    headers: &HeaderMap,
-    needs_auth: bool,
-    work: impl Future<Output = Reply>,
-) -> Response {
-    let request_id = headers
+/// The request's id: the `X-Request-Id` it sent (when short), or a new one.
+fn request_id(headers: &HeaderMap) -> String {
+    headers
         .get("x-request-id")
         .and_then(|value| value.to_str().ok())
         .filter(|value| !value.is_empty() && value.len() <= 128)
         .map_or_else(
             || format!("req-{:016x}", fastrand::u64(..)),
             ToOwned::to_owned,
-        );
-    let result = match authorize(api, headers, needs_auth) {
-        Ok(()) => work.await,
-        Err(error) => Err(Failure::Bay(error)),
-    };
-    let mut response = result.unwrap_or_else(|failure| failure.into_response(&request_id));
-    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        )
+}
+
+/// `response` with the request's id in `X-Request-Id`.
+fn with_request_id(mut response: Response, request_id: &str) -> Response {
+    if let Ok(value) = HeaderValue::from_str(request_id) {
         response.headers_mut().insert("x-request-id", value);
     }
     response
 }
 
-fn authorize(api: &Api, headers: &HeaderMap, needs_auth: bool) -> Result<(), SandboxError> {
-    let Some(token) = api.options.token.as_deref().filter(|_| needs_auth) else {
-        return Ok(());
-    };
-    match headers
-        .get(header::AUTHORIZATION)
-        .map(|value| value.to_str().unwrap_or_default())
-    {
-        None => Err(SandboxError::new(
-            ErrorCode::Unauthorized,
-            "Authentication required",
-        )),
-        Some(given)
-            if given
-                .strip_prefix("Bearer ")
-                .is_some_and(|given| same_secret(given, token)) =>
-        {
-            Ok(())
+/// Runs `work` with Bay's request id around it (the gate checked auth before).
+async fn handle(headers: &HeaderMap, work: impl Future<Output = Reply>) -> Response {
+    let request_id = request_id(headers);
+    let response = work
+        .await
+        .unwrap_or_else(|failure| failure.into_response(&request_id));
+    with_request_id(response, &request_id)
+}
+
+/// What the gate's refusal reads as: Bay's envelope, its 401 messages for auth.
+fn refusal(refusal: &Refusal, headers: &HeaderMap) -> Response {
+    let request_id = request_id(headers);
+    let error = match refusal {
+        Refusal::Unauthenticated => {
+            SandboxError::new(ErrorCode::Unauthorized, "Authentication required")
         }
-        Some(_) => Err(SandboxError::new(
-            ErrorCode::Unauthorized,
-            "Invalid API key",
-        )),
-    }
+        Refusal::WrongToken => SandboxError::new(ErrorCode::Unauthorized, "Invalid API key"),
+        other => SandboxError::new(ErrorCode::Forbidden, other.to_string()),
+    };
+    with_request_id(Failure::Bay(error).into_response(&request_id), &request_id)
 }
 
-/// `given == expected`, taking the same time wherever they differ (the length aside), so the
-/// answer's timing does not reveal how much of a guessed token was right.
-fn same_secret(given: &str, expected: &str) -> bool {
-    given.len() == expected.len()
-        && given
-            .bytes()
-            .zip(expected.bytes())
-            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
-            == 0
-}
-
-/// The routes, over `provider`.
+/// The routes, over `provider`, behind the gate `options` ask for: requests refused there are
+/// answered in Bay's envelope before any handler runs or any body is read.
 pub fn router(provider: Arc<dyn SandboxProvider>, options: ServeOptions) -> Router {
-    let limit = options.max_body_bytes;
+    let (max_body, max_json) = (options.max_body_bytes, options.max_json_bytes);
+    let gate = options.gate();
     let api: Shared = Arc::new(Api { provider, options });
-    Router::new()
+    // Files (uploads, writes, skill payloads) may be large; anything else is small.
+    let files = Router::new()
+        .route(
+            "/v1/sandboxes/{id}/filesystem/files",
+            get(read_file).put(write_file).delete(delete_file),
+        )
+        .route("/v1/sandboxes/{id}/filesystem/upload", post(upload))
+        .merge(skills::routes())
+        .layer(DefaultBodyLimit::max(max_body));
+    let control = Router::new()
         .route("/health", get(health))
         .route("/v1/profiles", get(profiles))
         .route("/v1/sandboxes", post(create).get(list))
@@ -279,12 +353,7 @@ pub fn router(provider: Arc<dyn SandboxProvider>, options: ServeOptions) -> Rout
         .route("/v1/sandboxes/{id}/stop", post(stop))
         .route("/v1/sandboxes/{id}/python/exec", post(python_exec))
         .route("/v1/sandboxes/{id}/shell/exec", post(shell_exec))
-        .route(
-            "/v1/sandboxes/{id}/filesystem/files",
-            get(read_file).put(write_file).delete(delete_file),
-        )
         .route("/v1/sandboxes/{id}/filesystem/directories", get(list_files))
-        .route("/v1/sandboxes/{id}/filesystem/upload", post(upload))
         .route("/v1/sandboxes/{id}/filesystem/download", get(download))
         .route("/v1/sandboxes/{id}/history", get(history))
         .route("/v1/sandboxes/{id}/history/last", get(history_last))
@@ -292,14 +361,13 @@ pub fn router(provider: Arc<dyn SandboxProvider>, options: ServeOptions) -> Rout
             "/v1/sandboxes/{id}/history/{execution}",
             get(execution).patch(annotate),
         )
-        .merge(skills::routes())
         .fallback(not_found_route)
-        .layer(DefaultBodyLimit::max(limit))
-        .with_state(api)
+        .layer(DefaultBodyLimit::max(max_json));
+    gate.layer(files.merge(control), refusal).with_state(api)
 }
 
-async fn not_found_route(State(api): State<Shared>, headers: HeaderMap) -> Response {
-    handle(&api, &headers, false, async {
+async fn not_found_route(headers: HeaderMap) -> Response {
+    handle(&headers, async {
         Err(SandboxError::new(ErrorCode::NotFound, "No such route").into())
     })
     .await
@@ -314,7 +382,7 @@ async fn health(State(api): State<Shared>) -> Response {
 }
 
 async fn profiles(State(api): State<Shared>, headers: HeaderMap) -> Response {
-    handle(&api, &headers, false, async {
+    handle(&headers, async {
         ok(
             StatusCode::OK,
             json!({"items": api.provider.profiles().await?}),
@@ -330,11 +398,11 @@ fn idempotency_key(headers: &HeaderMap) -> Option<String> {
 }
 
 async fn create(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let mut request: CreateSandbox = if bytes.is_empty() {
             CreateSandbox::default()
         } else {
-            body(&bytes)?
+            body(&headers, &bytes)?
         };
         request.idempotency_key = idempotency_key(&headers);
         ok(StatusCode::CREATED, api.provider.create(&request).await?)
@@ -377,11 +445,11 @@ fn out_of_range(location: &str, name: &str, value: i64, low: i64, high: i64) -> 
 }
 
 async fn create_cargo(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let mut request: CreateCargo = if bytes.is_empty() {
             CreateCargo::default()
         } else {
-            body(&bytes)?
+            body(&headers, &bytes)?
         };
         if let Some(size) = request
             .size_limit_mb
@@ -409,7 +477,7 @@ async fn list_cargos(
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let list = CargoQuery {
             limit: page_limit(&query)?,
             managed: bool_query(&query, "managed")?,
@@ -425,7 +493,7 @@ async fn get_cargo(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         ok(StatusCode::OK, api.provider.get_cargo(&id).await?)
     })
     .await
@@ -436,7 +504,7 @@ async fn delete_cargo(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         api.provider.delete_cargo(&id).await?;
         Ok(StatusCode::NO_CONTENT.into_response())
     })
@@ -451,11 +519,11 @@ struct GcRequest {
 }
 
 async fn run_gc(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let request: GcRequest = if bytes.is_empty() || bytes.as_ref() == b"null" {
             GcRequest::default()
         } else {
-            body(&bytes)?
+            body(&headers, &bytes)?
         };
         if let Some(tasks) = &request.tasks
             && let Some((at, unknown)) = tasks
@@ -478,7 +546,7 @@ async fn run_gc(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> 
 }
 
 async fn gc_status(State(api): State<Shared>, headers: HeaderMap) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         ok(StatusCode::OK, api.provider.gc_status().await?)
     })
     .await
@@ -489,7 +557,7 @@ async fn list(
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let mut list = ListQuery::new();
         list.limit = page_limit(&query)?;
         list.cursor = query.get("cursor").filter(|c| !c.is_empty()).cloned();
@@ -507,7 +575,7 @@ async fn get_one(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         ok(StatusCode::OK, api.provider.get(&id).await?)
     })
     .await
@@ -518,7 +586,7 @@ async fn delete_one(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         api.provider.delete(&id).await?;
         Ok(StatusCode::NO_CONTENT.into_response())
     })
@@ -536,8 +604,8 @@ async fn extend_ttl(
     Path(id): Path<String>,
     bytes: Bytes,
 ) -> Response {
-    handle(&api, &headers, true, async {
-        let request: ExtendBody = body(&bytes)?;
+    handle(&headers, async {
+        let request: ExtendBody = body(&headers, &bytes)?;
         let key = idempotency_key(&headers);
         ok(
             StatusCode::OK,
@@ -554,7 +622,7 @@ async fn keepalive(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         api.provider.keepalive(&id).await?;
         ok(StatusCode::OK, json!({"status": "ok"}))
     })
@@ -562,7 +630,7 @@ async fn keepalive(
 }
 
 async fn stop(State(api): State<Shared>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         api.provider.stop(&id).await?;
         ok(StatusCode::OK, json!({"status": "stopped"}))
     })
@@ -575,8 +643,8 @@ async fn python_exec(
     Path(id): Path<String>,
     bytes: Bytes,
 ) -> Response {
-    handle(&api, &headers, true, async {
-        let request: PythonExec = body(&bytes)?;
+    handle(&headers, async {
+        let request: PythonExec = body(&headers, &bytes)?;
         check_timeout(request.timeout)?;
         ok(
             StatusCode::OK,
@@ -592,8 +660,8 @@ async fn shell_exec(
     Path(id): Path<String>,
     bytes: Bytes,
 ) -> Response {
-    handle(&api, &headers, true, async {
-        let request: ShellExec = body(&bytes)?;
+    handle(&headers, async {
+        let request: ShellExec = body(&headers, &bytes)?;
         check_timeout(request.timeout)?;
         ok(
             StatusCode::OK,
@@ -609,7 +677,7 @@ async fn read_file(
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let content = api.provider.read_file(&id, path_query(&query)?).await?;
         ok(StatusCode::OK, json!({ "content": content }))
     })
@@ -628,8 +696,8 @@ async fn write_file(
     Path(id): Path<String>,
     bytes: Bytes,
 ) -> Response {
-    handle(&api, &headers, true, async {
-        let request: WriteBody = body(&bytes)?;
+    handle(&headers, async {
+        let request: WriteBody = body(&headers, &bytes)?;
         api.provider
             .write_file(&id, &request.path, &request.content)
             .await?;
@@ -644,7 +712,7 @@ async fn delete_file(
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         api.provider.delete_file(&id, path_query(&query)?).await?;
         ok(StatusCode::OK, json!({"status": "ok"}))
     })
@@ -657,7 +725,7 @@ async fn list_files(
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let path = query.get("path").map_or(".", String::as_str);
         let entries = api.provider.list_files(&id, path).await?;
         ok(StatusCode::OK, json!({ "entries": entries }))
@@ -673,7 +741,7 @@ async fn upload(
     // check, as every other request is (a 401 before a 422).
     form: Result<Multipart, MultipartRejection>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let mut form = form.map_err(|rejection| {
             Failure::Unprocessable(vec![json!({
                 "type": "value_error", "loc": ["body"], "msg": rejection.body_text(), "input": null
@@ -709,7 +777,7 @@ async fn download(
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let path = path_query(&query)?;
         let bytes = api.provider.download(&id, path).await?;
         let name = path.rsplit('/').next().unwrap_or(path);
@@ -813,7 +881,7 @@ async fn history(
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let query = history_query(&query)?;
         ok(StatusCode::OK, api.provider.history(&id, &query).await?)
     })
@@ -826,7 +894,7 @@ async fn history_last(
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let mut query = history_query(&query)?;
         query.limit = Some(1);
         query.offset = 0;
@@ -845,7 +913,7 @@ async fn execution(
     headers: HeaderMap,
     Path((id, execution)): Path<(String, String)>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         ok(
             StatusCode::OK,
             api.provider.execution(&id, &execution).await?,
@@ -860,8 +928,8 @@ async fn annotate(
     Path((id, execution)): Path<(String, String)>,
     bytes: Bytes,
 ) -> Response {
-    handle(&api, &headers, true, async {
-        let annotation: Annotation = body(&bytes)?;
+    handle(&headers, async {
+        let annotation: Annotation = body(&headers, &bytes)?;
         ok(
             StatusCode::OK,
             api.provider.annotate(&id, &execution, &annotation).await?,
@@ -880,12 +948,30 @@ pub struct BayServer {
 
 impl BayServer {
     /// Serves `provider` on `listener` (bind `127.0.0.1:0` for a free loopback port).
+    /// Without a token, the options must say [`ServeOptions::anonymous`] and the listener be on
+    /// loopback; otherwise it is an error (`InvalidInput`) and nothing is served.
     pub fn start(
         listener: TcpListener,
         provider: Arc<dyn SandboxProvider>,
         options: ServeOptions,
     ) -> std::io::Result<BayServer> {
         let address = listener.local_addr()?;
+        if options.token.is_none() {
+            let refuse = |why: &str| {
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    why.to_owned(),
+                ))
+            };
+            if !options.anonymous {
+                return refuse(
+                    "the server needs a token (ServeOptions::token), or to be opened to anyone on loopback on purpose (ServeOptions::anonymous)",
+                );
+            }
+            if !address.ip().is_loopback() {
+                return refuse("a server without a token listens on a loopback address only");
+            }
+        }
         let (shutdown, stopped) = oneshot::channel::<()>();
         let app = router(provider, options);
         let task = tokio::spawn(async move {

@@ -53,8 +53,8 @@ fn wrong_field(name: &str, kind: &str, message: &str, input: serde_json::Value) 
 }
 
 async fn create_payload(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
-    handle(&api, &headers, true, async {
-        let payload: NewPayload = body(&bytes)?;
+    handle(&headers, async {
+        let payload: NewPayload = body(&headers, &bytes)?;
         if !(payload.payload.is_object() || payload.payload.is_array()) {
             return Err(wrong_field(
                 "payload",
@@ -84,15 +84,15 @@ async fn payload(
     headers: HeaderMap,
     Path(payload_ref): Path<String>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         ok(StatusCode::OK, api.provider.payload(&payload_ref).await?)
     })
     .await
 }
 
 async fn create_candidate(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
-    handle(&api, &headers, true, async {
-        let candidate: NewCandidate = body(&bytes)?;
+    handle(&headers, async {
+        let candidate: NewCandidate = body(&headers, &bytes)?;
         ok(
             StatusCode::CREATED,
             api.provider.create_candidate(&candidate).await?,
@@ -138,7 +138,7 @@ async fn candidates(
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let (limit, offset) = paging(&query)?;
         let list = CandidateQuery {
             status: text_query(&query, "status")
@@ -158,7 +158,7 @@ async fn candidate(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         ok(StatusCode::OK, api.provider.candidate(&id).await?)
     })
     .await
@@ -171,11 +171,11 @@ struct DeleteBody {
     reason: Option<String>,
 }
 
-fn delete_body(bytes: &Bytes) -> Result<DeleteBody, Failure> {
+fn delete_body(headers: &HeaderMap, bytes: &Bytes) -> Result<DeleteBody, Failure> {
     if bytes.is_empty() || bytes.as_ref() == b"null" {
         Ok(DeleteBody::default())
     } else {
-        body(bytes)
+        body(headers, bytes)
     }
 }
 
@@ -185,8 +185,8 @@ async fn delete_candidate(
     Path(id): Path<String>,
     bytes: Bytes,
 ) -> Response {
-    handle(&api, &headers, true, async {
-        let request = delete_body(&bytes)?;
+    handle(&headers, async {
+        let request = delete_body(&headers, &bytes)?;
         ok(
             StatusCode::OK,
             api.provider
@@ -203,8 +203,8 @@ async fn evaluate(
     Path(id): Path<String>,
     bytes: Bytes,
 ) -> Response {
-    handle(&api, &headers, true, async {
-        let evaluation: Evaluation = body(&bytes)?;
+    handle(&headers, async {
+        let evaluation: Evaluation = body(&headers, &bytes)?;
         ok(
             StatusCode::OK,
             api.provider.evaluate(&id, &evaluation).await?,
@@ -233,8 +233,8 @@ async fn promote(
     Path(id): Path<String>,
     bytes: Bytes,
 ) -> Response {
-    handle(&api, &headers, true, async {
-        let request: PromotionBody = body(&bytes)?;
+    handle(&headers, async {
+        let request: PromotionBody = body(&headers, &bytes)?;
         let promotion = Promotion {
             stage: request
                 .stage
@@ -256,7 +256,7 @@ async fn releases(
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         let (limit, offset) = paging(&query)?;
         let list = ReleaseQuery {
             skill_key: text_query(&query, "skill_key").map(str::to_owned),
@@ -278,8 +278,8 @@ async fn delete_release(
     Path(id): Path<String>,
     bytes: Bytes,
 ) -> Response {
-    handle(&api, &headers, true, async {
-        let request = delete_body(&bytes)?;
+    handle(&headers, async {
+        let request = delete_body(&headers, &bytes)?;
         ok(
             StatusCode::OK,
             api.provider
@@ -291,7 +291,7 @@ async fn delete_release(
 }
 
 async fn health(State(api): State<Shared>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         ok(StatusCode::OK, api.provider.release_health(&id).await?)
     })
     .await
@@ -302,7 +302,7 @@ async fn rollback(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    handle(&api, &headers, true, async {
+    handle(&headers, async {
         ok(StatusCode::OK, api.provider.rollback(&id).await?)
     })
     .await

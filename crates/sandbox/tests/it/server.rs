@@ -6,7 +6,9 @@ use std::sync::Arc;
 use serde_json::json;
 use wayline_core::transport::{Header, HttpRequest, Transport};
 use wayline_executor::ReqwestTransport;
-use wayline_sandbox::{CargoQuery, CreateCargo, CreateSandbox, ErrorCode, SandboxProvider};
+use wayline_sandbox::{
+    CargoQuery, CreateCargo, CreateSandbox, ErrorCode, ListQuery, SandboxProvider,
+};
 
 use crate::common::{Raw, TOKEN, Via, json_of, python_available, target};
 
@@ -689,4 +691,131 @@ async fn garbage_is_collected_when_asked_and_only_then_with_auto_gc_off() {
     }
     let unsigned = raw.send("GET", "/v1/admin/gc/status", None, None).await;
     assert_eq!(unsigned.status, 401);
+}
+
+/// Issue 31, items 4 and 5: a page that rebinds its DNS name to loopback, or any web page, is
+/// refused before anything runs, even with the token; a JSON body must say it is JSON (a
+/// page's `text/plain` simple request is not read as one); auth is checked before a body is
+/// read, and bodies are limited per route.
+#[tokio::test]
+async fn browsers_and_unauthenticated_bodies_are_refused_before_anything_runs() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let target = target(Via::Http).await;
+    let server = target.server.as_ref().unwrap();
+    let transport = ReqwestTransport::new().unwrap();
+    let send = |headers: Vec<(&'static str, String)>, body: Option<String>| {
+        let mut request = HttpRequest::new("POST", format!("{}/v1/sandboxes", server.url()));
+        for (name, value) in headers {
+            request.headers.push(Header::new(name, value));
+        }
+        request.body = body.map(String::into_bytes);
+        transport.send(request)
+    };
+    let bearer = ("Authorization", format!("Bearer {TOKEN}"));
+    let json = ("Content-Type", "application/json".to_owned());
+    let rebound = send(
+        vec![
+            bearer.clone(),
+            json.clone(),
+            ("Host", "attacker.example".to_owned()),
+        ],
+        Some("{}".into()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(rebound.status, 403, "{}", rebound.text());
+    let from_a_page = send(
+        vec![
+            bearer.clone(),
+            json.clone(),
+            ("Origin", "https://evil.example".to_owned()),
+        ],
+        Some("{}".into()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(from_a_page.status, 403);
+    assert_eq!(json_of(&from_a_page)["error"]["code"], "forbidden");
+    let plain = send(
+        vec![bearer.clone(), ("Content-Type", "text/plain".to_owned())],
+        Some("{}".into()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(plain.status, 422, "{}", plain.text());
+    assert_eq!(json_of(&plain)["detail"][0]["type"], "content_type");
+    let too_large = send(
+        vec![bearer.clone(), json.clone()],
+        Some(format!("{{\"pad\": \"{}\"}}", "x".repeat(5 << 20))),
+    )
+    .await
+    .unwrap();
+    assert_eq!(too_large.status, 413, "a sandbox's settings are not 5 MiB");
+    // Nothing was created by any of them.
+    assert!(
+        target
+            .provider
+            .list(&ListQuery::new())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    // Without the token, 120 MiB announced and a few bytes sent: the answer comes at once,
+    // without waiting for (or reading) the rest.
+    let mut stream = tokio::net::TcpStream::connect(server.address())
+        .await
+        .unwrap();
+    stream
+        .write_all(
+            format!(
+                "POST /v1/sandboxes/x/filesystem/upload HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                 Content-Type: multipart/form-data; boundary=b\r\nContent-Length: {}\r\n\r\n--b\r\n",
+                120 << 20
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut answer = vec![0u8; 4096];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut answer))
+        .await
+        .expect("answered without the body")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+}
+
+/// Issue 31, item 4: a server without a token starts only when opened on purpose, on loopback.
+#[tokio::test]
+async fn a_server_without_a_token_starts_only_on_purpose_on_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = Arc::new(
+        wayline_sandbox::LocalProvider::open(
+            wayline_sandbox::LocalConfig::new(dir.path())
+                .isolation(wayline_sandbox::local::IsolationMode::None),
+        )
+        .unwrap(),
+    );
+    let implicit = wayline_sandbox::server::BayServer::loopback(
+        provider.clone(),
+        wayline_sandbox::server::ServeOptions::default(),
+    )
+    .await;
+    assert!(implicit.is_err());
+    let listener = tokio::net::TcpListener::bind(("0.0.0.0", 0)).await.unwrap();
+    let everywhere = wayline_sandbox::server::BayServer::start(
+        listener,
+        provider.clone(),
+        wayline_sandbox::server::ServeOptions::default().anonymous(),
+    );
+    assert!(everywhere.is_err());
+    let on_purpose = wayline_sandbox::server::BayServer::loopback(
+        provider,
+        wayline_sandbox::server::ServeOptions::default().anonymous(),
+    )
+    .await;
+    assert!(on_purpose.is_ok());
 }
