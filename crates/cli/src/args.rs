@@ -69,9 +69,10 @@ pub(crate) struct Common {
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct StoreArg {
     /// The store: a `postgres://USER:PASSWORD@HOST/DATABASE` URL (PostgreSQL, shared by
-    /// hosts and workers), a `.db` file (SQLite) or a directory (JSON files). Default:
-    /// `WAYLINE_STORE`, else `$WAYLINE_HOME/wayline.db` (`WAYLINE_HOME` defaults to
-    /// `~/.wayline`).
+    /// hosts and workers; give one with a password in `WAYLINE_STORE`, not here: arguments are
+    /// visible to every user of the machine), a `.db` file (SQLite) or a directory (JSON
+    /// files). Default: `WAYLINE_STORE`, else `$WAYLINE_HOME/wayline.db` (`WAYLINE_HOME`
+    /// defaults to `~/.wayline`).
     #[arg(long = "store", value_name = "STORE")]
     pub(crate) store: Option<Location>,
 }
@@ -126,6 +127,56 @@ pub(crate) struct NotifyArgs {
     /// Also notify when a run succeeds.
     #[arg(long)]
     pub(crate) notify_on_success: bool,
+}
+
+/// Warnings for the secrets `args` (the command line, program name left out) holds, which
+/// every user of the machine can read in the process list (`ps`): a `--token`, a database URL
+/// with a password (`--store`, `--knowledge`), a proxy URL with credentials (`--proxy`). Each
+/// says where the secret belongs instead.
+pub(crate) fn secrets_in_arguments(args: &[String]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let mut pairs = Vec::new();
+    let mut items = args.iter();
+    while let Some(arg) = items.next() {
+        match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => pairs.push((flag, value.to_owned())),
+            _ if arg.starts_with("--") => {
+                if let Some(value) = items.clone().next() {
+                    pairs.push((arg.as_str(), value.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+    let has_password = |url: &str| {
+        url.split_once("://")
+            .and_then(|(_, rest)| rest.rsplit_once('@'))
+            .is_some_and(|(user, _)| user.contains(':'))
+            || url.to_ascii_lowercase().contains("password=")
+    };
+    for (flag, value) in pairs {
+        let warning = match flag {
+            "--token" => Some(
+                "`--token` on the command line is visible to every user of this machine (`ps`); \
+                 set BAY_API_KEY instead",
+            ),
+            "--store" | "--knowledge" if has_password(&value) => Some(
+                "a database password on the command line is visible to every user of this \
+                 machine (`ps`); put the URL in WAYLINE_STORE instead",
+            ),
+            "--proxy" if has_password(&value) => Some(
+                "proxy credentials on the command line are visible to every user of this \
+                 machine (`ps`); set HTTPS_PROXY instead",
+            ),
+            _ => None,
+        };
+        if let Some(warning) = warning
+            && !warnings.iter().any(|known| known == warning)
+        {
+            warnings.push(warning.to_owned());
+        }
+    }
+    warnings
 }
 
 /// Parses `NAME=TEXT` and `NAME:=JSON` inputs into `into`.
@@ -209,4 +260,30 @@ pub(crate) fn source_overrides(flags: &[String]) -> Result<IndexMap<String, Path
         overrides.insert(name.to_owned(), PathBuf::from(file));
     }
     Ok(overrides)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warnings(line: &str) -> Vec<String> {
+        let args: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        secrets_in_arguments(&args)
+    }
+
+    /// Issue 31, item 18.
+    #[test]
+    fn secrets_given_as_arguments_are_named_with_where_they_belong() {
+        assert_eq!(warnings("sandbox serve --token abc").len(), 1);
+        assert!(warnings("sandbox serve --token=abc")[0].contains("BAY_API_KEY"));
+        assert!(warnings("runs list --store postgres://u:pw@db/w")[0].contains("WAYLINE_STORE"));
+        assert!(
+            warnings("runs list --store=postgres://db/w?password=x")[0].contains("WAYLINE_STORE")
+        );
+        assert!(warnings("run w.yaml --proxy http://u:p@proxy:3128")[0].contains("HTTPS_PROXY"));
+        // Nothing secret, nothing said.
+        assert!(warnings("runs list --store postgres://u@db/w").is_empty());
+        assert!(warnings("runs list --store runs.db --proxy http://proxy:3128").is_empty());
+        assert!(warnings("run w.yaml --input token=abc").is_empty());
+    }
 }

@@ -172,6 +172,10 @@ fn main() -> ExitCode {
         }
     };
     logging::init(cli.verbose);
+    let given: Vec<String> = std::env::args().skip(1).collect();
+    for warning in args::secrets_in_arguments(&given) {
+        eprintln!("warning: {warning}");
+    }
     match cli.command {
         Command::Completions { shell } => completions::completions_command(shell, Cli::command()),
         Command::Man { out } => completions::man_command(out.as_deref(), Cli::command()),
