@@ -128,7 +128,9 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|error| unreadable(format!("cannot listen on {address}: {error}")))?;
-        let mut options = ServeOptions::default().isolation(provider.isolation().describe());
+        let mut options = ServeOptions::default()
+            .isolation(provider.isolation().describe())
+            .memory(provider.isolation().memory_enforced());
         match &token {
             Some(token) => options = options.token(token.clone()),
             None if args.no_auth && address.ip().is_loopback() => options = options.anonymous(),

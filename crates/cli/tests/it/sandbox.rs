@@ -162,3 +162,110 @@ fn serve_answers_bays_api_and_runs_the_code_steps_routed_to_it() {
     let listed = runtime.block_on(client.list(&Default::default())).unwrap();
     assert_eq!(listed.items.len(), 1);
 }
+
+/// Issue 31, item 3: under bubblewrap, code runs without the privileges of whoever serves it —
+/// as root, as the host's `nobody`; as a normal user (here `nobody` through `runuser`), as that
+/// user — and never sees another sandbox's files or a mode-600 file of root's.
+#[cfg(unix)]
+#[test]
+fn sandboxed_code_runs_without_privileges_whoever_serves_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = std::fs::metadata("/proc/self")
+        .is_ok_and(|meta| std::os::unix::fs::MetadataExt::uid(&meta) == 0);
+    let bwrap = Command::new("bwrap")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !root || !bwrap || !python_available() {
+        eprintln!("skipped: needs root (to serve as root and as nobody) and bubblewrap");
+        return;
+    }
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret.path(), "root-only-secret").unwrap();
+    std::fs::set_permissions(secret.path(), std::fs::Permissions::from_mode(0o600)).unwrap();
+    for as_nobody in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let data = dir.path().join("data");
+        let mut command = if as_nobody {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "nobody", "--", env!("CARGO_BIN_EXE_wayline")]);
+            command
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_wayline"))
+        };
+        let mut child = command
+            .args([
+                "sandbox",
+                "serve",
+                "--port",
+                "0",
+                "--isolation",
+                "bubblewrap",
+                "--no-auth",
+            ])
+            .args(["--data-dir", path(&data)])
+            .env("HOME", dir.path())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let served = Served {
+            url: line
+                .split_whitespace()
+                .find(|word| word.starts_with("http://"))
+                .unwrap_or_else(|| panic!("no URL in {line:?}"))
+                .to_owned(),
+            child,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = BayClient::new(
+            BayConfig::new(&served.url),
+            Arc::new(ReqwestTransport::new().unwrap()),
+        );
+        let first = runtime
+            .block_on(client.create(&Default::default()))
+            .unwrap()
+            .id;
+        runtime
+            .block_on(client.write_file(&first, "mine.txt", "first-sandbox-secret"))
+            .unwrap();
+        let second = runtime
+            .block_on(client.create(&Default::default()))
+            .unwrap()
+            .id;
+        let seen = runtime
+            .block_on(client.shell_exec(
+                &second,
+                &wayline_sandbox::ShellExec::new(format!(
+                    "id -u; cat {} /etc/shadow 2>/dev/null; ls -A {} | wc -l; echo end",
+                    secret.path().display(),
+                    data.display()
+                )),
+            ))
+            .unwrap();
+        let lines: Vec<&str> = seen.output.lines().collect();
+        assert_eq!(
+            lines,
+            ["65534", "0", "end"],
+            "as nobody: {as_nobody}: {}",
+            seen.output
+        );
+        // Its own files it may change.
+        let own = runtime
+            .block_on(client.shell_exec(
+                &first,
+                &wayline_sandbox::ShellExec::new("echo more >> mine.txt && cat mine.txt"),
+            ))
+            .unwrap();
+        assert_eq!(own.output, "first-sandbox-secretmore", "{own:?}");
+        drop(served);
+    }
+}

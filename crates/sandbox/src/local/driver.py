@@ -9,6 +9,10 @@
 # The requests and replies travel on private copies of file descriptors 0 and 1: the code's
 # child processes (`subprocess.run(["pip", ...])`) inherit 0, 1 and 2, so 0 reads nothing and
 # 1 and 2 write to a capture file whose text joins the output, as a terminal would show it.
+#
+# A request may say `max_output` (bytes): `output`, `error` and `text` each keep that much, the
+# rest counted and said in a last line, so a runaway print loop costs no memory here and no
+# more than that in the reply.
 import ast
 import io
 import json
@@ -27,12 +31,50 @@ os.dup2(_capture.fileno(), 1)
 os.dup2(_capture.fileno(), 2)
 _namespace = {"__name__": "__main__", "__builtins__": __builtins__}
 _count = 0
+_max_output = 4 * 1024 * 1024
+
+
+def _cut_note(dropped):
+    return "\n[%d more bytes of output were not kept: an execution keeps %d]" % (dropped, _max_output)
+
+
+def _kept(text):
+    """`text` within the cap, with a note of what was cut."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= _max_output:
+        return text
+    kept = data[:_max_output].decode("utf-8", "ignore")
+    return kept + _cut_note(len(data) - _max_output)
+
+
+class _Capped(io.TextIOBase):
+    """A text stream that keeps the first `_max_output` bytes written and counts the rest."""
+
+    def __init__(self):
+        self._parts = []
+        self._size = 0
+        self.dropped = 0
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        data = text.encode("utf-8", "replace")
+        room = _max_output - self._size
+        if room > 0:
+            self._parts.append(data[:room])
+            self._size += min(room, len(data))
+        self.dropped += max(0, len(data) - max(room, 0))
+        return len(text)
+
+    def getvalue(self):
+        return b"".join(self._parts).decode("utf-8", "ignore")
 
 
 def _run(code):
     global _count
     _count += 1
-    buffer = io.StringIO()
+    buffer = _Capped()
     text = ""
     error = None
     old_out, old_err = sys.stdout, sys.stderr
@@ -63,36 +105,45 @@ def _run(code):
             error = "".join(traceback.format_exception(type(raised), raised, tb))
     finally:
         sys.stdout, sys.stderr = old_out, old_err
-    printed = buffer.getvalue() + _captured()
+    captured, captured_dropped = _captured()
+    printed = buffer.getvalue() + captured
     output = printed + (text + "\n" if text else "")
+    dropped = buffer.dropped + captured_dropped
+    output = _kept(output.strip())
+    if dropped:
+        output += _cut_note(dropped)
     return {
         "success": error is None,
-        "output": output.strip(),
-        "error": error.strip() if error else None,
+        "output": output,
+        "error": _kept(error.strip()) if error else None,
         "execution_count": _count,
-        "text": text,
+        "text": _kept(text),
     }
 
 
 def _captured():
-    """What child processes wrote to descriptors 1 and 2 since the last call."""
+    """What child processes wrote to descriptors 1 and 2 since the last call (at most the cap),
+    and how many bytes more they wrote."""
     sys.__stdout__.flush()
     sys.__stderr__.flush()
+    size = _capture.seek(0, os.SEEK_END)
     _capture.seek(0)
-    raw = _capture.read()
+    raw = _capture.read(_max_output)
     # Descriptors 1 and 2 share this file's offset: rewinding it rewinds them.
     _capture.seek(0)
     _capture.truncate()
-    return raw.decode("utf-8", "replace")
+    return raw.decode("utf-8", "replace"), max(0, size - _max_output)
 
 
 def main():
+    global _max_output
     for line in _requests:
         line = line.strip()
         if not line:
             continue
         try:
             request = json.loads(line)
+            _max_output = int(request.get("max_output", _max_output))
             reply = _run(request["code"])
         except Exception:  # a malformed request: say so, keep serving
             reply = {

@@ -1,12 +1,23 @@
 //! How the local provider starts a sandbox's processes: as the user running wayline in the
 //! workspace directory (no isolation), or inside `bubblewrap` when it is installed (the host's
 //! file system read-only, entry by entry, in a fresh root; the workspace mounted read-write at
-//! `/workspace` as in Bay; the session's own `/tmp`; private `/proc` and process ids; as
-//! `nobody` in a user namespace when the server runs as root).
+//! `/workspace` as in Bay; the session's own `/tmp`; a private `/dev/shm` of limited size;
+//! private `/proc` and process ids; the data directory, where every sandbox's files are,
+//! hidden).
+//!
+//! Under bubblewrap the code runs as a host user with no privileges: when the server runs as
+//! root, bubblewrap drops to `nobody` (uid 65534, through `setpriv`: no capabilities, an empty
+//! bounding set, no new privileges), so it reads what `nobody` may, not root's files; the
+//! workspace and what the provider writes into it are handed over to that user. (A user
+//! namespace whose `nobody` maps to root would not do: the kernel checks files as root.) Run by
+//! another user, code runs as that user.
 //!
 //! Either way the processes get a clean environment: `PATH`, the locale, `TERM`, `TZ`, `USER`
 //! and `LOGNAME` from the host, `HOME` (the workspace) and the profile's `env`; nothing else,
-//! so credentials in the host's environment stay out of reach.
+//! so credentials in the host's environment stay out of reach. A profile's memory limits each
+//! process's data and address space (`ulimit -d`, `ulimit -v`, the latter with room for what
+//! a program reserves and never uses), and `/dev/shm` under bubblewrap; the sandbox as a whole
+//! is not limited ([`Isolation::memory_enforced`] says what is).
 //!
 //! Neither is a security boundary against hostile code: without bubblewrap the code can do
 //! whatever the user can; with it, it still shares the network and the kernel, and the file
@@ -22,6 +33,17 @@ use crate::error::Error;
 
 /// Where code sees its workspace under bubblewrap (Bay's path).
 pub const SANDBOX_ROOT: &str = "/workspace";
+
+/// The host user and group code runs as under bubblewrap when the server runs as root:
+/// `nobody` and `nogroup`.
+pub const SANDBOX_USER: (u32, u32) = (65534, 65534);
+
+/// Address space a program reserves without using it (thread stacks, the allocator's arenas,
+/// the interpreter's own mappings), allowed on top of a profile's memory.
+const RESERVED_ADDRESS_SPACE: u64 = 512 << 20;
+
+/// `/dev/shm`'s size under bubblewrap when a profile sets no memory limit (Docker's default).
+const DEFAULT_SHM_BYTES: u64 = 64 << 20;
 
 /// The isolation the local provider uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,8 +80,8 @@ impl Isolation {
             IsolationMode::Auto => Ok(Isolation::bubblewrap().unwrap_or(Isolation::None)),
             IsolationMode::Bubblewrap => Isolation::bubblewrap().ok_or_else(|| Error::Isolation {
                 message: "bubblewrap (`bwrap`) is not installed or cannot create namespaces \
-                          here; install it (Debian: `apt-get install bubblewrap`) or use no \
-                          isolation"
+                          here (run as root, it also needs `setpriv` from util-linux); install \
+                          it (Debian: `apt-get install bubblewrap`) or use no isolation"
                     .to_owned(),
             }),
         }
@@ -91,6 +113,7 @@ impl Isolation {
                     &Limits {
                         scratch: Some(&scratch),
                         memory_bytes: None,
+                        hidden: None,
                     },
                 )
                 .as_std_mut()
@@ -107,8 +130,79 @@ impl Isolation {
     pub fn describe(&self) -> &'static str {
         match self {
             Isolation::None => "none (processes run as this user; not a security boundary)",
+            Isolation::Bubblewrap { .. } if running_as_root() => {
+                "bubblewrap (read-only host, workspace at /workspace, code runs as nobody; not a security boundary)"
+            }
             Isolation::Bubblewrap { .. } => {
                 "bubblewrap (read-only host, workspace at /workspace; not a security boundary)"
+            }
+        }
+    }
+
+    /// What a profile's memory limit holds to on this host, in one line (for logs and
+    /// `/health`).
+    pub fn memory_enforced(&self) -> &'static str {
+        match self {
+            Isolation::None => {
+                "each process's data and address space (ulimit -d, -v); not shared memory in /dev/shm, not the sandbox as a whole"
+            }
+            Isolation::Bubblewrap { .. } => {
+                "each process's data and address space (ulimit -d, -v) and a private /dev/shm of that size; not the sandbox as a whole"
+            }
+        }
+    }
+
+    /// The host user and group code runs as, when it is not the user running wayline:
+    /// [`SANDBOX_USER`] under bubblewrap when wayline runs as root.
+    pub fn code_user(&self) -> Option<(u32, u32)> {
+        match self {
+            Isolation::Bubblewrap { .. } if running_as_root() => Some(SANDBOX_USER),
+            _ => None,
+        }
+    }
+
+    /// Gives `path` (made by the provider, in a workspace or a session's scratch) to the user
+    /// code runs as, when that is another user, so the code may change what the provider put
+    /// there. A symbolic link is changed itself, never what it points at.
+    pub(crate) fn hand_over(&self, path: &Path) -> std::io::Result<()> {
+        #[cfg(unix)]
+        if let Some((uid, gid)) = self.code_user() {
+            return std::os::unix::fs::lchown(path, Some(uid), Some(gid));
+        }
+        let _ = path;
+        Ok(())
+    }
+
+    /// [`Isolation::hand_over`] for `path` and each directory between it and `root` (those
+    /// the provider made on the way).
+    pub(crate) fn hand_over_within(&self, root: &Path, path: &Path) -> std::io::Result<()> {
+        if self.code_user().is_none() {
+            return Ok(());
+        }
+        let mut at = Some(path);
+        while let Some(current) = at {
+            if !current.starts_with(root) {
+                break;
+            }
+            self.hand_over(current)?;
+            at = current.parent();
+        }
+        Ok(())
+    }
+
+    /// A command running `program args` on the host as the user code runs as (to ask which
+    /// interpreter that user finds on its `PATH`).
+    pub(crate) fn host_command(&self, program: &str, args: &[&str]) -> Command {
+        match self.code_user() {
+            Some(user) => {
+                let mut command = Command::new("setpriv");
+                command.args(drop_privileges(user)).arg(program).args(args);
+                command
+            }
+            None => {
+                let mut command = Command::new(program);
+                command.args(args);
+                command
             }
         }
     }
@@ -150,13 +244,17 @@ impl Isolation {
         limits: &Limits<'_>,
     ) -> Command {
         let scratch = limits.scratch;
-        // Limited, the program runs under a shell that sets the limit and then becomes it.
+        // Limited, the program runs under a shell that sets the limits and then becomes it.
         let limited: Vec<String>;
         let (program, args): (&str, Vec<&str>) = match limits.memory_bytes {
             Some(bytes) => {
                 limited = vec![
                     "-c".to_owned(),
-                    format!("ulimit -d {} && exec \"$0\" \"$@\"", (bytes / 1024).max(1)),
+                    format!(
+                        "ulimit -d {} && ulimit -v {} && exec \"$0\" \"$@\"",
+                        (bytes / 1024).max(1),
+                        (bytes.saturating_add(RESERVED_ADDRESS_SPACE) / 1024).max(1)
+                    ),
                     program.to_owned(),
                 ];
                 let mut all: Vec<&str> = limited.iter().map(String::as_str).collect();
@@ -164,6 +262,21 @@ impl Isolation {
                 ("bash", all)
             }
             None => (program, args.to_vec()),
+        };
+        // As another user (root's code as nobody), `setpriv` drops to it last, after the
+        // sandbox is set up.
+        let dropped: Vec<String>;
+        let (program, args): (&str, Vec<&str>) = match self.code_user() {
+            Some(user) => {
+                dropped = drop_privileges(user)
+                    .into_iter()
+                    .chain([program.to_owned()])
+                    .collect();
+                let mut all: Vec<&str> = dropped.iter().map(String::as_str).collect();
+                all.extend(args);
+                ("setpriv", all)
+            }
+            None => (program, args),
         };
         let args = args.as_slice();
         let seen = self.root_seen(workspace);
@@ -192,19 +305,24 @@ impl Isolation {
                     };
                 }
                 command.args(["--dev", "/dev", "--proc", "/proc"]);
+                // Shared memory of its own, as large as the profile's memory: files there are
+                // memory no process limit counts.
+                let shm = limits.memory_bytes.unwrap_or(DEFAULT_SHM_BYTES);
+                command
+                    .args(["--perms", "1777", "--size"])
+                    .arg(shm.to_string())
+                    .args(["--tmpfs", "/dev/shm"]);
                 match scratch {
                     Some(scratch) => command.arg("--bind").arg(scratch).arg("/tmp"),
                     None => command.args(["--tmpfs", "/tmp"]),
                 };
-                command
-                    .arg("--bind")
-                    .arg(workspace)
-                    .arg(SANDBOX_ROOT)
-                    .args(["--remount-ro", "/"]);
-                // Run as nobody, in a user namespace of its own, when the server runs as root.
-                if running_as_root() {
-                    command.args(["--unshare-user", "--uid", "65534", "--gid", "65534"]);
+                command.arg("--bind").arg(workspace).arg(SANDBOX_ROOT);
+                // Every sandbox's files are under the data directory: an empty one in its
+                // place (after this workspace was bound where the code sees it).
+                if let Some(hidden) = limits.hidden {
+                    command.arg("--tmpfs").arg(hidden);
                 }
+                command.args(["--remount-ro", "/"]);
                 command
                     .arg("--chdir")
                     .arg(&cwd)
@@ -227,9 +345,13 @@ impl Isolation {
                 Isolation::None => scratch.to_path_buf(),
                 Isolation::Bubblewrap { .. } => PathBuf::from("/tmp"),
             };
+            // A plain `pip install` goes to the session's user site (Bay's semantics), also
+            // under a distribution's Python that refuses installs it does not manage (PEP 668):
+            // the host is read-only to the code, so no system package can be broken.
             command
                 .env("TMPDIR", &seen_scratch)
-                .env("PYTHONUSERBASE", seen_scratch.join(".local"));
+                .env("PYTHONUSERBASE", seen_scratch.join(".local"))
+                .env("PIP_BREAK_SYSTEM_PACKAGES", "1");
         }
         command
             .envs(env.iter().map(|(key, value)| (key, value)))
@@ -264,8 +386,26 @@ pub(crate) async fn kill_group(pid: Option<u32>) {
 pub(crate) struct Limits<'a> {
     /// The session's scratch directory.
     pub(crate) scratch: Option<&'a Path>,
-    /// The data limit of each process, in bytes.
+    /// The memory limit of each process, in bytes.
     pub(crate) memory_bytes: Option<u64>,
+    /// A directory the code must not see (the data directory), when it would otherwise.
+    pub(crate) hidden: Option<&'a Path>,
+}
+
+/// `setpriv`'s arguments that make what it runs `user`: no supplementary groups, no
+/// capabilities (inheritable or in the bounding set), and no way to gain privileges again;
+/// then `env`, which finds the program on the `PATH` past directories the user may not enter
+/// (root's own, first on root's `PATH`), where `setpriv`'s own search gives up.
+fn drop_privileges((uid, gid): (u32, u32)) -> Vec<String> {
+    vec![
+        format!("--reuid={uid}"),
+        format!("--regid={gid}"),
+        "--clear-groups".to_owned(),
+        "--inh-caps=-all".to_owned(),
+        "--bounding-set=-all".to_owned(),
+        "--no-new-privs".to_owned(),
+        "env".to_owned(),
+    ]
 }
 
 /// One entry of the host's root directory, as a sandbox sees it.
@@ -389,7 +529,23 @@ mod tests {
         );
         assert!(joined.contains("--chdir /workspace/src"), "{joined}");
         assert!(!joined.contains("--ro-bind / /"), "{joined}");
-        assert!(joined.ends_with("-- bash -lc pwd"), "{joined}");
+        assert!(joined.ends_with("bash -lc pwd"), "{joined}");
+        assert!(
+            joined.contains("--perms 1777 --size 67108864 --tmpfs /dev/shm"),
+            "a private /dev/shm of a size: {joined}"
+        );
+        if running_as_root() {
+            // Code runs as nobody on the host, not as a user namespace's nobody that is root.
+            assert!(
+                joined.contains("-- setpriv --reuid=65534 --regid=65534 --clear-groups"),
+                "{joined}"
+            );
+            assert!(
+                joined.contains("--no-new-privs env bash -lc pwd"),
+                "{joined}"
+            );
+            assert!(!joined.contains("--unshare-user"), "{joined}");
+        }
         assert_eq!(std.get_program(), "/usr/bin/bwrap");
         let plain = Isolation::None.command("bash", &["-lc", "pwd"], Path::new("/w"), ".", &[]);
         assert_eq!(plain.as_std().get_current_dir(), Some(Path::new("/w")));

@@ -9,6 +9,7 @@
 
 mod files;
 pub mod isolation;
+pub mod output;
 mod provider;
 pub mod python;
 pub mod shell;

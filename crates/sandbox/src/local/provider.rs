@@ -727,6 +727,10 @@ impl LocalProvider {
         if !state.sessions.contains_key(id) {
             // As Bay's Ship: the profile's environment, also as a file code can source.
             write_env_file(&workspace, &env);
+            let _ = self
+                .inner
+                .isolation
+                .hand_over(&workspace.join(".bay_env.sh"));
         }
         let session = state.sessions.entry(id.to_owned()).or_insert_with(|| {
             let id = format!("sess-{}", random_hex());
@@ -752,9 +756,13 @@ impl LocalProvider {
         self.inner
             .interpreter
             .get_or_init(|| async {
+                // Asked as the user the code runs as: root's interpreter may be where that
+                // user cannot reach (pyenv under /root).
                 let python = &self.inner.config.python;
-                let asked = tokio::process::Command::new(python)
-                    .args(["-c", "import sys; print(sys.executable)"])
+                let asked = self
+                    .inner
+                    .isolation
+                    .host_command(python, &["-c", "import sys; print(sys.executable)"])
                     .stdin(std::process::Stdio::null())
                     .stderr(std::process::Stdio::null())
                     .output()
@@ -772,6 +780,35 @@ impl LocalProvider {
                 }
             })
             .await
+    }
+
+    /// Gives `path` to the user code runs as (see [`Isolation::hand_over`]).
+    fn hand_over(&self, path: &Path) -> SandboxResult<()> {
+        self.inner.isolation.hand_over(path).map_err(|error| {
+            SandboxError::new(
+                ErrorCode::InternalError,
+                format!(
+                    "cannot give {} to the sandbox's user: {error}",
+                    path.display()
+                ),
+            )
+        })
+    }
+
+    /// Gives `path` and the directories between it and `workspace` to the user code runs as.
+    fn hand_over_within(&self, workspace: &Path, path: &Path) -> SandboxResult<()> {
+        self.inner
+            .isolation
+            .hand_over_within(workspace, path)
+            .map_err(|error| {
+                SandboxError::new(
+                    ErrorCode::InternalError,
+                    format!(
+                        "cannot give {} to the sandbox's user: {error}",
+                        path.display()
+                    ),
+                )
+            })
     }
 
     fn record_history(&self, id: &str, entry: &HistoryEntry) {
@@ -855,6 +892,7 @@ impl SandboxProvider for LocalProvider {
                 ),
             )
         })?;
+        self.hand_over(&workspace)?;
         let info = self.info(&record, false, now);
         match state.persisted.cargos.get_mut(&record.cargo_id) {
             Some(external) => external.last_accessed_at = now,
@@ -1026,6 +1064,8 @@ impl SandboxProvider for LocalProvider {
                 old.stop().await;
             }
             let scratch = ready.runtime.scratch()?;
+            self.hand_over(&scratch)?;
+            self.hand_over(&ready.workspace)?;
             let command = self.inner.isolation.command_in(
                 self.interpreter().await,
                 &PythonSession::driver_args(),
@@ -1035,6 +1075,7 @@ impl SandboxProvider for LocalProvider {
                 &Limits {
                     scratch: Some(&scratch),
                     memory_bytes: ready.memory_bytes,
+                    hidden: Some(&self.inner.config.data_dir),
                 },
             );
             match PythonSession::start(command).await {
@@ -1124,6 +1165,8 @@ impl SandboxProvider for LocalProvider {
             format!("cd {} && {}", quote(&cwd), request.command)
         };
         let scratch = ready.runtime.scratch()?;
+        self.hand_over(&scratch)?;
+        self.hand_over(&ready.workspace)?;
         let command = self.inner.isolation.command_in(
             "bash",
             &["-lc", &script],
@@ -1133,6 +1176,7 @@ impl SandboxProvider for LocalProvider {
             &Limits {
                 scratch: Some(&scratch),
                 memory_bytes: ready.memory_bytes,
+                hidden: Some(&self.inner.config.data_dir),
             },
         );
         let groups = &ready.runtime.shell_groups;
@@ -1182,7 +1226,8 @@ impl SandboxProvider for LocalProvider {
         let (ready, normalized) = self.file_call(id, path).await?;
         files::check_size(&normalized, content.len() as u64, ready.max_file_bytes)?;
         let full = self.resolve(&ready, &normalized, PathField::Path)?;
-        files::write(&full, &normalized, content.as_bytes().to_vec()).await
+        files::write(&full, &normalized, content.as_bytes().to_vec()).await?;
+        self.hand_over_within(&ready.workspace, &full)
     }
 
     async fn delete_file(&self, id: &str, path: &str) -> SandboxResult<()> {
@@ -1203,6 +1248,7 @@ impl SandboxProvider for LocalProvider {
         files::check_size(&normalized, size, ready.max_file_bytes)?;
         let full = self.resolve(&ready, &normalized, PathField::Path)?;
         files::write(&full, &normalized, bytes).await?;
+        self.hand_over_within(&ready.workspace, &full)?;
         Ok(Uploaded {
             status: "ok".to_owned(),
             path: normalized,
@@ -1274,6 +1320,7 @@ impl SandboxProvider for LocalProvider {
                 format!("cannot create the cargo {}: {error}", workspace.display()),
             )
         })?;
+        self.hand_over(&workspace)?;
         let record = CargoRecord {
             managed_by: None,
             size_limit_mb: size,

@@ -7,10 +7,11 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::error::{ErrorCode, SandboxError};
+use crate::local::output::{MAX_OUTPUT_BYTES, MAX_REPLY_BYTES};
 
 /// The driver's source, run with `python3 -u -c`.
 const DRIVER: &str = include_str!("driver.py");
@@ -85,7 +86,8 @@ impl PythonSession {
     /// session must then be started again.
     pub async fn exec(&mut self, code: &str, timeout: Duration) -> Result<Executed, SandboxError> {
         let started = Instant::now();
-        let mut request = serde_json::json!({ "code": code }).to_string();
+        let mut request =
+            serde_json::json!({ "code": code, "max_output": MAX_OUTPUT_BYTES }).to_string();
         request.push('\n');
         if self.pending {
             return Err(self.gone("an earlier execution was cut short"));
@@ -94,8 +96,19 @@ impl PythonSession {
         let exchange = async {
             self.stdin.write_all(request.as_bytes()).await?;
             self.stdin.flush().await?;
+            // The driver keeps its fields within the cap; a reply past what that allows is a
+            // driver gone wrong, and is not read further.
             let mut line = String::new();
-            let read = self.stdout.read_line(&mut line).await?;
+            let read = (&mut self.stdout)
+                .take(MAX_REPLY_BYTES)
+                .read_line(&mut line)
+                .await?;
+            if read as u64 >= MAX_REPLY_BYTES && !line.ends_with('\n') {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "its reply was longer than any the driver sends",
+                ));
+            }
             Ok::<_, std::io::Error>((read, line))
         };
         let answered = tokio::time::timeout(timeout, exchange).await;

@@ -27,9 +27,7 @@ pub struct Ran {
     pub elapsed: Duration,
 }
 
-/// The most output kept from each stream (Bay keeps whatever Ship returns; a runaway command
-/// here must not fill the memory).
-const MAX_STREAM_BYTES: usize = 4 * 1024 * 1024;
+use crate::local::output::{self, MAX_OUTPUT_BYTES};
 
 /// Runs `command`: `bash -lc <command>` (or a launcher running it), its directory and
 /// environment set, in a process group of its own whose id `on_start` is told at once (the
@@ -65,15 +63,15 @@ pub async fn run(
     let read = async {
         let mut out = Vec::new();
         let mut err = Vec::new();
-        // Keep the first MAX_STREAM_BYTES of each stream and drain the rest, so a chatty
-        // command never blocks on a full pipe.
+        // Keep the first MAX_OUTPUT_BYTES of each stream and drain the rest (counted), so a
+        // chatty command never blocks on a full pipe.
         let (a, b) = tokio::join!(
             keep_and_drain(&mut stdout, &mut out),
             keep_and_drain(&mut stderr, &mut err)
         );
-        a.and(b)?;
+        let (out_dropped, err_dropped) = (a?, b?);
         let status = child.wait().await?;
-        Ok::<_, std::io::Error>((out, err, status))
+        Ok::<_, std::io::Error>(((out, out_dropped), (err, err_dropped), status))
     };
     let finished = tokio::time::timeout(timeout, read).await;
     if finished.is_err() {
@@ -92,12 +90,12 @@ pub async fn run(
             ErrorCode::ShipError,
             format!("the command could not be run to the end: {error}"),
         )),
-        Ok(Ok((out, err, status))) => {
+        Ok(Ok(((out, out_dropped), (err, err_dropped), status))) => {
             let exit_code = status.code().unwrap_or(-1);
-            let stderr = String::from_utf8_lossy(&err).trim().to_owned();
+            let stderr = output::text(&err, err_dropped);
             Ok(Ran {
                 success: exit_code == 0,
-                output: String::from_utf8_lossy(&out).trim().to_owned(),
+                output: output::text(&out, out_dropped),
                 error: (!stderr.is_empty()).then_some(stderr),
                 exit_code,
                 elapsed: started.elapsed(),
@@ -106,16 +104,17 @@ pub async fn run(
     }
 }
 
+/// Keeps the first [`MAX_OUTPUT_BYTES`] of `stream` in `kept` and drains the rest, answering
+/// how many bytes were drained.
 async fn keep_and_drain(
     stream: &mut (impl tokio::io::AsyncRead + Unpin),
     kept: &mut Vec<u8>,
-) -> std::io::Result<()> {
+) -> std::io::Result<u64> {
     (&mut *stream)
-        .take(MAX_STREAM_BYTES as u64)
+        .take(MAX_OUTPUT_BYTES as u64)
         .read_to_end(kept)
         .await?;
-    tokio::io::copy(stream, &mut tokio::io::sink()).await?;
-    Ok(())
+    tokio::io::copy(stream, &mut tokio::io::sink()).await
 }
 
 #[cfg(test)]
@@ -197,7 +196,16 @@ mod tests {
         .await
         .unwrap();
         assert!(ran.success);
-        assert_eq!(ran.output.len(), MAX_STREAM_BYTES);
+        // The first 4 MiB, and a line saying what was left out (1,805,697 bytes: the rest of
+        // the 6,000,001).
+        assert_eq!(
+            ran.output,
+            format!(
+                "{}{}",
+                "x".repeat(MAX_OUTPUT_BYTES),
+                output::cut_note(1_805_697)
+            )
+        );
     }
 
     #[tokio::test]

@@ -71,6 +71,8 @@ pub struct ServeOptions {
     pub allowed_origins: Vec<String>,
     /// Said by `/health` as `isolation` (Bay has no such field; clients ignore it).
     pub isolation: Option<String>,
+    /// Said by `/health` as `memory`: what a profile's memory limit holds to on this host.
+    pub memory: Option<String>,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -83,6 +85,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("isolation", &self.isolation)
+            .field("memory", &self.memory)
             .finish()
     }
 }
@@ -97,6 +100,7 @@ impl Default for ServeOptions {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             isolation: None,
+            memory: None,
         }
     }
 }
@@ -130,6 +134,12 @@ impl ServeOptions {
     /// Reports `isolation` on `/health`.
     pub fn isolation(mut self, isolation: impl Into<String>) -> Self {
         self.isolation = Some(isolation.into());
+        self
+    }
+
+    /// Reports `memory` (what a profile's memory limit holds to) on `/health`.
+    pub fn memory(mut self, memory: impl Into<String>) -> Self {
+        self.memory = Some(memory.into());
         self
     }
 
@@ -377,6 +387,9 @@ async fn health(State(api): State<Shared>) -> Response {
     let mut body = json!({"status": "ok", "version": BAY_VERSION});
     if let Some(isolation) = &api.options.isolation {
         body["isolation"] = isolation.clone().into();
+    }
+    if let Some(memory) = &api.options.memory {
+        body["memory"] = memory.clone().into();
     }
     axum::Json(body).into_response()
 }

@@ -389,6 +389,7 @@ async fn code_sees_a_clean_environment() {
         // Set by the provider itself: the session's scratch directory.
         "TMPDIR",
         "PYTHONUSERBASE",
+        "PIP_BREAK_SYSTEM_PACKAGES",
     ];
     for name in &names {
         assert!(
@@ -641,4 +642,185 @@ async fn limits_env_file_and_version_in_bubblewrap() {
     if crate::common::bubblewrap_available() {
         limits_env_file_and_version(crate::common::Via::Bubblewrap).await;
     }
+}
+
+/// Issue 31, item 6: one cap for every kind of execution (Python's output was not capped: 600
+/// MB came back and went to the history file), what is cut said in a last line.
+#[tokio::test]
+async fn every_kind_of_execution_keeps_its_output_within_one_cap() {
+    use wayline_sandbox::local::output::MAX_OUTPUT_BYTES;
+    let Some((_dir, provider, id)) = one_sandbox().await else {
+        return;
+    };
+    let within = |text: &str| {
+        assert!(text.len() < MAX_OUTPUT_BYTES + 200, "{} bytes", text.len());
+        assert!(
+            text.ends_with(&format!("an execution keeps {MAX_OUTPUT_BYTES}]")),
+            "{}",
+            &text[text.len().saturating_sub(200)..]
+        );
+    };
+    // 12 MiB printed, written by a child process, raised, and given as the value.
+    for code in [
+        "for _ in range(12 * 1024):\n    print('x' * 1023)",
+        "import subprocess\nsubprocess.run(['head', '-c', str(12 << 20), '/dev/zero'])",
+        "'y' * (12 << 20)",
+    ] {
+        let ran = provider
+            .python_exec(&id, &PythonExec::new(code))
+            .await
+            .unwrap();
+        within(&ran.output);
+    }
+    let raised = provider
+        .python_exec(&id, &PythonExec::new("raise ValueError('z' * (12 << 20))"))
+        .await
+        .unwrap();
+    within(raised.error.as_deref().unwrap());
+    let shell = provider
+        .shell_exec(
+            &id,
+            &ShellExec::new("head -c 12582912 /dev/zero | tr '\\0' s"),
+        )
+        .await
+        .unwrap();
+    within(&shell.output);
+    // The history keeps what the answer kept.
+    let history = provider.history(&id, &Default::default()).await.unwrap();
+    for entry in history.entries {
+        assert!(entry.output.unwrap_or_default().len() < MAX_OUTPUT_BYTES + 200);
+    }
+    // And the session goes on.
+    let next = provider
+        .python_exec(&id, &PythonExec::new("1 + 1"))
+        .await
+        .unwrap();
+    assert_eq!(next.output, "2");
+}
+
+/// Issue 31, item 7: a profile's memory holds shared memory too — an anonymous shared mapping
+/// (the address space limit) and, under bubblewrap, files in `/dev/shm` (a private one of the
+/// profile's size) — which the data limit alone let through.
+#[tokio::test]
+async fn shared_memory_is_held_to_the_profile_too() {
+    if !python_available() {
+        return;
+    }
+    let mut vias = vec![crate::common::Via::Local];
+    if crate::common::bubblewrap_available() {
+        vias.push(crate::common::Via::Bubblewrap);
+    }
+    for via in vias {
+        let target = crate::common::target(via).await;
+        let provider = target.provider.clone();
+        let id = provider
+            .create(&wayline_sandbox::CreateSandbox::new("oom-test"))
+            .await
+            .unwrap()
+            .id;
+        // 2 GiB shared: past the 128 MiB profile and the address space it is given.
+        let mapped = provider
+            .python_exec(
+                &id,
+                &PythonExec::new("import mmap\nm = mmap.mmap(-1, 2 << 30, flags=mmap.MAP_SHARED)"),
+            )
+            .await
+            .unwrap();
+        assert!(!mapped.success, "{via:?}: {mapped:?}");
+        if via == crate::common::Via::Bubblewrap {
+            let shm = provider
+                .shell_exec(
+                    &id,
+                    &ShellExec::new(
+                        "head -c 300000000 /dev/zero > /dev/shm/big; echo rc=$?; df -k /dev/shm | tail -1",
+                    ),
+                )
+                .await
+                .unwrap();
+            let said = format!("{} {:?}", shm.output, shm.error);
+            assert!(said.contains("No space left on device"), "{said}");
+            assert!(said.contains("131072"), "the profile's 128 MiB: {said}");
+        }
+    }
+}
+
+/// Issue 31, item 3: under bubblewrap, code runs as a host user without privileges — as root,
+/// `nobody` on the host (a user namespace's `nobody` was root to the kernel, and read
+/// `/etc/shadow`) — and sees neither the data directory nor other sandboxes' files.
+#[cfg(unix)]
+#[tokio::test]
+async fn code_in_bubblewrap_has_no_privileges_and_no_other_sandbox() {
+    use std::os::unix::fs::PermissionsExt;
+    if !python_available() || !crate::common::bubblewrap_available() {
+        return;
+    }
+    let root = std::fs::metadata("/proc/self")
+        .is_ok_and(|meta| std::os::unix::fs::MetadataExt::uid(&meta) == 0);
+    let target = crate::common::target(crate::common::Via::Bubblewrap).await;
+    let provider = target.provider.clone();
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret.path(), "root-only-secret").unwrap();
+    std::fs::set_permissions(secret.path(), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let first = provider.create(&Default::default()).await.unwrap().id;
+    provider
+        .write_file(&first, "mine.txt", "first-sandbox-secret")
+        .await
+        .unwrap();
+    let second = provider.create(&Default::default()).await.unwrap().id;
+    let data = target.dir.path().display().to_string();
+    let seen = provider
+        .shell_exec(
+            &second,
+            &ShellExec::new(format!(
+                "id -u; cat {} 2>&1; ls -A {data} 2>&1 | wc -l; cat {data}/cargos/*/mine.txt 2>/dev/null; grep -rl first-sandbox-secret /tmp /workspace 2>/dev/null; echo end",
+                secret.path().display()
+            )),
+        )
+        .await
+        .unwrap();
+    let lines: Vec<&str> = seen.output.lines().collect();
+    if root {
+        assert_eq!(lines[0], "65534", "{}", seen.output);
+        let shadow = provider
+            .shell_exec(&second, &ShellExec::new("cat /etc/shadow"))
+            .await
+            .unwrap();
+        assert!(!shadow.success, "{shadow:?}");
+    }
+    assert!(
+        !seen.output.contains("root-only-secret") || !root,
+        "{}",
+        seen.output
+    );
+    assert_eq!(
+        lines[2], "0",
+        "the data directory is empty inside: {}",
+        seen.output
+    );
+    assert_eq!(
+        lines[3], "end",
+        "no other sandbox's file is found: {}",
+        seen.output
+    );
+    // The workspace and what the provider wrote into it are the code's to change.
+    let own = provider
+        .shell_exec(
+            &first,
+            &ShellExec::new("echo more >> mine.txt && mkdir -p d && touch d/x && echo ok"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(own.output, "ok", "{own:?}");
+    provider
+        .write_file(&first, "nested/deep/file.txt", "x")
+        .await
+        .unwrap();
+    let nested = provider
+        .shell_exec(
+            &first,
+            &ShellExec::new("echo y > nested/deep/new.txt && echo ok"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(nested.output, "ok", "{nested:?}");
 }
