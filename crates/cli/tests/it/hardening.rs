@@ -11,7 +11,7 @@ use crate::code;
 
 /// `wayline args` in `dir`, its data segment limited to `megabytes` (bash's `ulimit -d`) and
 /// killed after `seconds`. Panics on a timeout, naming the command.
-fn bounded(dir: &Path, args: &[&str], megabytes: u64, seconds: u64) -> Output {
+pub(crate) fn bounded(dir: &Path, args: &[&str], megabytes: u64, seconds: u64) -> Output {
     let mut child = Command::new("bash")
         .arg("-c")
         .arg(format!(
@@ -59,7 +59,7 @@ fn bounded(dir: &Path, args: &[&str], megabytes: u64, seconds: u64) -> Output {
 
 /// A value in every bounded command's environment: output holding it has echoed the process
 /// environment.
-const CANARY: &str = "canary-1d8f3b6e";
+pub(crate) const CANARY: &str = "canary-1d8f3b6e";
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -10,6 +10,7 @@ mod arazzo;
 mod command_line;
 mod durable;
 mod explore;
+mod fuzz;
 mod guard;
 mod hardening;
 mod import;
