@@ -75,7 +75,8 @@ impl Drop for Served {
 fn serve(data: &std::path::Path, token: &str) -> Served {
     let mut child = Command::new(env!("CARGO_BIN_EXE_wayline"))
         .args(["sandbox", "serve", "--port", "0", "--isolation", "none"])
-        .args(["--token", token, "--data-dir", path(data)])
+        .args(["--data-dir", path(data)])
+        .env("BAY_API_KEY", token)
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
@@ -268,4 +269,28 @@ fn sandboxed_code_runs_without_privileges_whoever_serves_it() {
         assert_eq!(own.output, "first-sandbox-secretmore", "{own:?}");
         drop(served);
     }
+}
+
+/// Issue 31, item 18: a token given on the command line works, with a warning that every user
+/// of the machine can read it, naming where it belongs.
+#[test]
+fn a_token_on_the_command_line_is_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .args(["sandbox", "serve", "--port", "0", "--isolation", "none"])
+        .args(["--token", "sk-on-the-command-line", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .env_remove("BAY_API_KEY")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let warning = lines.next().unwrap().unwrap();
+    let serving = lines.next().unwrap().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(warning.starts_with("warning: `--token`"), "{warning}");
+    assert!(warning.contains("BAY_API_KEY"), "{warning}");
+    assert!(serving.contains("auth: Bearer token"), "{serving}");
 }

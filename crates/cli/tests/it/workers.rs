@@ -504,6 +504,11 @@ fn a_postgres_password_is_never_printed() {
             everything.contains("postgres://ops:***@127.0.0.1:1/wayline"),
             "{args:?}: {everything}"
         );
+        // Given as an argument, where `ps` shows it: the command says where it belongs.
+        assert!(
+            everything.contains("put the URL in WAYLINE_STORE instead"),
+            "{args:?}: {everything}"
+        );
     }
     // Nor where the store is not PostgreSQL at all: the queue commands say what to use.
     let dir = tempfile::tempdir().unwrap();
