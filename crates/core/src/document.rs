@@ -105,7 +105,7 @@ impl DocumentError {
     }
 
     /// Sets the position and takes the offending line from `text` (a window of
-    /// [`SNIPPET_CHARS`] characters around the column, when the line is longer).
+    /// 120 characters around the column, when the line is longer).
     pub fn at(self, text: &str, line: usize, column: usize) -> Self {
         self.quoting(Quote::Window, text, line, column)
     }
