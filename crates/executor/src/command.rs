@@ -79,23 +79,10 @@ pub(crate) async fn run(
     if let Some(dir) = &invocation.working_dir {
         command.current_dir(dir);
     }
-    let mut child = command
+    let child = command
         .spawn()
         .map_err(|error| fail(format!("cannot start `{program}`: {error}")))?;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(fail(format!("cannot read the output of `{program}`")));
-    };
-    let work = async {
-        let (stdout, stderr) = tokio::try_join!(
-            read_capped(stdout, max_output, "stdout", "max_output_bytes"),
-            read_capped(stderr, max_output, "stderr", "max_output_bytes")
-        )?;
-        let status = child
-            .wait()
-            .await
-            .map_err(|error| format!("waiting for it: {error}"))?;
-        Ok::<_, String>((status, stdout, stderr))
-    };
+    let work = finish(child, max_output, ["stdout", "stderr"], "max_output_bytes");
     // Dropping `work` on timeout drops the child, which kills it (`kill_on_drop`).
     let (status, stdout, stderr) = tokio::time::timeout(timeout, work)
         .await
@@ -122,9 +109,33 @@ pub(crate) async fn run(
     Ok(HttpResponse::new(0, stdout))
 }
 
+/// Waits for `child` (its standard output and error piped), reading each stream up to `max`
+/// bytes: its exit status, standard output and standard error. More output than `max` is an
+/// error naming the stream (`names`) and the `limit`; the caller drops the child then (which
+/// kills it, with `kill_on_drop`).
+pub(crate) async fn finish(
+    mut child: tokio::process::Child,
+    max: u64,
+    names: [&str; 2],
+    limit: &str,
+) -> Result<(std::process::ExitStatus, Vec<u8>, Vec<u8>), String> {
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err("its output cannot be read".to_owned());
+    };
+    let (stdout, stderr) = tokio::try_join!(
+        read_capped(stdout, max, names[0], limit),
+        read_capped(stderr, max, names[1], limit)
+    )?;
+    let status = child
+        .wait()
+        .await
+        .map_err(|error| format!("waiting for it: {error}"))?;
+    Ok((status, stdout, stderr))
+}
+
 /// What `stream` gives, at most `max` bytes: more is an error naming the stream and the
 /// limit (its reader stops there, so a command printing without end costs no more than `max`).
-pub(crate) async fn read_capped(
+async fn read_capped(
     stream: impl AsyncRead + Unpin,
     max: u64,
     name: &str,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::process::Command;
 use wayline_core::{CommandLine, Secret, ToolConfig};
 
-use crate::command::read_capped;
+use crate::command::finish;
 use crate::redact::cut;
 
 /// How long a token command may take.
@@ -39,7 +39,7 @@ pub(crate) const MAX_TOKEN_OUTPUT: u64 = 64 * 1024;
 async fn run(command: &CommandLine) -> Result<String, String> {
     let words = words(command)?;
     let program = &words[0];
-    let mut child = Command::new(program)
+    let child = Command::new(program)
         .args(&words[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -47,27 +47,12 @@ async fn run(command: &CommandLine) -> Result<String, String> {
         .kill_on_drop(true)
         .spawn()
         .map_err(|error| format!("`auth_token_command` {program} cannot start: {error}"))?;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(format!(
-            "`auth_token_command` {program}: its output cannot be read"
-        ));
-    };
-    let work = async {
-        let (stdout, stderr) = tokio::try_join!(
-            read_capped(stdout, MAX_TOKEN_OUTPUT, "its output", "a token may be"),
-            read_capped(
-                stderr,
-                MAX_TOKEN_OUTPUT,
-                "its standard error",
-                "a token may be"
-            )
-        )?;
-        let status = child
-            .wait()
-            .await
-            .map_err(|error| format!("waiting for it: {error}"))?;
-        Ok::<_, String>((status, stdout, stderr))
-    };
+    let work = finish(
+        child,
+        MAX_TOKEN_OUTPUT,
+        ["its output", "its standard error"],
+        "a token may be",
+    );
     // Dropping `work` (a timeout, output past the cap) drops the child, which kills it.
     let (status, stdout, stderr) = tokio::time::timeout(TOKEN_COMMAND_TIMEOUT, work)
         .await

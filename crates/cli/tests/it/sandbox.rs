@@ -63,6 +63,8 @@ fn run_gives_code_steps_the_embedded_sandbox() {
 struct Served {
     child: Child,
     url: String,
+    /// That first line.
+    line: String,
 }
 
 impl Drop for Served {
@@ -73,7 +75,7 @@ impl Drop for Served {
 }
 
 fn serve(data: &std::path::Path, token: &str) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wayline"))
+    let child = Command::new(env!("CARGO_BIN_EXE_wayline"))
         .args(["sandbox", "serve", "--port", "0", "--isolation", "none"])
         .args(["--data-dir", path(data)])
         .env("BAY_API_KEY", token)
@@ -81,18 +83,34 @@ fn serve(data: &std::path::Path, token: &str) -> Served {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|word| word.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned();
-    assert!(line.contains("auth: Bearer token"), "{line}");
-    assert!(!line.contains(token), "the token is not printed: {line}");
-    Served { child, url }
+    let served = Served::read(child);
+    assert!(
+        served.line.contains("auth: Bearer token"),
+        "{}",
+        served.line
+    );
+    assert!(
+        !served.line.contains(token),
+        "the token is not printed: {}",
+        served.line
+    );
+    served
+}
+
+impl Served {
+    /// The server `child` started, where its first line on stderr says it listens.
+    fn read(mut child: Child) -> Served {
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_owned();
+        Served { child, url, line }
+    }
 }
 
 #[test]
@@ -195,7 +213,7 @@ fn sandboxed_code_runs_without_privileges_whoever_serves_it() {
         } else {
             Command::new(env!("CARGO_BIN_EXE_wayline"))
         };
-        let mut child = command
+        let child = command
             .args([
                 "sandbox",
                 "serve",
@@ -211,18 +229,7 @@ fn sandboxed_code_runs_without_privileges_whoever_serves_it() {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let served = Served {
-            url: line
-                .split_whitespace()
-                .find(|word| word.starts_with("http://"))
-                .unwrap_or_else(|| panic!("no URL in {line:?}"))
-                .to_owned(),
-            child,
-        };
+        let served = Served::read(child);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
