@@ -154,11 +154,7 @@ pub struct ReadScope {
 impl ReadScope {
     /// The scope of the document at `document`: its own directory.
     pub fn beside(document: &Path) -> ReadScope {
-        let dir = document
-            .parent()
-            .filter(|parent| !parent.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        ReadScope::default().allow(dir)
+        ReadScope::default().allow(document.parent().unwrap_or(Path::new(".")))
     }
 
     /// A scope that lets references lead anywhere (for a host that has checked them itself).
@@ -169,9 +165,16 @@ impl ReadScope {
         }
     }
 
-    /// This scope with `dir` (and what is below it) allowed too.
+    /// This scope with `dir` (and what is below it) allowed too; an empty path is the current
+    /// directory (the parent of a bare file name).
     #[must_use]
     pub fn allow(mut self, dir: &Path) -> ReadScope {
+        // An empty root would contain every path.
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
         let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         if !self.roots.contains(&dir) {
             self.roots.push(dir);
@@ -284,6 +287,16 @@ mod tests {
                 Err(Error::OutsideScope { .. })
             ));
         }
+        // A bare file name's parent is empty: the current directory, not every path.
+        let current = ReadScope::default().allow(Path::new(""));
+        assert_eq!(
+            current.roots(),
+            [std::env::current_dir().unwrap().canonicalize().unwrap()]
+        );
+        assert!(matches!(
+            current.check(&dir.path().join("secret.yaml")),
+            Err(Error::OutsideScope { .. })
+        ));
         let wider = scope.allow(dir.path());
         assert!(wider.check(&inner.join("../secret.yaml")).is_ok());
         assert!(

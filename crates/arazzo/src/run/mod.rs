@@ -486,7 +486,8 @@ impl Runner {
                         options.cancel.clone(),
                         options
                             .deadline
-                            .map(|deadline| std::time::Instant::now() + deadline),
+                            // One too far ahead to be a point in time is none (as the engine's).
+                            .and_then(|deadline| std::time::Instant::now().checked_add(deadline)),
                     ),
                 },
             );

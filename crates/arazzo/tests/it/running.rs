@@ -1179,3 +1179,31 @@ async fn an_input_sent_as_a_credential_is_masked_everywhere() {
     let outputs = serde_json::to_string(&ran.outputs).unwrap();
     assert!(!outputs.contains("tok-8b1c5e90"), "{outputs}");
 }
+
+/// A deadline too far ahead to be a point in time is no deadline (it once panicked).
+#[tokio::test]
+async fn a_deadline_past_the_end_of_time_is_none() {
+    let (document, dir) = document(
+        "workflows:
+  - workflowId: w
+    steps: [{stepId: s, operationId: getStatus}]
+",
+    );
+    let sources = Sources::load(&document, dir.path(), &IndexMap::<String, PathBuf>::new());
+    let runner = Runner::new(document, &sources, &IndexMap::new());
+    let engine = Engine::builder(Arc::new(MemoryCatalog::new()))
+        .transport(Arc::new(
+            ScriptedTransport::new().with_fallback(|_| Ok(json_reply(200, json!({})))),
+        ))
+        .build();
+    let ran = runner
+        .run(
+            &engine,
+            "w",
+            Map::new(),
+            RunOptions::new().deadline(Duration::MAX),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ran.run.status, RunStatus::Success, "{:#?}", ran.run);
+}

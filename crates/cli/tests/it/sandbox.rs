@@ -207,8 +207,12 @@ fn sandboxed_code_runs_without_privileges_whoever_serves_it() {
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         let data = dir.path().join("data");
         let mut command = if as_nobody {
+            // A copy nobody can reach: the checkout may sit in a directory only root can enter.
+            let binary = dir.path().join("wayline");
+            std::fs::copy(env!("CARGO_BIN_EXE_wayline"), &binary).unwrap();
+            std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
             let mut command = Command::new("runuser");
-            command.args(["-u", "nobody", "--", env!("CARGO_BIN_EXE_wayline")]);
+            command.args(["-u", "nobody", "--", path(&binary)]);
             command
         } else {
             Command::new(env!("CARGO_BIN_EXE_wayline"))
