@@ -73,13 +73,14 @@ impl Positions {
     /// The child of `parent` named `token`, made at `at` when it is new (the first place a
     /// repeated key has is kept).
     fn child(&mut self, parent: usize, token: &str, at: (usize, usize)) -> usize {
-        if let Some(&node) = self.children.get(&(parent, Box::from(token))) {
-            return node;
-        }
-        self.at.push(at);
-        let node = self.at.len() - 1;
-        self.children.insert((parent, Box::from(token)), node);
-        node
+        let nodes = &mut self.at;
+        *self
+            .children
+            .entry((parent, Box::from(token)))
+            .or_insert_with(|| {
+                nodes.push(at);
+                nodes.len() - 1
+            })
     }
 
     /// Records one node: a key (a scalar where a mapping expects one) or a value; `container`
@@ -107,24 +108,15 @@ impl Positions {
             Some(Frame::Mapping { node, key }) => match key.take() {
                 None => {
                     // A key: its position is the field's.
-                    let parent = *node;
                     match scalar {
-                        Some(name) => {
-                            let child = self.child(parent, name, at);
-                            if let Some(Frame::Mapping { key, .. }) = stack.last_mut() {
-                                *key = Some(Key::Node(child));
-                            }
-                        }
+                        Some(name) => *key = Some(Key::Node(self.child(*node, name, at))),
                         None if container.is_some() => stack.push(Frame::ComplexKey),
                         None => *key = Some(Key::Unnamed),
                     }
                     return;
                 }
                 Some(Key::Node(child)) => child,
-                Some(Key::Unnamed) => {
-                    let parent = *node;
-                    self.child(parent, "", at)
-                }
+                Some(Key::Unnamed) => self.child(*node, "", at),
             },
             Some(Frame::Sequence { node, next }) => {
                 let (parent, index) = (*node, *next);

@@ -124,11 +124,7 @@ impl Sources {
                                      {}=FILE`, or allow its directory with `--allow-read DIR`",
                                     description.url,
                                     path.display(),
-                                    roots
-                                        .iter()
-                                        .map(|root| root.display().to_string())
-                                        .collect::<Vec<_>>()
-                                        .join(" and "),
+                                    wayline_durable::read::roots_text(&roots),
                                     description.name
                                 ),
                             }

@@ -119,13 +119,8 @@ impl DocumentError {
 
     /// Sets the position and shows nothing of the text: for a document that is not
     /// well-formed, or not the kind of document expected, which may be any file at all.
-    pub fn located(mut self, line: usize, column: usize) -> Self {
-        self.line = Some(line);
-        self.column = Some(column);
-        self.quote = Quote::Nothing;
-        self.snippet = None;
-        self.snippet_column = None;
-        self
+    pub fn located(self, line: usize, column: usize) -> Self {
+        self.quoting(Quote::Nothing, "", line, column)
     }
 
     /// The same problem with nothing of the text shown: for a document another one refers to
@@ -282,8 +277,8 @@ impl Limits {
     }
 
     /// Checks `text` against the limits before a parser builds anything from it, and says
-    /// what it learned of its shape.
-    fn check(&self, text: &str, origin: &str, format: Format) -> Result<Shape, Box<DocumentError>> {
+    /// what kind of node its root is.
+    fn check(&self, text: &str, origin: &str, format: Format) -> Result<Root, Box<DocumentError>> {
         if text.len() > self.max_bytes {
             // No position: nothing of a document this large is shown.
             return Err(Box::new(DocumentError::new(
@@ -299,12 +294,11 @@ impl Limits {
         match format {
             Format::Json => {
                 self.check_brackets(text, origin)?;
-                let root = match text.trim_start().as_bytes().first() {
+                Ok(match text.trim_start().as_bytes().first() {
                     Some(b'{') => Root::Mapping,
                     Some(b'[') => Root::Sequence,
                     _ => Root::Scalar,
-                };
-                Ok(Shape { root })
+                })
             }
             Format::Yaml => self.check_events(text, origin),
         }
@@ -315,10 +309,9 @@ impl Limits {
     /// the limits. Text that is not well-formed YAML is refused here, with the parser's reason
     /// and place and nothing of the text: the document's own parser never sees it (its time
     /// grows faster than linearly with nesting that only a complete read can measure).
-    fn check_events(&self, text: &str, origin: &str) -> Result<Shape, Box<DocumentError>> {
-        // Per open collection: its anchor and its expanded size so far; and where it began.
-        let mut open: Vec<(usize, usize)> = Vec::new();
-        let mut began: Vec<(usize, usize)> = Vec::new();
+    fn check_events(&self, text: &str, origin: &str) -> Result<Root, Box<DocumentError>> {
+        // Per open collection: its anchor, its expanded size so far, and where it began.
+        let mut open: Vec<Open> = Vec::new();
         // The expanded size of each anchored node, by anchor id.
         let mut anchored: HashMap<usize, usize> = HashMap::new();
         let mut expanded = 0usize;
@@ -336,9 +329,9 @@ impl Limits {
                     // A flow collection left open is shown where it began (the parser notices
                     // only where the text ends).
                     if error.info().starts_with("while parsing a flow")
-                        && let Some(start) = began.last()
+                        && let Some(start) = open.last()
                     {
-                        place = *start;
+                        place = start.began;
                     }
                     let (line, column) = place;
                     let message = if error.info().contains("recursion limit") {
@@ -359,13 +352,12 @@ impl Limits {
                 }
                 Event::Alias(id) => (anchored.get(&id).copied().unwrap_or(0), 0, false),
                 Event::SequenceEnd | Event::MappingEnd => {
-                    began.pop();
-                    if let Some((anchor, size)) = open.pop() {
+                    if let Some(Open { anchor, size, .. }) = open.pop() {
                         if anchor != 0 {
                             anchored.insert(anchor, size);
                         }
-                        if let Some((_, parent)) = open.last_mut() {
-                            *parent = parent.saturating_add(size);
+                        if let Some(parent) = open.last_mut() {
+                            parent.size = parent.size.saturating_add(size);
                         }
                     }
                     continue;
@@ -393,8 +385,11 @@ impl Limits {
                 );
             }
             if opens {
-                open.push((anchor, size));
-                began.push((line, column));
+                open.push(Open {
+                    anchor,
+                    size,
+                    began: (line, column),
+                });
                 if open.len() > self.max_depth {
                     return refuse(line, column, self.too_deep());
                 }
@@ -402,14 +397,12 @@ impl Limits {
                 if anchor != 0 {
                     anchored.insert(anchor, size);
                 }
-                if let Some((_, parent)) = open.last_mut() {
-                    *parent = parent.saturating_add(size);
+                if let Some(parent) = open.last_mut() {
+                    parent.size = parent.size.saturating_add(size);
                 }
             }
         }
-        Ok(Shape {
-            root: root.unwrap_or(Root::Scalar),
-        })
+        Ok(root.unwrap_or(Root::Scalar))
     }
 
     fn too_deep(&self) -> String {
@@ -500,7 +493,7 @@ pub fn parse_with<T: DeserializeOwned>(
     origin: &str,
     limits: Limits,
 ) -> Result<T, Box<DocumentError>> {
-    let shape = limits.check(text, origin, format)?;
+    let root = limits.check(text, origin, format)?;
     match format {
         Format::Yaml => serde_norway::from_str(text).map_err(|err| {
             let (message, positions) = take_positions(&err.to_string());
@@ -511,9 +504,9 @@ pub fn parse_with<T: DeserializeOwned>(
             let construct_start = syntax.then(|| positions.last().copied()).flatten();
             let position =
                 construct_start.or_else(|| err.location().map(|at| (at.line(), at.column())));
-            let quote = shape.quote(&error, syntax);
+            let quote = root.quote(&error, syntax);
             Box::new(match position {
-                Some((line, column)) => quote.place(error, text, line, column),
+                Some((line, column)) => error.quoting(quote, text, line, column),
                 None => error,
             })
         }),
@@ -521,10 +514,10 @@ pub fn parse_with<T: DeserializeOwned>(
             let message = strip_json_location(&err.to_string());
             let error = describe(origin, &message);
             let syntax = !matches!(err.classify(), serde_json::error::Category::Data);
-            let quote = shape.quote(&error, syntax);
+            let quote = root.quote(&error, syntax);
             // serde_json reports line 0 for errors that have no position (e.g. I/O).
             Box::new(if err.line() > 0 {
-                quote.place(error, text, err.line(), err.column())
+                error.quoting(quote, text, err.line(), err.column())
             } else {
                 error
             })
@@ -532,11 +525,14 @@ pub fn parse_with<T: DeserializeOwned>(
     }
 }
 
-/// What the limits' scan learned of a document before it was parsed.
-#[derive(Debug, Clone, Copy)]
-struct Shape {
-    /// The kind of its root node.
-    root: Root,
+/// A collection the limits' scan is inside of.
+struct Open {
+    /// Its anchor's id (0: none).
+    anchor: usize,
+    /// Its size so far, its aliases expanded.
+    size: usize,
+    /// Where it began (line, column).
+    began: (usize, usize),
 }
 
 /// The kind of a document's root node.
@@ -547,29 +543,18 @@ enum Root {
     Scalar,
 }
 
-impl Shape {
-    /// How much of its text a parse error may show. A document that is not well-formed, or
-    /// whose root is not a mapping (every wayline format is one), may be any file given by
+impl Root {
+    /// How much of the text of a document with this root a parse error may show. A document
+    /// that is not well-formed, or whose root is not a mapping (every wayline format is one), may be any file given by
     /// mistake — a private key, an INI file of credentials — so nothing of it is shown; in a
     /// well-formed mapping, a field's problem shows the line up to its key, any other the line.
     fn quote(self, error: &DocumentError, syntax: bool) -> Quote {
-        if syntax || self.root != Root::Mapping {
+        if syntax || self != Root::Mapping {
             Quote::Nothing
         } else if error.field.is_some() {
             Quote::UpToKey
         } else {
             Quote::Window
-        }
-    }
-}
-
-impl Quote {
-    /// `error` placed at `line` and `column` of `text`, showing what this allows.
-    fn place(self, error: DocumentError, text: &str, line: usize, column: usize) -> DocumentError {
-        match self {
-            Quote::Nothing => error.located(line, column),
-            Quote::Window => error.at(text, line, column),
-            Quote::UpToKey => error.at_key(text, line, column),
         }
     }
 }

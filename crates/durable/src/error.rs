@@ -22,7 +22,7 @@ pub enum Error {
     #[error(
         "{} is outside {}, where the files a document refers to must be",
         path.display(),
-        roots_text(roots)
+        crate::read::roots_text(roots)
     )]
     OutsideScope {
         /// The path the reference leads to.
@@ -51,18 +51,6 @@ pub enum Error {
         /// The server's SQLSTATE code, when it answered with one.
         code: Option<String>,
     },
-}
-
-fn roots_text(roots: &[PathBuf]) -> String {
-    match roots {
-        [] => "every allowed directory (none is)".to_owned(),
-        [root] => root.display().to_string(),
-        _ => roots
-            .iter()
-            .map(|root| root.display().to_string())
-            .collect::<Vec<_>>()
-            .join(" and "),
-    }
 }
 
 impl Error {

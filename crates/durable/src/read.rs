@@ -35,7 +35,16 @@ const SPECIAL_ROOTS: [&str; 3] = ["/proc", "/sys", "/dev"];
 /// assert!(wayline_durable::read::text("/proc/self/environ".as_ref(), 1024).is_err());
 /// ```
 pub fn text(path: &Path, max_bytes: usize) -> io::Result<String> {
-    let bytes = bytes(path, max_bytes)?;
+    text_of(bytes(path, max_bytes)?)
+}
+
+/// The text `reader` gives (standard input, say), held to what [`text`] holds a file to: at
+/// most `max_bytes` bytes of UTF-8 without NUL characters.
+pub fn text_from(reader: impl Read, max_bytes: usize) -> io::Result<String> {
+    text_of(capped(reader, max_bytes, 0)?)
+}
+
+fn text_of(bytes: Vec<u8>) -> io::Result<String> {
     if let Some(at) = bytes.iter().position(|&byte| byte == 0) {
         return Err(not_text(format!("it holds a NUL byte at offset {at}")));
     }
@@ -65,9 +74,18 @@ pub fn bytes(path: &Path, max_bytes: usize) -> io::Result<Vec<u8>> {
             format!("it is {}, not a document", kind_of(&metadata)),
         ));
     }
+    let expected = usize::try_from(metadata.len()).unwrap_or(usize::MAX);
+    capped(file, max_bytes, expected)
+}
+
+/// At most `max_bytes` bytes from `reader` (room made for `expected` of them), or an error
+/// when it holds more.
+fn capped(reader: impl Read, max_bytes: usize, expected: usize) -> io::Result<Vec<u8>> {
     let limit = u64::try_from(max_bytes).unwrap_or(u64::MAX);
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len().min(limit)).unwrap_or(0));
-    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    let mut bytes = Vec::with_capacity(expected.min(max_bytes));
+    reader
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
     if bytes.len() > max_bytes {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -202,6 +220,18 @@ impl ReadScope {
     }
 }
 
+/// The directories of a scope (an [`Error::OutsideScope`]'s `roots`), for a message.
+pub fn roots_text(roots: &[PathBuf]) -> String {
+    if roots.is_empty() {
+        return "every allowed directory (none is)".to_owned();
+    }
+    roots
+        .iter()
+        .map(|root| root.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +263,18 @@ mod tests {
         let directory = text(dir.path(), 100).unwrap_err();
         assert_eq!(directory.kind(), io::ErrorKind::InvalidInput);
         assert!(directory.to_string().contains("a directory"), "{directory}");
+    }
+
+    #[test]
+    fn a_stream_is_held_to_what_a_file_is() {
+        assert_eq!(text_from(&b"id: w\n"[..], 6).unwrap(), "id: w\n");
+        let large = text_from(&b"id: w\n"[..], 5).unwrap_err();
+        assert!(
+            large.to_string().contains("more than the 5 bytes"),
+            "{large}"
+        );
+        let binary = text_from(&b"key\0secret"[..], 100).unwrap_err().to_string();
+        assert!(!binary.contains("secret"), "{binary}");
     }
 
     #[cfg(target_os = "linux")]

@@ -267,14 +267,13 @@ impl ApiSpec {
     /// Reads the spec in the file `path` (JSON or YAML; relative `$ref`s from its directory,
     /// and only at or below it).
     pub fn load(path: &Path) -> Result<ApiSpec, Error> {
-        let text = refs::read_spec_text(path)?;
-        ApiSpec::parse(&text, path)
+        ApiSpec::load_within(path, ReadScope::beside(path))
     }
 
     /// [`ApiSpec::load`], its `$ref`s read within `scope` (the spec's directory, and what else
     /// the reader allowed).
     pub fn load_within(path: &Path, scope: ReadScope) -> Result<ApiSpec, Error> {
-        let text = refs::read_spec_text(path)?;
+        let text = crate::load::read_text(path)?;
         ApiSpec::parse_within(&text, path, scope)
     }
 

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use wayline_core::document::{self, Format, Limits};
+use wayline_core::document::{self, Format};
 use wayline_durable::read::ReadScope;
 
 use crate::Error;
@@ -55,14 +55,6 @@ impl Place {
     fn label(&self) -> String {
         format!("{}#{}", self.document.display(), self.pointer)
     }
-}
-
-/// Reads the spec file at `path`, a document the user named (its errors may quote it).
-pub(crate) fn read_spec_text(path: &Path) -> Result<String, Error> {
-    wayline_durable::read::text(path, Limits::configured().max_bytes).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })
 }
 
 /// Parses spec text: JSON when it starts with `{`, YAML otherwise (YAML also reads JSON).
@@ -127,11 +119,7 @@ impl Resolver {
                          the spec's directory; copy the file beside the spec, or allow its \
                          directory (`--allow-read DIR`)",
                         path.display(),
-                        roots
-                            .iter()
-                            .map(|root| root.display().to_string())
-                            .collect::<Vec<_>>()
-                            .join(" and ")
+                        wayline_durable::read::roots_text(&roots)
                     ),
                 ),
                 wayline_durable::Error::Io { source, .. } => Error::Io {
@@ -141,7 +129,7 @@ impl Resolver {
                 other => spec_error(origin, pointer, other.to_string()),
             });
         }
-        let text = read_spec_text(path)?;
+        let text = crate::load::read_text(path)?;
         parse_document(&text, path).map_err(Error::without_content)
     }
 
