@@ -135,13 +135,10 @@ fn watched<T: Send + 'static>(
 /// true, an empty result false, a boolean itself).
 #[cfg(feature = "xpath")]
 pub(crate) fn holds(xml: String, query: String, stop: Stop<'_>) -> Result<bool, XPathError> {
-    check_depth(&xml)?;
-    watched(stop, move || {
-        evaluate(&xml, &query, |sequence, _| {
-            sequence
-                .effective_boolean_value()
-                .map_err(|error| XPathError::Query(error.to_string()))
-        })
+    evaluate(xml, query, stop, |sequence, _| {
+        sequence
+            .effective_boolean_value()
+            .map_err(|error| XPathError::Query(error.to_string()))
     })
 }
 
@@ -152,38 +149,44 @@ pub(crate) fn select(
     query: String,
     stop: Stop<'_>,
 ) -> Result<Vec<String>, XPathError> {
-    check_depth(&xml)?;
-    watched(stop, move || {
-        evaluate(&xml, &query, |sequence, xot| {
-            sequence
-                .iter()
-                .map(|item| {
-                    item.string_value(xot.xot())
-                        .map_err(|error| XPathError::Query(error.to_string()))
-                })
-                .collect()
-        })
+    evaluate(xml, query, stop, |sequence, xot| {
+        sequence
+            .iter()
+            .map(|item| {
+                item.string_value(xot.xot())
+                    .map_err(|error| XPathError::Query(error.to_string()))
+            })
+            .collect()
     })
 }
+
+/// `query` evaluated over `xml` and read by `answer`: the document's depth checked first, the
+/// evaluation [`watched`].
 #[cfg(feature = "xpath")]
-fn evaluate<T>(
-    xml: &str,
-    query: &str,
-    answer: impl FnOnce(&xee_xpath::Sequence, &xee_xpath::Documents) -> Result<T, XPathError>,
+fn evaluate<T: Send + 'static>(
+    xml: String,
+    query: String,
+    stop: Stop<'_>,
+    answer: impl FnOnce(&xee_xpath::Sequence, &xee_xpath::Documents) -> Result<T, XPathError>
+    + Send
+    + 'static,
 ) -> Result<T, XPathError> {
     use xee_xpath::{Documents, Queries, Query};
-    let mut documents = Documents::new();
-    let document = documents
-        .add_string_without_uri(xml)
-        .map_err(|error| XPathError::Document(error.to_string()))?;
-    let queries = Queries::default();
-    let compiled = queries
-        .sequence(query)
-        .map_err(|error| XPathError::Query(error.to_string()))?;
-    let sequence = compiled
-        .execute(&mut documents, document)
-        .map_err(|error| XPathError::Query(error.to_string()))?;
-    answer(&sequence, &documents)
+    check_depth(&xml)?;
+    watched(stop, move || {
+        let mut documents = Documents::new();
+        let document = documents
+            .add_string_without_uri(&xml)
+            .map_err(|error| XPathError::Document(error.to_string()))?;
+        let queries = Queries::default();
+        let compiled = queries
+            .sequence(&query)
+            .map_err(|error| XPathError::Query(error.to_string()))?;
+        let sequence = compiled
+            .execute(&mut documents, document)
+            .map_err(|error| XPathError::Query(error.to_string()))?;
+        answer(&sequence, &documents)
+    })
 }
 
 #[cfg(not(feature = "xpath"))]

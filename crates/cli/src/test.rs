@@ -292,8 +292,8 @@ async fn run_case(
             .configs
             .tool_ids()
             .filter_map(|tool| parts.configs.get(tool)),
-    )
-    .with_values(parts.masked.iter().cloned());
+    );
+    redactor.learn(parts.masked.iter().cloned());
     let recorder =
         recording.then(|| RecordingTransport::new(Arc::clone(&parts.transport), redactor.clone()));
     let transport: Arc<dyn Transport> = match &recorder {
@@ -379,19 +379,11 @@ fn discover(paths: &[String]) -> Result<Vec<Found>, Outcome> {
                 ));
             }
             stdin_read = true;
-            let limit = wayline_core::document::Limits::configured().max_bytes;
-            let mut text = String::new();
-            std::io::Read::read_to_string(
-                &mut std::io::Read::take(std::io::stdin(), limit as u64 + 1),
-                &mut text,
+            let text = wayline_durable::read::text_from(
+                std::io::stdin(),
+                wayline_core::document::Limits::configured().max_bytes,
             )
             .map_err(|error| unreadable(format!("cannot read standard input: {error}")))?;
-            if text.len() > limit {
-                return Err(unreadable(format!(
-                    "standard input holds more than the {limit} bytes a document may be; split \
-                     it, or raise WAYLINE_MAX_DOCUMENT_BYTES"
-                )));
-            }
             found.push(Found {
                 shown: "-".to_owned(),
                 path: None,

@@ -220,8 +220,8 @@ impl Engine {
     ) -> RunShared<'e> {
         let configs = self.fetch_configs(prepared).await;
         let redactor =
-            Redactor::for_configs(configs.values().flat_map(|config| config.iter().flatten()))
-                .with_values(self.inner.masked.iter().cloned().chain(masked));
+            Redactor::for_configs(configs.values().flat_map(|config| config.iter().flatten()));
+        redactor.learn(self.inner.masked.iter().cloned().chain(masked));
         // The host's writers (an HTTP archive, a printed response) mask what this run masks.
         self.inner.redactor.learn_from(&redactor);
         RunShared {

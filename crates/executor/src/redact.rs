@@ -10,7 +10,6 @@
 //! hands it to (an HTTP archive, a printed response), what the engine learned since.
 
 use std::borrow::Cow;
-use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use base64::Engine as _;
@@ -85,20 +84,21 @@ pub(crate) fn credential_parts(name: &str, value: &str) -> Vec<String> {
     let value = value.trim();
     // (For a value with a scheme, the part after it: an echo then reads `Bearer ***`.)
     let mut parts = Vec::new();
-    let schemed = value
+    let name = name.to_ascii_lowercase();
+    let scheme = value
         .split_once(' ')
-        .is_some_and(|(scheme, _)| scheme.chars().all(|c| c.is_ascii_alphabetic()));
-    if !schemed || name.to_ascii_lowercase().contains("cookie") {
+        .filter(|(scheme, _)| scheme.chars().all(|c| c.is_ascii_alphabetic()));
+    if scheme.is_none() || name.contains("cookie") {
         parts.push(value.to_owned());
     }
-    if name.eq_ignore_ascii_case("cookie") {
+    if name == "cookie" {
         parts.extend(
             value
                 .split(';')
                 .filter_map(|cookie| cookie.split_once('='))
                 .map(|(_, cookie)| cookie.trim().to_owned()),
         );
-    } else if name.to_ascii_lowercase().starts_with("set-cookie") {
+    } else if name.starts_with("set-cookie") {
         if let Some((_, cookie)) = value
             .split(';')
             .next()
@@ -106,9 +106,7 @@ pub(crate) fn credential_parts(name: &str, value: &str) -> Vec<String> {
         {
             parts.push(cookie.trim().to_owned());
         }
-    } else if let Some((scheme, rest)) = value.split_once(' ')
-        && scheme.chars().all(|c| c.is_ascii_alphabetic())
-    {
+    } else if let Some((scheme, rest)) = scheme {
         let rest = rest.trim();
         parts.push(rest.to_owned());
         if scheme.eq_ignore_ascii_case("basic")
@@ -145,21 +143,18 @@ struct Known {
     /// Every form of every value, longest first (a secret containing another is masked whole).
     forms: Vec<String>,
     /// The values, in the order they were learned, each with its forms.
-    values: VecDeque<(String, Vec<String>)>,
-    seen: HashSet<String>,
+    values: IndexMap<String, Vec<String>>,
 }
 
 impl Known {
     fn add(&mut self, value: String, forms: Vec<String>) -> bool {
         // A short value is kept for its longer forms (its URL encoding, a Basic pair).
-        if value.is_empty() || !self.seen.insert(value.clone()) {
+        if value.is_empty() || self.values.contains_key(&value) {
             return false;
         }
-        self.values.push_back((value, forms));
-        if self.values.len() > MAX_KEPT
-            && let Some((forgotten, _)) = self.values.pop_front()
-        {
-            self.seen.remove(&forgotten);
+        self.values.insert(value, forms);
+        if self.values.len() > MAX_KEPT {
+            self.values.shift_remove_index(0);
         }
         true
     }
@@ -167,14 +162,54 @@ impl Known {
     fn sort(&mut self) {
         let mut forms: Vec<String> = self
             .values
-            .iter()
-            .flat_map(|(_, forms)| forms.iter())
+            .values()
+            .flatten()
             .filter(|form| form.len() >= MIN_SCRUBBED_LEN)
             .cloned()
             .collect();
         forms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         forms.dedup();
         self.forms = forms;
+    }
+
+    /// `text` with every form masked.
+    fn text<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let mut out = Cow::Borrowed(text);
+        for secret in &self.forms {
+            if out.contains(secret.as_str()) {
+                out = Cow::Owned(out.replace(secret.as_str(), MASK));
+            }
+        }
+        out
+    }
+
+    /// Masks `text` in place.
+    fn mask(&self, text: &mut String) {
+        if let Cow::Owned(masked) = self.text(text) {
+            *text = masked;
+        }
+    }
+
+    /// Masks every string of `value`, keys included.
+    fn value(&self, value: &mut Value) {
+        match value {
+            Value::String(text) => self.mask(text),
+            Value::Array(items) => items.iter_mut().for_each(|item| self.value(item)),
+            Value::Object(fields) => {
+                let needs_key_change = fields
+                    .keys()
+                    .any(|key| matches!(self.text(key), Cow::Owned(_)));
+                if needs_key_change {
+                    let old = std::mem::take(fields);
+                    *fields = old
+                        .into_iter()
+                        .map(|(key, value)| (self.text(&key).into_owned(), value))
+                        .collect();
+                }
+                fields.values_mut().for_each(|field| self.value(field));
+            }
+            _ => {}
+        }
     }
 }
 
@@ -252,7 +287,12 @@ impl Redactor {
         if Arc::ptr_eq(&self.known, &other.known) {
             return;
         }
-        let theirs: Vec<(String, Vec<String>)> = other.read().values.iter().cloned().collect();
+        let theirs: Vec<(String, Vec<String>)> = other
+            .read()
+            .values
+            .iter()
+            .map(|(value, forms)| (value.clone(), forms.clone()))
+            .collect();
         self.add(theirs);
     }
 
@@ -292,14 +332,7 @@ impl Redactor {
 
     /// `text` with every secret masked.
     pub fn text<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let known = self.read();
-        let mut out = Cow::Borrowed(text);
-        for secret in &known.forms {
-            if out.contains(secret.as_str()) {
-                out = Cow::Owned(out.replace(secret.as_str(), MASK));
-            }
-        }
-        out
+        self.read().text(text)
     }
 
     /// Whether this redactor knows nothing (nothing it would mask).
@@ -309,44 +342,20 @@ impl Redactor {
 
     /// Masks secrets in every string of `value`, keys included.
     pub fn value(&self, value: &mut Value) {
-        if self.is_empty() {
-            return;
-        }
-        match value {
-            Value::String(text) => {
-                if let Cow::Owned(masked) = self.text(text) {
-                    *text = masked;
-                }
-            }
-            Value::Array(items) => items.iter_mut().for_each(|item| self.value(item)),
-            Value::Object(fields) => {
-                let needs_key_change = fields
-                    .keys()
-                    .any(|key| matches!(self.text(key), Cow::Owned(_)));
-                if needs_key_change {
-                    let old = std::mem::take(fields);
-                    *fields = old
-                        .into_iter()
-                        .map(|(key, value)| (self.text(&key).into_owned(), value))
-                        .collect();
-                }
-                fields.values_mut().for_each(|field| self.value(field));
-            }
-            _ => {}
+        let known = self.read();
+        if !known.forms.is_empty() {
+            known.value(value);
         }
     }
 
     /// Masks every text of a step's result with what this redactor knows now (a run's record
     /// is masked once more when it closes, with what the run learned meanwhile).
     pub(crate) fn step_result(&self, result: &mut wayline_core::StepResult) {
-        if self.is_empty() {
+        let known = self.read();
+        if known.forms.is_empty() {
             return;
         }
-        let text = |text: &mut String| {
-            if let Cow::Owned(masked) = self.text(text) {
-                *text = masked;
-            }
-        };
+        let text = |text: &mut String| known.mask(text);
         if let Some(error) = &mut result.error {
             text(error);
         }
@@ -360,10 +369,10 @@ impl Redactor {
             text(&mut request.url);
             request.headers.values_mut().for_each(text);
             if let Some(body) = &mut request.body {
-                self.value(body);
+                known.value(body);
             }
         }
-        self.value(&mut result.output_data);
+        known.value(&mut result.output_data);
     }
 
     /// The record of a request: credentials masked, body parsed when JSON and cut when long.

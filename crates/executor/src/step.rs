@@ -149,51 +149,36 @@ pub(crate) async fn execute(job: StepJob<'_>) -> StepDone {
     let clock = Instant::now();
     let mut progress = Progress::default();
     let outcome = run_step(&job, &mut progress).await;
-    let redactor = &job.run.redactor;
     let mut result = StepResult::pending(job.record_id.clone());
     result.started_at = Some(job.started_at);
     result.attempts = progress.attempts;
     result.request = progress.request;
     result.response_status = progress.response_status;
-    result.warnings = progress
-        .warnings
-        .iter()
-        .map(|warning| redactor.text(warning).into_owned())
-        .collect();
-    let mask = |text: String| redactor.text(&text).into_owned();
+    result.warnings = progress.warnings;
     result.assertions = progress
         .status_check
         .into_iter()
         .chain(progress.assertions)
-        .map(|mut checked| {
-            checked.subject = mask(checked.subject);
-            checked.expected = checked.expected.map(mask);
-            checked.actual = checked.actual.map(mask);
-            checked
-        })
         .collect();
     let output = match outcome {
-        Ok(output) if job.output_read => {
-            result.status = StepStatus::Success;
-            result.output_data = output.clone();
-            Some(output)
-        }
-        // No step reads it: the record's is the only copy (a body can be large).
         Ok(output) => {
             result.status = StepStatus::Success;
+            // Kept unmasked for the steps that read it; when none does, the record's is the
+            // only copy (a body can be large).
+            let kept = job.output_read.then(|| output.clone());
             result.output_data = output;
-            None
+            kept
         }
         Err(failure) => {
             result.status = StepStatus::Failed;
-            result.error = Some(redactor.text(&failure.message).into_owned());
+            result.error = Some(failure.message);
             if let Some(output) = failure.output {
                 result.output_data = output;
             }
             None
         }
     };
-    redactor.value(&mut result.output_data);
+    job.run.redactor.step_result(&mut result);
     let context = job.context();
     for hook in &job.run.engine.middleware {
         hook.after_step(&context, &mut result).await;
