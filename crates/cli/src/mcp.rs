@@ -197,15 +197,9 @@ fn gateway(args: GatewayArgs) -> Result<Outcome, Outcome> {
                 let stop = async {
                     let _ = tokio::signal::ctrl_c().await;
                 };
-                let options = args
-                    .allow_hosts
-                    .iter()
-                    .fold(HttpOptions::new(listener, token), |options, host| {
-                        options.allow_host(host.clone())
-                    });
-                let options = args.allow_origins.iter().fold(options, |options, origin| {
-                    options.allow_origin(origin.clone())
-                });
+                let mut options = HttpOptions::new(listener, token);
+                options.allowed_hosts.clone_from(&args.allow_hosts);
+                options.allowed_origins.clone_from(&args.allow_origins);
                 gateway.serve_http(options, stop).await.map_err(fail)?;
             }
             _ => gateway.serve_stdio().await.map_err(fail)?,

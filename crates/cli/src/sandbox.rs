@@ -145,12 +145,8 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
                 ));
             }
         }
-        for host in &args.allow_hosts {
-            options = options.allow_host(host.clone());
-        }
-        for origin in &args.allow_origins {
-            options = options.allow_origin(origin.clone());
-        }
+        options.allowed_hosts.clone_from(&args.allow_hosts);
+        options.allowed_origins.clone_from(&args.allow_origins);
         let server = BayServer::start(listener, Arc::new(provider.clone()), options)
             .map_err(|error| unreadable(format!("cannot serve: {error}")))?;
         eprintln!(

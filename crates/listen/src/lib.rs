@@ -128,11 +128,6 @@ impl Gate {
         }
     }
 
-    /// Whether it requires a token.
-    pub fn requires_token(&self) -> bool {
-        self.token.is_some()
-    }
-
     /// Lets requests to `path` in without a token (a health check).
     #[must_use]
     pub fn open_path(mut self, path: impl Into<String>) -> Gate {
@@ -140,19 +135,26 @@ impl Gate {
         self
     }
 
-    /// Answers requests sent to `host` too (a name, or `name:port`), as a deployment behind a
-    /// real name needs.
+    /// Answers requests sent to these hosts too (each a name, or `name:port`), as a
+    /// deployment behind a real name needs.
     #[must_use]
-    pub fn allow_host(mut self, host: impl Into<String>) -> Gate {
-        self.hosts.push(host.into().to_ascii_lowercase());
+    pub fn allow_hosts(mut self, hosts: impl IntoIterator<Item = impl AsRef<str>>) -> Gate {
+        self.hosts.extend(
+            hosts
+                .into_iter()
+                .map(|host| host.as_ref().to_ascii_lowercase()),
+        );
         self
     }
 
-    /// Lets requests a web page at `origin` sends in (`https://console.example.com`).
+    /// Lets requests web pages at these origins send in (`https://console.example.com`).
     #[must_use]
-    pub fn allow_origin(mut self, origin: impl Into<String>) -> Gate {
-        self.origins
-            .push(origin.into().trim_end_matches('/').to_ascii_lowercase());
+    pub fn allow_origins(mut self, origins: impl IntoIterator<Item = impl AsRef<str>>) -> Gate {
+        self.origins.extend(
+            origins
+                .into_iter()
+                .map(|origin| origin.as_ref().trim_end_matches('/').to_ascii_lowercase()),
+        );
         self
     }
 
@@ -279,7 +281,7 @@ mod tests {
 
     #[test]
     fn hosts_are_loopback_names_addresses_or_allowed() {
-        let gate = Gate::anonymous().allow_host("sandbox.internal");
+        let gate = Gate::anonymous().allow_hosts(["sandbox.internal"]);
         for host in [
             "localhost",
             "LOCALHOST:8114",
@@ -317,7 +319,7 @@ mod tests {
 
     #[test]
     fn origins_are_refused_unless_allowed() {
-        let gate = Gate::anonymous().allow_origin("https://console.example.com/");
+        let gate = Gate::anonymous().allow_origins(["https://console.example.com/"]);
         let from = |origin: &str| gate.check("/", &headers(&[(header::ORIGIN, origin)]));
         assert!(matches!(
             from("https://evil.example"),

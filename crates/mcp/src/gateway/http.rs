@@ -73,16 +73,9 @@ pub(super) async fn serve(
     let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
     let service =
         StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
-    let gate = options
-        .allowed_hosts
-        .iter()
-        .fold(Gate::bearer(&options.token), |gate, host| {
-            gate.allow_host(host.clone())
-        });
-    let gate = options
-        .allowed_origins
-        .iter()
-        .fold(gate, |gate, origin| gate.allow_origin(origin.clone()));
+    let gate = Gate::bearer(&options.token)
+        .allow_hosts(&options.allowed_hosts)
+        .allow_origins(&options.allowed_origins);
     let app = gate.layer(
         axum::Router::new().nest_service("/mcp", service),
         plain_refusal,

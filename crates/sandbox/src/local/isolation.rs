@@ -244,41 +244,22 @@ impl Isolation {
         limits: &Limits<'_>,
     ) -> Command {
         let scratch = limits.scratch;
+        let mut program = program.to_owned();
+        let mut args: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
         // Limited, the program runs under a shell that sets the limits and then becomes it.
-        let limited: Vec<String>;
-        let (program, args): (&str, Vec<&str>) = match limits.memory_bytes {
-            Some(bytes) => {
-                limited = vec![
-                    "-c".to_owned(),
-                    format!(
-                        "ulimit -d {} && ulimit -v {} && exec \"$0\" \"$@\"",
-                        (bytes / 1024).max(1),
-                        (bytes.saturating_add(RESERVED_ADDRESS_SPACE) / 1024).max(1)
-                    ),
-                    program.to_owned(),
-                ];
-                let mut all: Vec<&str> = limited.iter().map(String::as_str).collect();
-                all.extend(args);
-                ("bash", all)
-            }
-            None => (program, args.to_vec()),
-        };
+        if let Some(bytes) = limits.memory_bytes {
+            let limits = format!(
+                "ulimit -d {} && ulimit -v {} && exec \"$0\" \"$@\"",
+                (bytes / 1024).max(1),
+                (bytes.saturating_add(RESERVED_ADDRESS_SPACE) / 1024).max(1)
+            );
+            (program, args) = wrapped("bash", vec!["-c".to_owned(), limits], program, args);
+        }
         // As another user (root's code as nobody), `setpriv` drops to it last, after the
         // sandbox is set up.
-        let dropped: Vec<String>;
-        let (program, args): (&str, Vec<&str>) = match self.code_user() {
-            Some(user) => {
-                dropped = drop_privileges(user)
-                    .into_iter()
-                    .chain([program.to_owned()])
-                    .collect();
-                let mut all: Vec<&str> = dropped.iter().map(String::as_str).collect();
-                all.extend(args);
-                ("setpriv", all)
-            }
-            None => (program, args),
-        };
-        let args = args.as_slice();
+        if let Some(user) = self.code_user() {
+            (program, args) = wrapped("setpriv", drop_privileges(user), program, args);
+        }
         let seen = self.root_seen(workspace);
         let cwd = if relative == "." {
             seen.clone()
@@ -287,8 +268,8 @@ impl Isolation {
         };
         let mut command = match self {
             Isolation::None => {
-                let mut command = Command::new(program);
-                command.args(args).current_dir(&cwd);
+                let mut command = Command::new(&program);
+                command.args(&args).current_dir(&cwd);
                 command
             }
             Isolation::Bubblewrap { program: bwrap } => {
@@ -326,8 +307,9 @@ impl Isolation {
                 command
                     .arg("--chdir")
                     .arg(&cwd)
-                    .args(["--unshare-pid", "--die-with-parent", "--", program])
-                    .args(args);
+                    .args(["--unshare-pid", "--die-with-parent", "--"])
+                    .arg(&program)
+                    .args(&args);
                 command
             }
         };
@@ -396,6 +378,19 @@ pub(crate) struct Limits<'a> {
 /// capabilities (inheritable or in the bounding set), and no way to gain privileges again;
 /// then `env`, which finds the program on the `PATH` past directories the user may not enter
 /// (root's own, first on root's `PATH`), where `setpriv`'s own search gives up.
+/// `program args` run by `wrapper` given `options` first: the wrapper's program and arguments.
+fn wrapped(
+    wrapper: &str,
+    options: Vec<String>,
+    program: String,
+    args: Vec<String>,
+) -> (String, Vec<String>) {
+    let mut all = options;
+    all.push(program);
+    all.extend(args);
+    (wrapper.to_owned(), all)
+}
+
 fn drop_privileges((uid, gid): (u32, u32)) -> Vec<String> {
     vec![
         format!("--reuid={uid}"),
@@ -479,7 +474,9 @@ fn root_name(entry: &RootEntry) -> &Path {
 #[cfg(unix)]
 fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").is_ok_and(|metadata| metadata.uid() == 0)
+    // Asked for every file handed over: the answer does not change while the process runs.
+    static ROOT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ROOT.get_or_init(|| std::fs::metadata("/proc/self").is_ok_and(|metadata| metadata.uid() == 0))
 }
 
 /// Never, where there is no root (bubblewrap, its only user, is Linux's).

@@ -784,15 +784,7 @@ impl LocalProvider {
 
     /// Gives `path` to the user code runs as (see [`Isolation::hand_over`]).
     fn hand_over(&self, path: &Path) -> SandboxResult<()> {
-        self.inner.isolation.hand_over(path).map_err(|error| {
-            SandboxError::new(
-                ErrorCode::InternalError,
-                format!(
-                    "cannot give {} to the sandbox's user: {error}",
-                    path.display()
-                ),
-            )
-        })
+        self.hand_over_within(path, path)
     }
 
     /// Gives `path` and the directories between it and `workspace` to the user code runs as.

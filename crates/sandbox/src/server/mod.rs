@@ -145,21 +145,16 @@ impl ServeOptions {
 
     /// The gate in front of the routes these options ask for.
     fn gate(&self) -> Gate {
-        let gate = match (&self.token, self.anonymous) {
+        match (&self.token, self.anonymous) {
             (Some(token), _) => Gate::bearer(token),
             (None, true) => Gate::anonymous(),
             // Neither: nothing gets in (no token anyone could know).
             (None, false) => Gate::bearer(format!("{:032x}", fastrand::u128(..))),
         }
         .open_path("/health")
-        .open_path("/v1/profiles");
-        let gate = self
-            .allowed_hosts
-            .iter()
-            .fold(gate, |gate, host| gate.allow_host(host.clone()));
-        self.allowed_origins
-            .iter()
-            .fold(gate, |gate, origin| gate.allow_origin(origin.clone()))
+        .open_path("/v1/profiles")
+        .allow_hosts(&self.allowed_hosts)
+        .allow_origins(&self.allowed_origins)
     }
 }
 
