@@ -15,7 +15,7 @@ use std::path::Path;
 
 use wayline_testkit::testdata;
 
-use crate::hardening::{CANARY, bounded};
+use crate::hardening::{CANARY, UNREACHABLE_API, bounded};
 
 fn cases() -> usize {
     std::env::var("WAYLINE_FUZZ_CASES")
@@ -130,17 +130,6 @@ workflows:
         outputs: {first: $response.body#/0/id}
 ";
 
-const API: &str = "openapi: 3.1.0
-info: {title: T, version: '1'}
-servers: [{url: 'http://127.0.0.1:9'}]
-paths:
-  /items:
-    get:
-      operationId: listItems
-      parameters: [{name: status, in: query, schema: {type: string}}]
-      responses: {'200': {description: ok}}
-";
-
 #[test]
 fn commands_answer_whatever_the_files_hold() {
     let seed = seed();
@@ -174,7 +163,7 @@ fn commands_answer_whatever_the_files_hold() {
             &format!("a tool (case {case})"),
             seed,
         );
-        std::fs::write(at.join("api.yaml"), API).unwrap();
+        std::fs::write(at.join("api.yaml"), UNREACHABLE_API).unwrap();
         std::fs::write(at.join("a.arazzo.yaml"), mutate(&mut rng, ARAZZO)).unwrap();
         for args in [
             vec!["validate", "a.arazzo.yaml"],
@@ -187,7 +176,7 @@ fn commands_answer_whatever_the_files_hold() {
                 seed,
             );
         }
-        std::fs::write(at.join("api.yaml"), mutate(&mut rng, API)).unwrap();
+        std::fs::write(at.join("api.yaml"), mutate(&mut rng, UNREACHABLE_API)).unwrap();
         std::fs::write(at.join("a.arazzo.yaml"), ARAZZO).unwrap();
         answers(
             at,

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::code;
+use crate::{code, text};
 
 /// `wayline args` in `dir`, its data segment limited to `megabytes` (bash's `ulimit -d`) and
 /// killed after `seconds`. Panics on a timeout, naming the command.
@@ -61,18 +61,15 @@ pub(crate) fn bounded(dir: &Path, args: &[&str], megabytes: u64, seconds: u64) -
 /// environment.
 pub(crate) const CANARY: &str = "canary-1d8f3b6e";
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// An OpenAPI description of one operation, on a port where nothing listens.
-const UNREACHABLE_API: &str = "openapi: 3.1.0
+pub(crate) const UNREACHABLE_API: &str = "openapi: 3.1.0
 info: {title: T, version: '1'}
 servers: [{url: 'http://127.0.0.1:9'}]
 paths:
   /items:
     get:
       operationId: listItems
+      parameters: [{name: status, in: query, schema: {type: string}}]
       responses: {'200': {description: ok}}
 ";
 

@@ -46,6 +46,11 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
+/// Output bytes as text, for assertions and their messages.
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
 fn code(output: &Output) -> i32 {
     output.status.code().expect("exited normally")
 }

@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 use wayline_executor::testing::{MockServer, Reply};
 use wayline_testkit::testdata;
 
+use crate::text;
+
 /// A server standing in for the testdata tools' API; `/v1/forecast` fails when `fail` is set.
 async fn api(fail: bool) -> MockServer {
     MockServer::start(move |request| match request.path() {
@@ -47,10 +49,6 @@ async fn wayline(args: Vec<String>) -> Output {
 
 fn args(parts: &[&str]) -> Vec<String> {
     parts.iter().map(|part| (*part).to_owned()).collect()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn tools_dir() -> String {

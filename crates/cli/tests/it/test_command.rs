@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use wayline_executor::testing::{MockServer, Reply};
 use wayline_testkit::testdata;
 
+use crate::text;
+
 const TOKEN: &str = "tok-users-9f8e7d";
 
 /// The users API: two users, 404 for an unknown one, 422 for a nameless create, and a slow
@@ -104,10 +106,6 @@ fn jenkins_junit_schema() -> Option<PathBuf> {
         );
         None
     }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn base_args(config: &std::path::Path) -> Vec<String> {
