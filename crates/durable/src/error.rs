@@ -22,7 +22,7 @@ pub enum Error {
     #[error(
         "{} is outside {}, where the files a document refers to must be",
         path.display(),
-        crate::read::roots_text(roots)
+        roots_text(roots)
     )]
     OutsideScope {
         /// The path the reference leads to.
@@ -96,4 +96,16 @@ impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// The directories of a scope (an [`Error::OutsideScope`]'s `roots`), for a message.
+pub fn roots_text(roots: &[PathBuf]) -> String {
+    if roots.is_empty() {
+        return "every allowed directory (none is)".to_owned();
+    }
+    roots
+        .iter()
+        .map(|root| root.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" and ")
 }

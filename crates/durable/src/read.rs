@@ -11,6 +11,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+pub use crate::error::roots_text;
 use crate::error::{Action, Error};
 
 /// Where the kernel shows processes, devices and its own state as files: never a document.
@@ -218,18 +219,6 @@ impl ReadScope {
             roots: self.roots.clone(),
         })
     }
-}
-
-/// The directories of a scope (an [`Error::OutsideScope`]'s `roots`), for a message.
-pub fn roots_text(roots: &[PathBuf]) -> String {
-    if roots.is_empty() {
-        return "every allowed directory (none is)".to_owned();
-    }
-    roots
-        .iter()
-        .map(|root| root.display().to_string())
-        .collect::<Vec<_>>()
-        .join(" and ")
 }
 
 #[cfg(test)]
