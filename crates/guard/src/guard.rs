@@ -615,32 +615,47 @@ impl Guard {
 
     /// Moves the session to `to` on request: a next state of the current one, and, when it is
     /// a move forward, only once the current state's requirements are met. Refused with what
-    /// is missing.
+    /// is missing. Asking for the state the session is in already (the guard may have moved
+    /// there on its own) changes nothing and is no error. Every answer is audited.
     pub fn advance(
         &self,
         session: &mut Session,
         to: &str,
         now: DateTime<Utc>,
     ) -> Result<(), Vec<String>> {
-        let Some(config) = self.policy.state(&session.state) else {
-            return Err(vec![format!(
+        if session.state == to {
+            let _unaudited = self.log(session, "advance_unchanged", json!({"state": to}), now);
+            return Ok(());
+        }
+        let refusal = match self.policy.state(&session.state) {
+            None => Some(vec![format!(
                 "the state `{}` is not in the policy",
                 session.state
-            )]);
-        };
-        if !config.next_states.iter().any(|next| next == to) {
-            return Err(vec![format!(
-                "the {} state leads to {}, not to `{to}`",
-                session.state,
-                config.next_states.join(" or ")
-            )]);
-        }
-        let forward = self.policy.position(to) > self.policy.position(&session.state);
-        if forward {
-            let missing = self.missing(session, now);
-            if !missing.is_empty() {
-                return Err(missing);
+            )]),
+            Some(config) if !config.next_states.iter().any(|next| next == to) => {
+                Some(vec![format!(
+                    "the {} state leads to {}, not to `{to}`",
+                    session.state,
+                    config.next_states.join(" or ")
+                )])
             }
+            Some(_) => None,
+        };
+        let forward = self.policy.position(to) > self.policy.position(&session.state);
+        let refusal = match refusal {
+            None if forward => {
+                Some(self.missing(session, now)).filter(|missing| !missing.is_empty())
+            }
+            other => other,
+        };
+        if let Some(reasons) = refusal {
+            let _unaudited = self.log(
+                session,
+                "advance_refused",
+                json!({"from": session.state, "to": to, "reasons": reasons}),
+                now,
+            );
+            return Err(reasons);
         }
         let from = session.state.clone();
         let reason = if forward { "advance" } else { "back" };

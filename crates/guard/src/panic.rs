@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use crate::policy::{Policy, ToolClass};
-use crate::session::Session;
+use crate::session::{Call, Session};
 use crate::signal::{PanicKind, PanicSignal, Severity};
 
 /// The call being decided, as the detectors see it.
@@ -15,6 +15,23 @@ pub(crate) struct Candidate<'a> {
     pub(crate) domain: Option<&'a str>,
     /// True when the current state allows the tool by name.
     pub(crate) allowed_by_name: bool,
+}
+
+/// Whole seconds from `now` until a state-changing call raises no rapid-fire signal, when
+/// the one being decided (at `now`) joins the history (blocked or not, it counts): until so
+/// few of the calls stay within the window that one more stays under `count`.
+fn rapid_fire_wait(recent: &[&Call], count: usize, window: Duration, now: DateTime<Utc>) -> i64 {
+    // Newest first, the call being decided included; the call at index `count - 2` is the one
+    // that must leave the window (a call exactly `window` old is still in it).
+    let limiting = match count.saturating_sub(2) {
+        0 => Some(now),
+        index => recent.get(index - 1).map(|past| past.at),
+    };
+    limiting
+        .and_then(|at| at.checked_add_signed(window))
+        .map_or(i64::MAX, |leaves| {
+            (leaves - now).num_seconds().saturating_add(1).max(0)
+        })
 }
 
 /// Every signal the call would raise.
@@ -44,24 +61,28 @@ pub(crate) fn detect(
         let since = now
             .checked_sub_signed(window)
             .unwrap_or(DateTime::<Utc>::MIN_UTC);
-        let recent: Vec<&str> = session
+        let recent: Vec<&Call> = session
             .history
             .iter()
             .rev()
             .take_while(|past| past.at >= since)
             .filter(|past| past.class.changes_resources())
-            .map(|past| past.tool.as_str())
             .collect();
         if recent.len() + 1 >= config.rapid_fire_count {
+            let wait = rapid_fire_wait(&recent, config.rapid_fire_count, window, now);
             signals.push(signal(
                 PanicKind::RapidFireCommands,
                 Severity::High,
                 format!(
-                    "{} state-changing operations within {} s",
+                    "{} state-changing operations within {} s; wait {wait} s before the next one",
                     recent.len() + 1,
                     config.rapid_fire_window_seconds
                 ),
-                json!({"recent": recent, "requested": call.tool}),
+                json!({
+                    "recent": recent.iter().map(|past| &past.tool).collect::<Vec<_>>(),
+                    "requested": call.tool,
+                    "retry_after_seconds": wait,
+                }),
             ));
         }
     }
@@ -141,4 +162,42 @@ pub(crate) fn detect(
         ));
     }
     signals
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_at(at: DateTime<Utc>) -> Call {
+        Call {
+            tool: "oc_delete_pod".into(),
+            class: ToolClass::Destructive,
+            at,
+            domain: None,
+            decision: "block".into(),
+            state: "gathering".into(),
+        }
+    }
+
+    #[test]
+    fn the_wait_lasts_until_few_enough_calls_stay_in_the_window() {
+        let now: DateTime<Utc> = "2026-01-01T04:00:00Z".parse().unwrap();
+        let window = Duration::seconds(30);
+        let past = [
+            write_at(now - Duration::seconds(10)),
+            write_at(now - Duration::seconds(20)),
+        ];
+        let recent: Vec<&Call> = past.iter().collect();
+        // Three in the window raise it: at now + 20 the call 10 s old is exactly 30 s old and
+        // still in; a second later only the call being decided is.
+        assert_eq!(rapid_fire_wait(&recent, 3, window, now), 21);
+        // Two raise it: the call being decided itself must leave.
+        assert_eq!(rapid_fire_wait(&recent, 2, window, now), 31);
+        assert_eq!(rapid_fire_wait(&recent, 4, window, now), 11);
+        assert_eq!(
+            rapid_fire_wait(&recent, 3, Duration::MAX, now),
+            i64::MAX,
+            "a window past the end of time never ends"
+        );
+    }
 }

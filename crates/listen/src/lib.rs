@@ -183,7 +183,7 @@ impl Gate {
             .get(header::AUTHORIZATION)
             .ok_or(Refusal::Unauthenticated)?
             .as_bytes();
-        match given.strip_prefix(b"Bearer ") {
+        match bearer_credentials(given) {
             Some(given) if same_secret(given, token) => Ok(()),
             _ => Err(Refusal::WrongToken),
         }
@@ -252,6 +252,16 @@ async fn guard(State((gate, refuse)): State<Guarded>, request: Request, next: Ne
         Ok(()) => next.run(request).await,
         Err(refusal) => refuse(&refusal, request.headers()),
     }
+}
+
+/// The credentials of an `Authorization: Bearer …` header's value: the scheme's name is
+/// case-insensitive and spaces may follow it (RFC 9110 §11.1, §11.4).
+fn bearer_credentials(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, rest) = value.split_at_checked(b"bearer".len())?;
+    if !scheme.eq_ignore_ascii_case(b"bearer") || rest.first() != Some(&b' ') {
+        return None;
+    }
+    Some(rest.trim_ascii_start())
 }
 
 /// `given == expected`, taking the same time wherever they differ (the length aside), so the
@@ -340,6 +350,10 @@ mod tests {
         assert_eq!(with("Bearer tok-123457"), Err(Refusal::WrongToken));
         assert_eq!(with("Basic tok-123456"), Err(Refusal::WrongToken));
         assert_eq!(with("Bearer tok-123456"), Ok(()));
+        assert_eq!(with("bearer tok-123456"), Ok(()));
+        assert_eq!(with("BEARER   tok-123456"), Ok(()));
+        assert_eq!(with("Bearertok-123456"), Err(Refusal::WrongToken));
+        assert_eq!(with("Bearer"), Err(Refusal::WrongToken));
         assert_eq!(gate.check("/health", &HeaderMap::new()), Ok(()));
         assert!(!format!("{gate:?}").contains("tok-123456"));
     }

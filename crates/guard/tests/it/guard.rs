@@ -76,6 +76,46 @@ fn evidence_moves_a_session_on_and_advance_says_what_is_missing() {
     assert_eq!(refused[0], "symptoms evidence: 0 of 2");
 }
 
+/// Every answer to a request to move is in the audit log, the refusals too; asking for the
+/// state the session is in (the guard may have moved there on its own) is no error.
+#[test]
+fn every_advance_is_audited_and_the_current_state_is_no_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("audit.jsonl");
+    let guard = guard(Mode::Blocking).audit(Arc::new(AuditLog::file(&log_path).unwrap()));
+    let mut session = guard.start("s-advance", t0());
+    assert!(guard.advance(&mut session, "analyzing", t0()).is_err());
+    assert!(guard.advance(&mut session, "resolving", t0()).is_err());
+    guard.advance(&mut session, "gathering", t0()).unwrap();
+    assert_eq!(session.state, "gathering");
+    assert!(session.transitions.is_empty(), "nothing moved");
+
+    let entries: Vec<serde_json::Value> = std::fs::read_to_string(&log_path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["advance_refused", "advance_refused", "advance_unchanged"]
+    );
+    assert_eq!(entries[0]["detail"]["to"], "analyzing");
+    assert_eq!(
+        entries[0]["detail"]["reasons"][0],
+        "symptoms evidence: 0 of 2"
+    );
+    assert!(
+        entries[1]["detail"]["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("leads to analyzing")
+    );
+}
+
 #[test]
 fn panic_signals_block_with_a_calming_message_and_send_the_session_back() {
     let guard = guard(Mode::Blocking);
@@ -116,11 +156,17 @@ fn panic_signals_block_with_a_calming_message_and_send_the_session_back() {
     else {
         panic!("{decision:?}");
     };
+    let rapid = signals
+        .iter()
+        .find(|s| s.kind == PanicKind::RapidFireCommands)
+        .unwrap();
+    // The agent is told how long to wait: until the newest of the two has left the 30 s window.
     assert!(
-        signals
-            .iter()
-            .any(|s| s.kind == PanicKind::RapidFireCommands)
+        rapid.description.ends_with("wait 31 s before the next one"),
+        "{}",
+        rapid.description
     );
+    assert_eq!(rapid.evidence["retry_after_seconds"], 31);
     assert!(
         calming_message
             .as_deref()
