@@ -521,6 +521,42 @@ impl Drop for InterruptWatch {
     }
 }
 
+/// Completes at the first Ctrl-C or SIGTERM, saying `stopping` on standard error; a second
+/// one ends the process at once.
+pub(crate) async fn shutdown(stopping: &str) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut interrupt), Ok(mut terminate)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        eprintln!("{stopping}");
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            std::process::exit(130);
+        });
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        eprintln!("{stopping}");
+        tokio::spawn(async {
+            let _ = tokio::signal::ctrl_c().await;
+            std::process::exit(130);
+        });
+    }
+}
+
 /// Ctrl-C (SIGINT), its handler installed now.
 #[cfg(unix)]
 fn interrupts() -> std::io::Result<tokio::signal::unix::Signal> {

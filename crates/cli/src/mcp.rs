@@ -194,9 +194,9 @@ fn gateway(args: GatewayArgs) -> Result<Outcome, Outcome> {
                     data_dir.join("sessions").display(),
                     audit_path.display()
                 );
-                let stop = async {
-                    let _ = tokio::signal::ctrl_c().await;
-                };
+                let stop = crate::assemble::shutdown(
+                    "stopping: the gateway's sessions are written and its clients' removed (again to stop at once)",
+                );
                 let mut options = HttpOptions::new(listener, token);
                 options.allowed_hosts.clone_from(&args.allow_hosts);
                 options.allowed_origins.clone_from(&args.allow_origins);

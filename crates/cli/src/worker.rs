@@ -138,7 +138,7 @@ fn work(args: WorkerArgs) -> Result<Outcome, Outcome> {
     let report = runtime
         .block_on(async {
             tokio::select! {
-                report = worker.run(shutdown()) => report,
+                report = worker.run(crate::assemble::shutdown("stopping: finishing the runs in hand (again to stop at once)")) => report,
                 never = learn_now_and_then(recorder.as_ref()) => match never {},
             }
         })
@@ -184,41 +184,6 @@ async fn learn_now_and_then(recorder: Option<&Recorder>) -> std::convert::Infall
         if let Err(error) = recorder.flush().await {
             eprintln!("warning: could not record what the runs taught (trying again): {error}");
         }
-    }
-}
-
-/// Completes at the first Ctrl-C or SIGTERM; a second one ends the process at once.
-async fn shutdown() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut interrupt), Ok(mut terminate)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
-            return std::future::pending().await;
-        };
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
-        }
-        eprintln!("stopping: finishing the runs in hand (again to stop at once)");
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
-            std::process::exit(130);
-        });
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        eprintln!("stopping: finishing the runs in hand (again to stop at once)");
-        tokio::spawn(async {
-            let _ = tokio::signal::ctrl_c().await;
-            std::process::exit(130);
-        });
     }
 }
 

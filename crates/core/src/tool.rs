@@ -257,6 +257,84 @@ impl ToolDefinition {
         names
     }
 
+    /// The JSON Schema of the tool's inputs (every input it knows of, the required ones
+    /// listed), each with the JSON types it may take: one put into text (a path, a query, a
+    /// header, a command line, part of a string) is a scalar; one that is a whole value of
+    /// the body, or an argument of a code or MCP tool, keeps its JSON type, whichever it is.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// let tool: wayline_core::ToolDefinition = serde_json::from_value(json!({
+    ///     "id": "t", "name": "T", "base_url": "http://x", "method": "POST",
+    ///     "path": "/pets/{id}", "request": {"body": {"tags": "{{tags}}"}},
+    /// }))
+    /// .unwrap();
+    /// assert_eq!(
+    ///     tool.input_schema(),
+    ///     json!({
+    ///         "type": "object",
+    ///         "properties": {
+    ///             "id": {"type": ["string", "number", "boolean"]},
+    ///             "tags": {"type": ["string", "number", "boolean", "object", "array", "null"]},
+    ///         },
+    ///         "required": ["id", "tags"],
+    ///     })
+    /// );
+    /// ```
+    pub fn input_schema(&self) -> serde_json::Value {
+        let mut whole = Vec::new();
+        let mut in_text = self.path_placeholders();
+        let mut texts: Vec<&str> = Vec::new();
+        if let Some(request) = &self.request {
+            texts.extend(request.headers.values().map(String::as_str));
+            in_text.extend(
+                request
+                    .path_params
+                    .iter()
+                    .chain(&request.query_params)
+                    .map(String::as_str),
+            );
+            if let Some(body) = &request.body {
+                body_keys(body, &mut whole, &mut texts);
+            }
+        }
+        if let Some(command) = &self.command {
+            texts.extend(
+                command
+                    .args
+                    .iter()
+                    .chain(command.env.values())
+                    .chain(&command.working_dir)
+                    .map(String::as_str),
+            );
+        }
+        // An HTTP tool's legacy parameters go in its query; the others' are arguments as given.
+        match self.kind {
+            ToolKind::Http => in_text.extend(self.parameters.iter().map(String::as_str)),
+            _ => whole.extend(self.parameters.iter().map(String::as_str)),
+        }
+        for text in texts {
+            template::collect_keys_in_str(text, &mut in_text);
+        }
+        let properties: serde_json::Map<String, serde_json::Value> = self
+            .input_names()
+            .into_iter()
+            .map(|name| {
+                let types: &[&str] = if in_text.contains(&name) || !whole.contains(&name) {
+                    &["string", "number", "boolean"]
+                } else {
+                    &["string", "number", "boolean", "object", "array", "null"]
+                };
+                (name.to_owned(), serde_json::json!({ "type": types }))
+            })
+            .collect();
+        serde_json::json!({
+            "type": "object",
+            "properties": properties,
+            "required": self.required_inputs(),
+        })
+    }
+
     /// The output fields `response_extract` declares, in order (empty when it declares none).
     pub fn output_fields(&self) -> Vec<&str> {
         self.response_extract
@@ -503,6 +581,26 @@ impl RetryPolicy {
     }
 }
 
+/// The keys of a body template: those that are a whole value (`"{{tags}}"`, keeping the
+/// value's type) go in `whole`, the texts that hold keys among other characters in `texts`.
+fn body_keys<'a>(body: &'a serde_json::Value, whole: &mut Vec<&'a str>, texts: &mut Vec<&'a str>) {
+    match body {
+        serde_json::Value::String(text) => match template::whole_placeholder(text) {
+            Some(key) => whole.push(key),
+            None => texts.push(text),
+        },
+        serde_json::Value::Array(items) => {
+            items.iter().for_each(|item| body_keys(item, whole, texts))
+        }
+        serde_json::Value::Object(fields) => {
+            fields
+                .values()
+                .for_each(|value| body_keys(value, whole, texts));
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,6 +618,33 @@ mod tests {
         });
         assert_eq!(tool.required_inputs(), ["id", "other", "token", "count"]);
         assert_eq!(tool.input_names(), ["id", "other", "token", "count", "q"]);
+
+        // Only `count` is a whole body value; `id` is one too, but also part of a string.
+        let schema = tool.input_schema();
+        let scalar = serde_json::json!(["string", "number", "boolean"]);
+        for name in ["id", "other", "token", "q"] {
+            assert_eq!(schema["properties"][name]["type"], scalar, "{name}");
+        }
+        assert_eq!(
+            schema["properties"]["count"]["type"],
+            serde_json::json!(["string", "number", "boolean", "object", "array", "null"])
+        );
+        assert_eq!(
+            schema["required"],
+            serde_json::json!(["id", "other", "token", "count"])
+        );
+
+        // An MCP tool's parameters are arguments, kept as given.
+        let mut mcp = ToolDefinition::new("m", "");
+        mcp.kind = ToolKind::Mcp;
+        mcp.parameters = vec!["items".into()];
+        assert_eq!(
+            mcp.input_schema()["properties"]["items"]["type"]
+                .as_array()
+                .unwrap()
+                .len(),
+            6
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@
 mod client;
 mod error;
 pub mod gateway;
+mod relay;
 mod serve;
 mod upstream;
 

@@ -196,14 +196,10 @@ fn insert(
 fn tool_entry(tool: &ToolDefinition) -> Entry {
     let names = tool.input_names();
     let required = tool.required_inputs();
-    let mut properties = Map::new();
-    for name in &names {
-        properties.insert((*name).to_owned(), json!({}));
-    }
-    let mut schema = Map::new();
-    schema.insert("type".into(), json!("object"));
-    schema.insert("properties".into(), Value::Object(properties));
-    schema.insert("required".into(), json!(required));
+    let schema = match tool.input_schema() {
+        Value::Object(schema) => schema,
+        _ => JsonObject::new(),
+    };
     let description = if tool.description.is_empty() {
         tool.name.clone()
     } else {
@@ -239,11 +235,39 @@ fn workflow_description(workflow: &Workflow) -> String {
     format!("{about} (a wayline workflow: {})", steps.join(" → "))
 }
 
-/// The schema of a workflow's inputs (core's rule of which are required).
+/// The schema of a workflow's inputs (core's rule of which are required), every input with a
+/// JSON type: its default's, or any (a workflow's inputs are not typed), so that clients
+/// checking schemas strictly find one.
 fn workflow_schema(workflow: &Workflow) -> JsonObject {
-    match wayline_core::inputs::schema(workflow) {
-        Value::Object(schema) => schema,
-        _ => JsonObject::new(),
+    let Value::Object(mut schema) = wayline_core::inputs::schema(workflow) else {
+        return JsonObject::new();
+    };
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        for property in properties.values_mut() {
+            if let Value::Object(property) = property
+                && !property.contains_key("type")
+            {
+                let types = match property.get("default") {
+                    Some(default) => json!(json_type(default)),
+                    None => json!(["string", "number", "boolean", "object", "array", "null"]),
+                };
+                property.insert("type".into(), types);
+            }
+        }
+    }
+    schema
+}
+
+/// The JSON Schema type of `value`.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(number) if number.is_i64() || number.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
 }
 
@@ -281,8 +305,9 @@ fn run_result(run: &Run) -> CallToolResult {
         result.content.insert(
             0,
             ContentBlock::text(format!(
-                "the run {:?} did not succeed: {}",
-                run.status,
+                "the run {} did not succeed ({}): {}",
+                run.id,
+                run.status.as_str(),
                 said.join("; ")
             )),
         );
@@ -380,7 +405,7 @@ impl RunObserver for ProgressRouter {
         if let RunEvent::StepFinished { run_id, result } = event
             && let Some(sender) = self.lock().get(*run_id)
         {
-            let _ = sender.send(format!("{} {:?}", result.step_id, result.status).to_lowercase());
+            let _ = sender.send(format!("{} {}", result.step_id, result.status.as_str()));
         }
     }
 }

@@ -284,13 +284,9 @@ fn the_gateway_gates_a_real_server_by_phase_for_a_real_client() {
     assert!(String::from_utf8_lossy(&tampered.stdout).contains("broken at line"));
 }
 
-#[test]
-fn the_gateway_serves_streamable_http_behind_a_bearer_token() {
-    let Some(server) = everything() else { return };
-    if !python_mcp() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+/// `wayline mcp gateway --prefix --http` in front of server-everything, with `args`; answers
+/// the process and the URL it says it listens at.
+fn http_gateway(server: &Path, args: &[&str]) -> (std::process::Child, String) {
     let mut gateway = Command::new(env!("CARGO_BIN_EXE_wayline"))
         .args([
             "mcp",
@@ -301,7 +297,7 @@ fn the_gateway_serves_streamable_http_behind_a_bearer_token() {
             "--upstream",
         ])
         .arg(format!("everything={} stdio", server.display()))
-        .args(["--data-dir", path(dir.path())])
+        .args(args)
         .env("WAYLINE_MCP_TOKEN", "t0ken-for-the-test")
         .env("WAYLINE_CANARY", "canary-not-for-upstreams")
         .stderr(Stdio::piped())
@@ -316,6 +312,146 @@ fn the_gateway_serves_streamable_http_behind_a_bearer_token() {
         .find(|word| word.starts_with("http://"))
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
         .to_owned();
+    (gateway, url)
+}
+
+/// Stops `gateway` as a service manager would (SIGTERM), and waits for it to end; it is
+/// killed if it has not within 20 s.
+fn stop(mut gateway: std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &gateway.id().to_string()])
+        .status();
+    let asked = Instant::now();
+    while asked.elapsed() < Duration::from_secs(20) {
+        if gateway.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    panic!("the gateway did not stop within 20 s of SIGTERM");
+}
+
+/// A policy that lets every call through (conformance, not phases, is under test).
+const OPEN_POLICY: &str = "name: open\ninitial_state: working\nstates:\n  working:\n    description: Anything goes\n    allowed_classes: [read, write, destructive]\n    next_states: []\nevidence:\n  echo: symptoms\npanic:\n  rapid_fire_count: 1000\n  min_evidence_for_write: 0\n  early_states: []\n  forced_state: working\n";
+
+/// Issue 32: a client on the newest revision (no handshake; every request its own) and one on
+/// the handshake's both use everything the gateway passes through, over stdio and over HTTP:
+/// tools, resources and their templates, prompts and completion, progress arriving before the
+/// result, and an upstream's sampling request reaching the client.
+#[test]
+fn the_gateway_passes_everything_through_on_every_revision() {
+    let Some(server) = everything() else { return };
+    if !python_mcp() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("open.yaml");
+    std::fs::write(&policy, OPEN_POLICY).unwrap();
+    let data = dir.path().join("data");
+    let gateway_args = ["--policy", path(&policy), "--data-dir", path(&data)];
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_conformance.py");
+    for transport in ["stdio", "http"] {
+        for mode in ["legacy", "2026-07-28"] {
+            let mut driver = Command::new("python3");
+            driver.arg(&script).env("MODE", mode);
+            let mut http = None;
+            if transport == "stdio" {
+                driver
+                    .args(["stdio", env!("CARGO_BIN_EXE_wayline"), "mcp", "gateway"])
+                    .arg("--upstream")
+                    .arg(format!("everything={} stdio", server.display()))
+                    .args(gateway_args);
+            } else {
+                let (gateway, url) = http_gateway(&server, &gateway_args);
+                driver
+                    .args(["http", &url])
+                    .env("PREFIX", "everything__")
+                    .env("WAYLINE_MCP_TOKEN", "t0ken-for-the-test");
+                http = Some(gateway);
+            }
+            let out = driver.output().unwrap();
+            if let Some(gateway) = http {
+                stop(gateway);
+            }
+            let context = format!("{transport}, {mode}");
+            assert!(
+                out.status.success(),
+                "{context}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let seen = stdout_json(&out);
+            let expected = if mode == "legacy" { "2025-11-25" } else { mode };
+            assert_eq!(seen["protocol"], expected, "{context}");
+            assert_eq!(
+                seen["echo"],
+                serde_json::json!(["Echo: hello"]),
+                "{context}: {seen}"
+            );
+            assert!(
+                seen["resources"].as_u64().unwrap() >= 5,
+                "{context}: {seen}"
+            );
+            assert_eq!(
+                seen["templates"],
+                serde_json::json!([
+                    "demo://resource/dynamic/blob/{resourceId}",
+                    "demo://resource/dynamic/text/{resourceId}"
+                ]),
+                "{context}"
+            );
+            assert!(
+                seen["prompt"][0].as_str().unwrap().contains("Lisbon"),
+                "{context}: {seen}"
+            );
+            assert_eq!(
+                seen["completion"],
+                serde_json::json!(["Engineering"]),
+                "{context}: {seen}"
+            );
+            assert_eq!(
+                seen["progress_before_result"],
+                serde_json::json!([1.0, 2.0, 3.0]),
+                "{context}: {seen}"
+            );
+            assert_eq!(seen["sampled_error"], false, "{context}: {seen}");
+            // Every request of a client worked in one guard session, so the evidence of its
+            // first call was there at its last: its connection's, or, on the newest revision
+            // over HTTP (no connection), its client's.
+            assert_eq!(seen["evidence"], 1, "{context}: {seen}");
+            let session = seen["session"].as_str().unwrap();
+            let expected = if transport == "http" && mode != "legacy" {
+                "client-mcp-"
+            } else {
+                "conn-"
+            };
+            assert!(session.starts_with(expected), "{context}: {session}");
+            // The client's model answered the upstream's sampling request (which quotes the
+            // prompt it was given).
+            let sampled = seen["sampled"].as_str().unwrap();
+            assert!(
+                sampled.contains("\"text\": \"sampled: ") && sampled.contains("what is wrong?"),
+                "{context}: {seen}"
+            );
+        }
+    }
+    // No session file of a client or a request is left behind.
+    let left: Vec<PathBuf> = walk(&data.join("sessions"))
+        .into_iter()
+        .filter(|file| file.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn the_gateway_serves_streamable_http_behind_a_bearer_token() {
+    let Some(server) = everything() else { return };
+    if !python_mcp() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (mut gateway, url) = http_gateway(&server, &["--data-dir", path(dir.path())]);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_http.py");
     let out = Command::new("python3")
         .arg(script)
@@ -416,6 +552,31 @@ fn the_gateway_refuses_what_it_cannot_serve() {
     );
 }
 
+/// `wayline mcp serve ARGS` driven by the Python SDK (`tests/mcp_serve.py`) on revision
+/// `mode`: it runs the workflow `report` for Chicago and makes the call `also` (`[NAME,
+/// ARGUMENTS]`) after it. Answers what the client saw.
+fn serve_client(args: &[&str], mode: &str, also: Option<&str>) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_serve.py");
+    let mut client = Command::new("python3");
+    client
+        .arg(script)
+        .args([env!("CARGO_BIN_EXE_wayline"), "mcp", "serve"])
+        .args(args)
+        .env("MODE", mode)
+        .env("WORKFLOW", "report")
+        .env("INPUTS", r#"{"city": "Chicago"}"#);
+    if let Some(also) = also {
+        client.env("ALSO", also);
+    }
+    let out = client.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout_json(&out)
+}
+
 #[test]
 fn mcp_serve_runs_a_saved_workflow_for_a_real_client_with_progress() {
     let Some(server) = everything() else { return };
@@ -454,58 +615,61 @@ fn mcp_serve_runs_a_saved_workflow_for_a_real_client_with_progress() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_serve.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_wayline"))
-        .args([
-            "mcp", "serve", "--tools", &tools, "--config", &configs, "--store", &store,
-        ])
-        .env("WORKFLOW", "report")
-        .env("INPUTS", r#"{"city": "Chicago"}"#)
-        .env("ALSO", r#"["echo", {"message": "direct"}]"#)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen = stdout_json(&out);
-    // Listed: the tools on their own and the active workflow, with its inputs' schema.
-    let listed = seen["tools"].as_object().unwrap();
-    for name in ["report", "weather", "echo"] {
-        assert!(listed.contains_key(name), "{name}: {listed:?}");
+    // Clients on the handshake revisions and on the newest (no handshake, every request
+    // carrying its own protocol metadata) see the same.
+    for mode in ["legacy", "2026-07-28"] {
+        let seen = serve_client(
+            &["--tools", &tools, "--config", &configs, "--store", &store],
+            mode,
+            Some(r#"["echo", {"message": "direct"}]"#),
+        );
+        // Listed: the tools on their own and the active workflow, with its inputs' schema.
+        let listed = seen["tools"].as_object().unwrap();
+        for name in ["report", "weather", "echo"] {
+            assert!(listed.contains_key(name), "{name}: {listed:?}");
+        }
+        assert_eq!(listed["report"]["required"], serde_json::json!(["city"]));
+        assert_eq!(
+            listed["report"]["properties"]["city"]["description"],
+            "The city"
+        );
+        // Every input has a JSON type, so clients that check schemas strictly find one.
+        for (name, schema) in listed {
+            for (input, property) in schema["properties"].as_object().unwrap() {
+                assert!(property["type"].is_array(), "{name}.{input}: {property}");
+            }
+        }
+        assert_eq!(
+            listed["report"]["properties"]["city"]["type"],
+            serde_json::json!(["string", "number", "boolean", "object", "array", "null"])
+        );
+        let expected = if mode == "legacy" { "2025-11-25" } else { mode };
+        assert_eq!(seen["protocol"], expected);
+        // The workflow ran; its steps' outputs came back; a notification per step.
+        assert_eq!(seen["is_error"], false, "{seen}");
+        let outputs = &seen["structured"]["outputs"];
+        let conditions = outputs["weather"]["conditions"].as_str().unwrap();
+        assert_eq!(outputs["say"]["text"], format!("Echo: {conditions}"));
+        let progress = seen["progress"].as_array().unwrap();
+        assert_eq!(progress.len(), 2, "{progress:?}");
+        assert_eq!(progress[1]["done"], 2.0);
+        assert_eq!(progress[1]["total"], 2.0);
+        assert_eq!(progress[0]["message"], "weather success");
+        // A tool on its own takes the arguments it is given.
+        assert_eq!(seen["also"]["outputs"]["echo"]["text"], "Echo: direct");
+        // The run is in the store.
+        let run_id = seen["structured"]["run_id"].as_str().unwrap();
+        let shown = wayline(&[
+            "runs", "show", run_id, "--store", &store, "--format", "json",
+        ]);
+        assert_eq!(
+            code(&shown),
+            0,
+            "{}",
+            String::from_utf8_lossy(&shown.stderr)
+        );
+        assert_eq!(stdout_json(&shown)["status"], "success");
     }
-    assert_eq!(listed["report"]["required"], serde_json::json!(["city"]));
-    assert_eq!(
-        listed["report"]["properties"]["city"]["description"],
-        "The city"
-    );
-    // The workflow ran; its steps' outputs came back; a notification per step.
-    assert_eq!(seen["is_error"], false, "{seen}");
-    let outputs = &seen["structured"]["outputs"];
-    let conditions = outputs["weather"]["conditions"].as_str().unwrap();
-    assert_eq!(outputs["say"]["text"], format!("Echo: {conditions}"));
-    let progress = seen["progress"].as_array().unwrap();
-    assert_eq!(progress.len(), 2, "{progress:?}");
-    assert_eq!(progress[1]["done"], 2.0);
-    assert_eq!(progress[1]["total"], 2.0);
-    assert_eq!(progress[0]["message"], "weather success");
-    // A tool on its own takes the arguments it is given.
-    assert_eq!(seen["also"]["outputs"]["echo"]["text"], "Echo: direct");
-    // The run is in the store.
-    let run_id = seen["structured"]["run_id"].as_str().unwrap();
-    let shown = wayline(&[
-        "runs", "show", run_id, "--store", &store, "--format", "json",
-    ]);
-    assert_eq!(
-        code(&shown),
-        0,
-        "{}",
-        String::from_utf8_lossy(&shown.stderr)
-    );
-    assert_eq!(stdout_json(&shown)["status"], "success");
 
     // With a guard policy, every step is decided: one that blocks `echo` fails the run, and
     // the agent reads why.
@@ -515,24 +679,21 @@ fn mcp_serve_runs_a_saved_workflow_for_a_real_client_with_progress() {
         "allowed_tools: [weather]\n    blocked_tools: [echo]",
     );
     std::fs::write(&policy, blocking).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_serve.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_wayline"))
-        .args([
-            "mcp", "serve", "--tools", &tools, "--config", &configs, "--store", &store,
-        ])
-        .args(["--workflows-only", "--guard-policy", &policy])
-        .env("WORKFLOW", "report")
-        .env("INPUTS", r#"{"city": "Chicago"}"#)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let seen = serve_client(
+        &[
+            "--tools",
+            &tools,
+            "--config",
+            &configs,
+            "--store",
+            &store,
+            "--workflows-only",
+            "--guard-policy",
+            &policy,
+        ],
+        "legacy",
+        None,
     );
-    let seen = stdout_json(&out);
     assert_eq!(
         seen["tools"].as_object().unwrap().len(),
         1,
@@ -544,5 +705,11 @@ fn mcp_serve_runs_a_saved_workflow_for_a_real_client_with_progress() {
     assert!(
         failure["error"].as_str().unwrap().contains("blocked"),
         "{failure}"
+    );
+    let said = seen["text"][0].as_str().unwrap();
+    let run_id = seen["structured"]["run_id"].as_str().unwrap();
+    assert!(
+        said.starts_with(&format!("the run {run_id} did not succeed (failed): ")),
+        "{said}"
     );
 }

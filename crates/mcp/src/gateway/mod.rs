@@ -2,17 +2,23 @@
 //! goes through the guard. Allowed calls are forwarded and their results recorded as evidence
 //! by the policy's evidence rules; blocked calls answer a tool error carrying the guard's
 //! guidance, which the agent reads and can act on; in guidance mode the call is forwarded and
-//! the warning appended; in audit mode it is only recorded. Upstreams' resources and prompts
-//! are passed through. The gateway adds `workflow_state`, `workflow_advance` and
-//! `break_glass_request` (`workflow.rs`).
+//! the warning appended; in audit mode it is only recorded. Upstreams' resources, resource
+//! templates, prompts and completions are passed through, and (`crate::relay`) their progress,
+//! log messages, list changes and requests to the client. The gateway adds `workflow_state`,
+//! `workflow_advance` and `break_glass_request` (`workflow.rs`).
+//!
+//! Clients of every revision are served: those with the initialize handshake, and those on
+//! 2026-07-28, whose every request stands alone (a result gets the `resultType` that revision
+//! requires; an upstream's request to such a client goes through `input_required` rounds,
+//! `rounds.rs`).
 //!
 //! The guard decides on each upstream's own tool name (the policy's patterns are written for
 //! those), with the tool's annotations as hints for a name no pattern classifies, and on the
 //! domain a call's arguments name (the policy's `domain_inputs`). Sessions are files
-//! (`sessions.rs`): one per client connection, removed when the connection ends, or one named
-//! session several clients share, kept.
+//! (`sessions.rs`); which one a request works in is [`GatewayHandler`]'s rule.
 
 mod http;
+mod rounds;
 mod sessions;
 mod workflow;
 
@@ -22,21 +28,23 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use chrono::Utc;
-use rmcp::model::CallToolResponse;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ContentBlock, GetPromptRequestParams, GetPromptResponse,
-    Implementation, ListPromptsResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResponse, Resource,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, CompleteRequestParams,
+    CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResponse, Reference,
+    Resource, ResultType, ServerCapabilities, ServerConfig, ServerResult, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use wayline_core::mcp::McpServer;
 use wayline_guard::{Decision, Guard, Hints, ToolCall};
 
 pub use self::http::HttpOptions;
-use self::sessions::{SessionFiles, SharedSession};
+use self::rounds::{Rounds, Running, Task};
+use self::sessions::{Keyed, SessionFiles, SharedSession};
 use crate::Error;
+use crate::relay::{Caller, Relay};
 use crate::upstream::Upstream;
 
 /// How long a forwarded call may take, by default.
@@ -126,6 +134,12 @@ struct Shared {
     /// The sessions open, to write what waits in memory when serving ends (a connection's
     /// goes when its handlers do).
     opened: std::sync::Mutex<Vec<Weak<SharedSession>>>,
+    /// The sessions of requests without a connection.
+    keyed: Keyed,
+    /// Progress, notifications and requests between upstreams and clients.
+    relay: Arc<Relay>,
+    /// Calls waiting for a client on 2026-07-28 to answer their upstream's request.
+    rounds: Rounds,
 }
 
 impl Gateway {
@@ -133,6 +147,7 @@ impl Gateway {
     /// without `prefix`, or a name the gateway's own tools use, is an error.
     pub async fn connect(config: GatewayConfig) -> Result<Gateway, Error> {
         let mut upstreams = BTreeMap::new();
+        let relay = Arc::new(Relay::default());
         let mut tools: BTreeMap<String, Exposed> = BTreeMap::new();
         for own in workflow::tools(&config.guard) {
             tools.insert(
@@ -146,7 +161,13 @@ impl Gateway {
             );
         }
         for (name, server) in &config.upstreams {
-            let upstream = Upstream::connect(name, server, config.connect_timeout).await?;
+            let upstream = Upstream::connect_relayed(
+                name,
+                server,
+                config.connect_timeout,
+                Some(Arc::clone(&relay)),
+            )
+            .await?;
             for tool in upstream.tools().await? {
                 let own_name = tool.name.to_string();
                 let exposed = exposed_name(config.prefix, name, &own_name);
@@ -196,6 +217,9 @@ impl Gateway {
                 call_timeout: config.call_timeout,
                 connections: AtomicU64::new(0),
                 opened: std::sync::Mutex::new(Vec::new()),
+                keyed: Keyed::default(),
+                relay,
+                rounds: Rounds::default(),
             }),
         })
     }
@@ -205,31 +229,12 @@ impl Gateway {
         self.shared.tools.keys().map(String::as_str)
     }
 
-    /// A handler for one client connection, in its session (a new one, or the named one).
+    /// A handler for one client connection (or, on 2026-07-28 over HTTP, one request). Which
+    /// guard session a request works in is decided per request (see [`SESSION_HEADER`]).
     pub fn handler(&self) -> Result<GatewayHandler, Error> {
-        let session = match &self.shared.named {
-            Some(named) => Arc::clone(named),
-            None => {
-                let n = self.shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
-                let name = format!("conn-{}-{n}", Utc::now().format("%Y%m%dT%H%M%S%.3f"));
-                Arc::new(
-                    self.shared
-                        .files
-                        .open_for_connection(&name, &self.shared.guard)?,
-                )
-            }
-        };
-        let mut opened = self
-            .shared
-            .opened
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        opened.retain(|session| session.strong_count() > 0);
-        opened.push(Arc::downgrade(&session));
-        drop(opened);
         Ok(GatewayHandler {
             shared: Arc::clone(&self.shared),
-            session,
+            own: Arc::default(),
         })
     }
 
@@ -243,7 +248,7 @@ impl Gateway {
             .iter()
             .filter_map(Weak::upgrade)
             .collect();
-        for session in opened {
+        for session in opened.into_iter().chain(self.shared.keyed.all()) {
             session.flush(&self.shared.guard)?;
         }
         Ok(())
@@ -274,7 +279,10 @@ impl Gateway {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), Error> {
         http::serve(self.clone(), options, shutdown).await?;
-        self.flush()
+        self.flush()?;
+        // Sessions of clients without a connection go with the service.
+        self.shared.keyed.clear();
+        Ok(())
     }
 }
 
@@ -286,25 +294,153 @@ fn exposed_name(prefix: bool, server: &str, name: &str) -> String {
     }
 }
 
+/// The header a request over HTTP may name its guard session with (`Wayline-Session: NAME`;
+/// letters, digits, `-`, `_` and `.`): the session is kept, like `--session`'s.
+pub const SESSION_HEADER: &str = "wayline-session";
+
 /// The gateway as one client connection sees it (an rmcp [`ServerHandler`]).
+///
+/// Which guard session a request works in: the gateway's named one (`--session`); else the
+/// one its HTTP request names in [`SESSION_HEADER`]; else its connection's own (stdio, or
+/// HTTP on a revision with sessions), opened at the first request that needs it and removed
+/// with the connection; else (2026-07-28 over HTTP, where no request belongs to a
+/// connection) its client's, keyed by the name and version the client gives, removed once
+/// idle for 30 minutes.
 #[derive(Debug, Clone)]
 pub struct GatewayHandler {
     shared: Arc<Shared>,
-    session: Arc<SharedSession>,
+    /// This connection's own session, once a request opened it.
+    own: Arc<std::sync::Mutex<Option<Arc<SharedSession>>>>,
+}
+
+/// True for a request of a revision without the initialize handshake (2026-07-28): each
+/// request carries its protocol metadata and may not be answered with requests.
+fn without_handshake(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .meta
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
+}
+
+/// The session a client without a connection works in, by the name and version it gives.
+fn client_session_name(client: Option<&Implementation>) -> String {
+    let Some(client) = client else {
+        return "client-anonymous".to_owned();
+    };
+    let given = format!("{}-{}", client.name, client.version);
+    let mut name: String = given
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    // Two names that read the same once cleaned stay two sessions.
+    let mut hasher = std::hash::DefaultHasher::new();
+    std::hash::Hash::hash(&given, &mut hasher);
+    name.push_str(&format!(
+        "-{:08x}",
+        std::hash::Hasher::finish(&hasher) as u32
+    ));
+    format!("client-{name}")
+}
+
+/// A forwarded call, started or answered at once.
+enum Started {
+    /// Answered without the upstream (blocked, or it could not be sent).
+    Answered(CallToolResponse),
+    /// On its way.
+    Running(Running),
 }
 
 impl GatewayHandler {
-    /// The session file this connection works in.
-    pub fn session_file(&self) -> &std::path::Path {
-        self.session.path()
+    /// The guard session `context`'s request works in (see [`GatewayHandler`]).
+    fn session(&self, context: &RequestContext<RoleServer>) -> Result<Arc<SharedSession>, Error> {
+        let shared = &self.shared;
+        if let Some(named) = &shared.named {
+            return Ok(Arc::clone(named));
+        }
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        if let Some(name) = parts.and_then(|parts| parts.headers.get(SESSION_HEADER)) {
+            let name = String::from_utf8_lossy(name.as_bytes());
+            return shared.keyed.get(&shared.files, &shared.guard, &name, false);
+        }
+        if parts.is_some() && without_handshake(context) {
+            let name = client_session_name(context.client_info().as_ref());
+            return shared.keyed.get(&shared.files, &shared.guard, &name, true);
+        }
+        let mut own = self
+            .own
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(session) = own.as_ref() {
+            return Ok(Arc::clone(session));
+        }
+        let n = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
+        let name = format!("conn-{}-{n}", Utc::now().format("%Y%m%dT%H%M%S%.3f"));
+        let session = Arc::new(shared.files.open_for_connection(&name, &shared.guard)?);
+        let mut opened = shared
+            .opened
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        opened.retain(|session| session.strong_count() > 0);
+        opened.push(Arc::downgrade(&session));
+        *own = Some(Arc::clone(&session));
+        Ok(session)
     }
 
-    /// Decides and, when allowed, forwards a call of `exposed`.
+    /// Decides and, when allowed, forwards a call of `exposed`; a retry carrying a
+    /// `requestState` takes up the call it continues (decided already).
     async fn call(
         &self,
         exposed: &Exposed,
-        params: CallToolRequestParams,
+        mut params: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let session = self.session(context).map_err(internal)?;
+        let tool = exposed.tool.name.as_ref();
+        let running = match params.request_state.take() {
+            Some(state) => {
+                let running = self.shared.rounds.resume(
+                    &state,
+                    tool,
+                    session.path(),
+                    params.input_responses.as_ref(),
+                )?;
+                running
+                    .in_flight
+                    .report_progress_to(context.peer.clone(), context.meta.get_progress_token());
+                running
+            }
+            None => match self.start(exposed, params, &session, context).await {
+                Started::Answered(response) => return Ok(response),
+                Started::Running(running) => running,
+            },
+        };
+        self.shared
+            .rounds
+            .wait(
+                running,
+                tool,
+                session.path(),
+                self.shared.call_timeout,
+                context,
+            )
+            .await
+    }
+
+    /// Decides a call and sends what is allowed to its upstream.
+    async fn start(
+        &self,
+        exposed: &Exposed,
+        params: CallToolRequestParams,
+        session: &Arc<SharedSession>,
+        context: &RequestContext<RoleServer>,
+    ) -> Started {
         let guard = &self.shared.guard;
         let mut call = ToolCall::new(&exposed.name).hints(exposed.hints);
         // The domain the call is about, read from its arguments as the engine reads a step's
@@ -316,70 +452,79 @@ impl GatewayHandler {
         if let Some(domain) = domain {
             call = call.domain(domain);
         }
-        let decision = self
-            .session
-            .with(guard, |session| guard.decide(session, call, Utc::now()))
-            .map_err(internal)?;
+        let decision = match session.with(guard, |session| guard.decide(session, call, Utc::now()))
+        {
+            Ok(decision) => decision,
+            Err(error) => return Started::Answered(tool_error(error.to_string())),
+        };
         let warning = match &decision {
-            Decision::Block { .. } => {
-                return Ok(CallToolResponse::Complete(CallToolResult::error(vec![
-                    ContentBlock::text(guidance(&decision)),
-                ])));
-            }
+            Decision::Block { .. } => return Started::Answered(tool_error(guidance(&decision))),
             Decision::Warn { message, .. } => Some(message.clone()),
             _ => None,
         };
         let Some(upstream) = self.shared.upstreams.get(&exposed.server) else {
-            return Err(ErrorData::internal_error("the tool's server is gone", None));
+            return Started::Answered(tool_error("the tool's server is gone".into()));
         };
-        let mut forwarded = params;
-        forwarded.name = exposed.name.clone().into();
-        let response = tokio::time::timeout(
-            self.shared.call_timeout,
-            upstream.peer().call_tool_once(forwarded),
-        )
-        .await;
-        let mut response = match response {
-            Ok(Ok(response)) => response,
-            Ok(Err(error)) => {
-                return Ok(CallToolResponse::Complete(CallToolResult::error(vec![
-                    ContentBlock::text(format!(
-                        "the MCP server `{}` could not answer: {error}",
-                        exposed.server
-                    )),
-                ])));
-            }
-            Err(_) => {
-                return Ok(CallToolResponse::Complete(CallToolResult::error(vec![
-                    ContentBlock::text(format!(
-                        "the MCP server `{}` gave no answer within {} s",
-                        exposed.server,
-                        self.shared.call_timeout.as_secs()
-                    )),
-                ])));
+        // Only the name and the arguments go on: the client's `_meta` (its revision, its
+        // progress token) is its own with the gateway.
+        let mut forwarded = CallToolRequestParams::new(exposed.name.clone());
+        forwarded.arguments = params.arguments;
+        let request = ClientRequest::CallToolRequest(rmcp::model::Request::new(forwarded));
+        let sent = upstream
+            .peer()
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await;
+        let handle = match sent {
+            Ok(handle) => handle,
+            Err(error) => {
+                return Started::Answered(tool_error(format!(
+                    "the MCP server `{}` could not answer: {error}",
+                    exposed.server
+                )));
             }
         };
-        if let CallToolResponse::Complete(result) = &mut response {
-            // Only a success the policy draws evidence from is summarised (a result may be
-            // large: images, files).
-            let evidence = result.is_error != Some(true)
-                && guard.policy().evidence_of(&exposed.name).is_some();
-            if evidence {
-                self.session
-                    .record(guard, &exposed.name, true, &summary(result));
-            }
-            if let Some(warning) = warning {
-                result
-                    .content
-                    .push(ContentBlock::text(format!("Guard: {warning}")));
-            }
-        }
-        Ok(response)
+        let (rounds, inputs) = if without_handshake(context) {
+            let (sender, receiver) = tokio::sync::mpsc::channel(1);
+            (Some(sender), Some(receiver))
+        } else {
+            (None, None)
+        };
+        let caller = Caller {
+            peer: context.peer.clone(),
+            request: context.id.clone(),
+            capabilities: context.client_capabilities().unwrap_or_default(),
+            rounds,
+        };
+        let in_flight = self.shared.relay.begin(
+            &exposed.server,
+            caller,
+            handle.progress_token.clone(),
+            context.meta.get_progress_token(),
+        );
+        let id = handle.id.clone();
+        let answered = Answered {
+            server: exposed.server.clone(),
+            tool: exposed.name.clone(),
+            session: Arc::clone(session),
+            guard: guard.clone(),
+            warning,
+            timeout: self.shared.call_timeout,
+        };
+        let task = tokio::spawn(async move {
+            let answer = tokio::time::timeout(answered.timeout, handle.await_response()).await;
+            answered.response(answer)
+        });
+        Started::Running(Running {
+            task: Task::new(task, upstream.peer().clone(), id),
+            inputs,
+            in_flight,
+        })
     }
 
     /// Runs one of the gateway's own tools.
     fn own(
         &self,
+        session: &SharedSession,
         name: &str,
         params: &CallToolRequestParams,
         requester: &str,
@@ -387,8 +532,8 @@ impl GatewayHandler {
         let guard = &self.shared.guard;
         let empty = rmcp::model::JsonObject::new();
         let arguments = params.arguments.as_ref().unwrap_or(&empty);
-        let file = self.session.path().display().to_string();
-        self.session
+        let file = session.path().display().to_string();
+        session
             .with(guard, |session| match name {
                 workflow::STATE => workflow::state(guard, session, &file),
                 workflow::ADVANCE => workflow::advance(guard, session, arguments),
@@ -415,6 +560,73 @@ impl GatewayHandler {
             .map(|upstream| (upstream, exposed.to_owned()))
             .collect()
     }
+}
+
+/// What a forwarded call's answer becomes: the upstream's result, its evidence recorded and
+/// the guard's warning added; a failure or a timeout a tool error saying so.
+struct Answered {
+    server: String,
+    tool: String,
+    session: Arc<SharedSession>,
+    guard: Guard,
+    warning: Option<String>,
+    timeout: Duration,
+}
+
+impl Answered {
+    fn response(
+        self,
+        answer: Result<
+            Result<ServerResult, rmcp::service::ServiceError>,
+            tokio::time::error::Elapsed,
+        >,
+    ) -> CallToolResponse {
+        let mut result = match answer {
+            Ok(Ok(ServerResult::CallToolResult(result))) => result,
+            Ok(Ok(ServerResult::CreateTaskResult(task))) => return CallToolResponse::Task(task),
+            Ok(Ok(_)) => {
+                return tool_error(format!(
+                    "the MCP server `{}` answered the call with another kind of result",
+                    self.server
+                ));
+            }
+            Ok(Err(error)) => {
+                return tool_error(format!(
+                    "the MCP server `{}` could not answer: {error}",
+                    self.server
+                ));
+            }
+            Err(_) => {
+                return tool_error(format!(
+                    "the MCP server `{}` gave no answer within {} s",
+                    self.server,
+                    self.timeout.as_secs()
+                ));
+            }
+        };
+        // Only a success the policy draws evidence from is summarised (a result may be large:
+        // images, files).
+        let evidence =
+            result.is_error != Some(true) && self.guard.policy().evidence_of(&self.tool).is_some();
+        if evidence {
+            self.session
+                .record(&self.guard, &self.tool, true, &summary(&result));
+        }
+        if let Some(warning) = self.warning {
+            result
+                .content
+                .push(ContentBlock::text(format!("Guard: {warning}")));
+        }
+        // Required on 2026-07-28 (rmcp leaves it out for older revisions); an upstream on an
+        // older revision did not send it.
+        result.result_type.get_or_insert(ResultType::COMPLETE);
+        CallToolResponse::Complete(result)
+    }
+}
+
+/// A call's answer that is an error the agent reads.
+fn tool_error(text: String) -> CallToolResponse {
+    CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(text)]))
 }
 
 /// What a blocked agent reads: the reason, the calming words when panic was seen, and what to
@@ -468,11 +680,17 @@ fn internal(error: Error) -> ErrorData {
 
 impl ServerHandler for GatewayHandler {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
+            .enable_resources_list_changed()
             .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_completions()
             .build();
+        // Upstreams' log messages are passed on (the capability's builder is deprecated with
+        // logging itself, SEP-2577; older revisions' clients still use it).
+        capabilities.logging = Some(rmcp::model::JsonObject::new());
         let mut info = ServerConfig::new(capabilities);
         info.server_info = Implementation::new("wayline-gateway", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(
@@ -509,16 +727,16 @@ impl ServerHandler for GatewayHandler {
         };
         if exposed.server.is_empty() {
             let requester = context
-                .peer
-                .peer_info()
-                .map(|info| format!("agent:{}", info.client_info.name))
+                .client_info()
+                .map(|info| format!("agent:{}", info.name))
                 .unwrap_or_else(|| "agent".to_owned());
+            let session = self.session(&context).map_err(internal)?;
             let name = exposed.name.clone();
             return self
-                .own(&name, &request, &requester)
+                .own(&session, &name, &request, &requester)
                 .map(CallToolResponse::Complete);
         }
-        self.call(exposed, request).await
+        self.call(exposed, request, &context).await
     }
 
     async fn list_resources(
@@ -543,6 +761,10 @@ impl ServerHandler for GatewayHandler {
         let mut last = None;
         for upstream in self.shared.upstreams.values() {
             match upstream.peer().read_resource_once(request.clone()).await {
+                Ok(ReadResourceResponse::Complete(mut result)) => {
+                    result.result_type.get_or_insert(ResultType::COMPLETE);
+                    return Ok(ReadResourceResponse::Complete(result));
+                }
                 Ok(response) => return Ok(response),
                 Err(error) => last = Some(error),
             }
@@ -584,6 +806,10 @@ impl ServerHandler for GatewayHandler {
             let mut forwarded = request.clone();
             forwarded.name = name;
             match upstream.peer().get_prompt_once(forwarded).await {
+                Ok(GetPromptResponse::Complete(mut result)) => {
+                    result.result_type.get_or_insert(ResultType::COMPLETE);
+                    return Ok(GetPromptResponse::Complete(result));
+                }
                 Ok(response) => return Ok(response),
                 Err(error) => last = Some(error),
             }
@@ -596,5 +822,83 @@ impl ServerHandler for GatewayHandler {
             ),
             None,
         ))
+    }
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        self.shared.relay.connected(context.peer);
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let mut all = Vec::new();
+        for upstream in self.shared.upstreams.values() {
+            if let Ok(templates) = upstream.peer().list_all_resource_templates().await {
+                all.extend(templates);
+            }
+        }
+        Ok(ListResourceTemplatesResult::with_all_items(all))
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let owners: Vec<(&Upstream, CompleteRequestParams)> = match &request.r#ref {
+            Reference::Prompt(prompt) => self
+                .prompt_owners(&prompt.name)
+                .into_iter()
+                .map(|(upstream, name)| {
+                    let mut forwarded = request.clone();
+                    forwarded.r#ref = Reference::for_prompt(name);
+                    (upstream, forwarded)
+                })
+                .collect(),
+            _ => self
+                .shared
+                .upstreams
+                .values()
+                .map(|upstream| (upstream, request.clone()))
+                .collect(),
+        };
+        let mut last = None;
+        for (upstream, mut forwarded) in owners {
+            forwarded.meta = None;
+            match upstream.peer().complete(forwarded).await {
+                Ok(mut result) => {
+                    result.result_type.get_or_insert(ResultType::COMPLETE);
+                    return Ok(result);
+                }
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(ErrorData::invalid_params(
+            format!(
+                "no upstream completes this argument{}",
+                last.map(|error| format!(" ({error})")).unwrap_or_default()
+            ),
+            None,
+        ))
+    }
+
+    #[expect(
+        deprecated,
+        reason = "logging is deprecated by SEP-2577; clients of the earlier revisions still set levels"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        for upstream in self.shared.upstreams.values() {
+            let mut forwarded = request.clone();
+            forwarded.meta = None;
+            let request = ClientRequest::SetLevelRequest(rmcp::model::Request::new(forwarded));
+            // An upstream without logging refuses; the others still log at the level.
+            let _ = upstream.peer().send_request(request).await;
+        }
+        Ok(())
     }
 }

@@ -3,7 +3,8 @@
 //! whenever someone else changed it — so a person approving a break-glass request with
 //! `wayline guard approve --session DIR/NAME.json` while the gateway runs is seen at the
 //! agent's next call, and a restarted gateway goes on where it stopped. A connection's own
-//! session (`conn-…`) is removed when the connection ends: the audit log keeps its decisions.
+//! session (`conn-…`) is removed when the connection ends, and a client's without a
+//! connection (`client-…`, [`Keyed`]) once idle: the audit log keeps their decisions.
 //!
 //! A decision is written before the call is forwarded. The evidence a result yields is applied
 //! at once in memory (the next decision sees it) and written by the next change, or by a flush
@@ -11,7 +12,7 @@
 //! between, it is read again and the evidence not yet written is added to it.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use chrono::Utc;
@@ -53,7 +54,12 @@ impl SessionFiles {
         self.open_as(name, guard, true)
     }
 
-    fn open_as(&self, name: &str, guard: &Guard, ephemeral: bool) -> Result<SharedSession, Error> {
+    pub(crate) fn open_as(
+        &self,
+        name: &str,
+        guard: &Guard,
+        ephemeral: bool,
+    ) -> Result<SharedSession, Error> {
         if name.is_empty()
             || !name
                 .chars()
@@ -82,6 +88,70 @@ impl SessionFiles {
         // Read (or write the new session) at once, so a bad file is an error now.
         shared.with(guard, |_| ())?;
         Ok(shared)
+    }
+}
+
+/// How long a session kept for requests without a connection stays open with none coming.
+pub(crate) const IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// The sessions of requests that arrive without a connection (2026-07-28 over HTTP), by
+/// name: one a request names, kept like `--session`'s, or its client's own, removed once it
+/// has been idle for [`IDLE`] (the audit log keeps its decisions).
+#[derive(Debug, Default)]
+pub(crate) struct Keyed {
+    held: Mutex<std::collections::HashMap<String, Held>>,
+}
+
+#[derive(Debug)]
+struct Held {
+    session: Arc<SharedSession>,
+    used: std::time::Instant,
+}
+
+impl Keyed {
+    /// Session `name`, open already or opened now (`ephemeral`: removed when it goes).
+    /// Sessions idle for longer than [`IDLE`] are let go first.
+    pub(crate) fn get(
+        &self,
+        files: &SessionFiles,
+        guard: &Guard,
+        name: &str,
+        ephemeral: bool,
+    ) -> Result<Arc<SharedSession>, Error> {
+        let now = std::time::Instant::now();
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        held.retain(|_, kept| now.duration_since(kept.used) < IDLE);
+        if let Some(kept) = held.get_mut(name) {
+            kept.used = now;
+            return Ok(Arc::clone(&kept.session));
+        }
+        let session = Arc::new(files.open_as(name, guard, ephemeral)?);
+        held.insert(
+            name.to_owned(),
+            Held {
+                session: Arc::clone(&session),
+                used: now,
+            },
+        );
+        Ok(session)
+    }
+
+    /// Every session open.
+    pub(crate) fn all(&self) -> Vec<Arc<SharedSession>> {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|kept| Arc::clone(&kept.session))
+            .collect()
+    }
+
+    /// Lets every session go (the gateway stops serving).
+    pub(crate) fn clear(&self) {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 }
 
@@ -185,9 +255,7 @@ impl SharedSession {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Loaded> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn fail(&self, reason: String) -> Error {

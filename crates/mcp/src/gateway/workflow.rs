@@ -97,7 +97,10 @@ pub(crate) fn advance(
     };
     let from = session.state.clone();
     match guard.advance(session, to, Utc::now()) {
-        Ok(()) => CallToolResult::structured(json!({"from": from, "state": session.state})),
+        // Asked for the phase it is in (the guard may have moved on its own): the state.
+        Ok(()) => CallToolResult::structured(
+            json!({"from": from, "state": session.state, "moved": from != session.state}),
+        ),
         Err(missing) => failure(format!(
             "still in {from}: {}. Gather what is missing, then ask again.",
             missing.join("; ")

@@ -3,15 +3,14 @@
 //! endpoint. What the server writes on standard error is logged, and its last lines explain a
 //! server that would not start or went away.
 
+mod handler;
+
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    JsonObject, Tool,
-};
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -21,7 +20,9 @@ use tokio::io::AsyncBufReadExt;
 use wayline_core::mcp::{McpError, McpErrorKind, McpOutcome, McpServer};
 use wayline_core::secret::CommandLine;
 
+use self::handler::UpstreamHandler;
 use crate::Error;
+use crate::relay::Relay;
 
 /// How many lines of a server's standard error are kept to explain its failures.
 const STDERR_LINES: usize = 20;
@@ -65,7 +66,7 @@ fn inherited_environment() -> Vec<(String, std::ffi::OsString)> {
 #[derive(Debug)]
 pub struct Upstream {
     name: String,
-    service: RunningService<RoleClient, ClientConfig>,
+    service: RunningService<RoleClient, UpstreamHandler>,
     masks: Arc<Vec<String>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     /// Each tool's `idempotentHint`, read once.
@@ -79,6 +80,17 @@ impl Upstream {
         name: &str,
         server: &McpServer,
         timeout: Duration,
+    ) -> Result<Upstream, Error> {
+        Upstream::connect_relayed(name, server, timeout, None).await
+    }
+
+    /// As [`connect`](Upstream::connect), the server's notifications and requests to its
+    /// client going to `relay` (the gateway's clients).
+    pub(crate) async fn connect_relayed(
+        name: &str,
+        server: &McpServer,
+        timeout: Duration,
+        relay: Option<Arc<Relay>>,
     ) -> Result<Upstream, Error> {
         if let Some(reason) = server.problem() {
             return Err(Error::Definition {
@@ -98,7 +110,7 @@ impl Upstream {
             server: name.to_owned(),
             reason: mask(&masks, &reason),
         };
-        let client = client_info();
+        let client = UpstreamHandler::new(name, relay);
         let started = match (&server.command, &server.url) {
             (Some(command), _) => {
                 let transport = spawn(name, command, server, &stderr).map_err(&unavailable)?;
@@ -284,14 +296,6 @@ impl Upstream {
         }
         mask(&self.masks, &reason)
     }
-}
-
-/// Who we are, to servers.
-fn client_info() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("wayline", env!("CARGO_PKG_VERSION")),
-    )
 }
 
 /// Starts `command` with its standard input and output as the connection; its standard error

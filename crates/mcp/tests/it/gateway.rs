@@ -23,10 +23,25 @@ use wayline_guard::audit::{AuditLog, MemorySink};
 use wayline_guard::{Guard, Mode, Policy};
 use wayline_mcp::{Gateway, GatewayConfig};
 
-/// A server with the given tool names, each claiming to be read-only, each answering `ok NAME`.
+/// A server with the given tool names, each claiming to be read-only, each answering `ok NAME`
+/// and writing down every call it receives.
 #[derive(Debug, Clone)]
 struct FakeOcs {
     names: Arc<Vec<String>>,
+    received: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl FakeOcs {
+    fn new(names: &[&str]) -> Self {
+        FakeOcs {
+            names: Arc::new(names.iter().map(|name| (*name).to_owned()).collect()),
+            received: Arc::default(),
+        }
+    }
+
+    fn received(&self) -> Vec<String> {
+        self.received.lock().unwrap().clone()
+    }
 }
 
 impl ServerHandler for FakeOcs {
@@ -63,6 +78,7 @@ impl ServerHandler for FakeOcs {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.received.lock().unwrap().push(request.name.to_string());
         Ok(CallToolResponse::Complete(CallToolResult::success(vec![
             ContentBlock::text(format!("ok {}", request.name)),
         ])))
@@ -125,10 +141,8 @@ async fn mcp_ocs_names_are_classified_as_the_default_policy_says_whatever_the_se
         .map(str::to_owned)
         .collect();
     assert_eq!(names.len(), 24);
-    let url = serve_http(FakeOcs {
-        names: Arc::new(names.clone()),
-    })
-    .await;
+    let names_given: Vec<&str> = names.iter().map(String::as_str).collect();
+    let url = serve_http(FakeOcs::new(&names_given)).await;
 
     let dir = tempfile::tempdir().unwrap();
     let sink = Arc::new(MemorySink::default());
@@ -181,12 +195,7 @@ async fn mcp_ocs_names_are_classified_as_the_default_policy_says_whatever_the_se
     let mut config = GatewayConfig::new(
         BTreeMap::from([(
             "ocs".to_owned(),
-            McpServer::url(
-                serve_http(FakeOcs {
-                    names: Arc::new(names.clone()),
-                })
-                .await,
-            ),
+            McpServer::url(serve_http(FakeOcs::new(&names_given)).await),
         )]),
         blocking,
         dir.path(),
@@ -210,10 +219,7 @@ async fn mcp_ocs_names_are_classified_as_the_default_policy_says_whatever_the_se
 
     // Guidance mode: the same write goes through, with the guard's warning appended.
     let guidance = Guard::new(Arc::new(Policy::default_policy()), Mode::Guidance);
-    let url = serve_http(FakeOcs {
-        names: Arc::new(names),
-    })
-    .await;
+    let url = serve_http(FakeOcs::new(&names_given)).await;
     let config = GatewayConfig::new(
         BTreeMap::from([("ocs".to_owned(), McpServer::url(url))]),
         guidance,
@@ -236,10 +242,7 @@ async fn mcp_ocs_names_are_classified_as_the_default_policy_says_whatever_the_se
 /// for the engine's steps and `guard check --domain`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jumping_between_domains_is_seen_through_the_gateway() {
-    let url = serve_http(FakeOcs {
-        names: Arc::new(vec!["oc_get_pods".to_owned()]),
-    })
-    .await;
+    let url = serve_http(FakeOcs::new(&["oc_get_pods"])).await;
     let dir = tempfile::tempdir().unwrap();
     let sink = Arc::new(MemorySink::default());
     let policy = Policy::from_yaml(
@@ -290,10 +293,7 @@ async fn jumping_between_domains_is_seen_through_the_gateway() {
 /// `initialize`s once left 6,013 files and the entries in memory).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connections_session_goes_with_it() {
-    let url = serve_http(FakeOcs {
-        names: Arc::new(vec!["oc_get_pods".to_owned()]),
-    })
-    .await;
+    let url = serve_http(FakeOcs::new(&["oc_get_pods"])).await;
     let dir = tempfile::tempdir().unwrap();
     let guard = Guard::new(Arc::new(Policy::default_policy()), Mode::Blocking);
     let config = GatewayConfig::new(
@@ -339,4 +339,128 @@ async fn a_connections_session_goes_with_it() {
         assert_eq!(sessions(), 0, "gone with its connection");
     }
     gateway.flush().unwrap();
+}
+
+/// Issue 32: the agent of the seed's decision record, behind the gateway — it writes first,
+/// fires writes in a burst, tries to skip a phase, jumps between namespaces and asks for
+/// break-glass. No blocked call reaches the server; every decision and every request to move
+/// is in the audit log; the agent is told how long to wait and that it switched domains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_panicking_agent_of_the_decision_record_is_held_at_the_gateway() {
+    let server = FakeOcs::new(&["oc_read_get_pods", "oc_check_health", "oc_write_restart"]);
+    let url = serve_http(server.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let sink = Arc::new(MemorySink::default());
+    let guard = Guard::new(Arc::new(Policy::default_policy()), Mode::Blocking)
+        .audit(Arc::new(AuditLog::new(Box::new(Arc::clone(&sink)))));
+    let config = GatewayConfig::new(
+        BTreeMap::from([("ocs".to_owned(), McpServer::url(url))]),
+        guard,
+        dir.path(),
+    );
+    let client = client_of(config).await;
+    let call = |name: &str, namespace: &str| {
+        let call = CallToolRequestParams::new(name.to_owned()).with_arguments(
+            json!({"namespace": namespace})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        let peer = client.peer().clone();
+        async move {
+            let result = peer.call_tool(call).await.unwrap();
+            (
+                result.is_error == Some(true),
+                serde_json::to_string(&result.content).unwrap(),
+            )
+        }
+    };
+    let mut made = 0;
+    // It writes first, then fires two more writes at once, in two more namespaces.
+    let mut blocked = Vec::new();
+    for namespace in ["payments", "billing", "search"] {
+        blocked.push(call("oc_write_restart", namespace).await);
+        made += 1;
+    }
+    assert!(blocked.iter().all(|(error, _)| *error), "{blocked:?}");
+    assert!(
+        blocked[0].1.contains("Blocked by the guard"),
+        "{}",
+        blocked[0].1
+    );
+    let rapid = &blocked[2].1;
+    assert!(rapid.contains("rapid_fire_commands"), "{rapid}");
+    assert!(
+        rapid.contains("before the next one"),
+        "told how long to wait: {rapid}"
+    );
+    let own = |name: &str, arguments: serde_json::Value| {
+        let call = CallToolRequestParams::new(name.to_owned())
+            .with_arguments(arguments.as_object().cloned().unwrap());
+        let peer = client.peer().clone();
+        async move { peer.call_tool(call).await.unwrap() }
+    };
+    // It tries to skip to resolving.
+    let skipped = own("workflow_advance", json!({"to": "resolving"})).await;
+    assert_eq!(skipped.is_error, Some(true), "{skipped:?}");
+    // Asking for the phase it is in answers the state, no error.
+    let stay = own("workflow_advance", json!({"to": "gathering"})).await;
+    assert_ne!(stay.is_error, Some(true), "{stay:?}");
+    let stayed = stay.structured_content.unwrap();
+    assert_eq!(stayed["state"], "gathering");
+    assert_eq!(stayed["moved"], false);
+    // It reads (evidence), then checks one namespace after another (no evidence).
+    assert!(!call("oc_read_get_pods", "payments").await.0);
+    made += 1;
+    let mut checks = Vec::new();
+    for namespace in ["payments", "billing", "search"] {
+        checks.push(call("oc_check_health", namespace).await);
+        made += 1;
+    }
+    assert!(checks.iter().all(|(error, _)| !error), "{checks:?}");
+    assert!(!checks[1].1.contains("Guard:"), "{}", checks[1].1);
+    assert!(
+        checks[2].1.contains("Guard:"),
+        "the third namespace without new evidence is warned: {}",
+        checks[2].1
+    );
+    // It asks for break-glass; nobody approves, so the write stays blocked.
+    let asked = own(
+        "break_glass_request",
+        json!({"reason": "prod is down", "tools": ["oc_write_restart"], "minutes": 5}),
+    )
+    .await;
+    assert_ne!(asked.is_error, Some(true), "{asked:?}");
+    assert!(call("oc_write_restart", "payments").await.0);
+    made += 1;
+
+    let entries = sink.entries();
+    let decisions: Vec<&serde_json::Value> = entries
+        .iter()
+        .filter(|entry| entry.kind == "decision")
+        .map(|entry| &entry.detail)
+        .collect();
+    assert_eq!(decisions.len(), made, "every call is decided and audited");
+    let allowed: Vec<&str> = decisions
+        .iter()
+        .filter(|detail| detail["decision"]["decision"] != "block")
+        .map(|detail| detail["tool"].as_str().unwrap())
+        .collect();
+    // The server received exactly the calls the guard let through, and no blocked one.
+    assert_eq!(server.received(), allowed);
+    assert!(
+        !server
+            .received()
+            .iter()
+            .any(|name| name == "oc_write_restart")
+    );
+    let logged = serde_json::to_string(&decisions).unwrap();
+    assert!(
+        logged.matches("jumping_between_domains").count() >= 2,
+        "the writes' jumps and the checks' are in the log: {logged}"
+    );
+    let kinds: Vec<&str> = entries.iter().map(|entry| entry.kind.as_str()).collect();
+    assert!(kinds.contains(&"advance_refused"), "{kinds:?}");
+    assert!(kinds.contains(&"advance_unchanged"), "{kinds:?}");
+    assert!(kinds.contains(&"break_glass_requested"), "{kinds:?}");
 }

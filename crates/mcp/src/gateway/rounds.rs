@@ -1,0 +1,186 @@
+//! Forwarded calls while they run, and the rounds of a client on 2026-07-28: a server may not
+//! send such a client requests, so when an upstream asks something (sampling, elicitation,
+//! roots) in the middle of a call, the call is parked under a fresh `requestState` and the
+//! client answered `input_required`; its retry, carrying the answer and the state, takes the
+//! call up again where it waited. A parked call nobody takes up within the call timeout is
+//! cancelled.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolResponse, ErrorData, InputRequests, InputRequiredResult, InputResponses,
+};
+use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleClient, RoleServer};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::relay::{InFlight, Pending};
+
+/// A forwarded call: its task (which answers the final result), the upstream's requests it
+/// waits on, and its place in the relay.
+#[derive(Debug)]
+pub(super) struct Running {
+    pub(super) task: Task,
+    /// The upstream's requests to the client (a client on 2026-07-28 only).
+    pub(super) inputs: Option<mpsc::Receiver<Pending>>,
+    pub(super) in_flight: InFlight,
+}
+
+/// A call's task, aborted when dropped unfinished: the upstream is told to stop.
+#[derive(Debug)]
+pub(super) struct Task {
+    handle: tokio::task::JoinHandle<CallToolResponse>,
+    upstream: Peer<RoleClient>,
+    id: rmcp::model::RequestId,
+}
+
+impl Task {
+    /// `handle`, which sent request `id` to `upstream`.
+    pub(super) fn new(
+        handle: tokio::task::JoinHandle<CallToolResponse>,
+        upstream: Peer<RoleClient>,
+        id: rmcp::model::RequestId,
+    ) -> Self {
+        Task {
+            handle,
+            upstream,
+            id,
+        }
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        if self.handle.is_finished() {
+            return;
+        }
+        self.handle.abort();
+        let (upstream, id) = (self.upstream.clone(), self.id.clone());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let cancelled = rmcp::model::CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the client's call ended".into()),
+                );
+                let _ = upstream.notify_cancelled(cancelled).await;
+            });
+        }
+    }
+}
+
+/// A call waiting for a client's answer to its upstream's request.
+#[derive(Debug)]
+struct Parked {
+    running: Running,
+    /// Where the answer goes.
+    waiting: oneshot::Sender<Result<serde_json::Value, ErrorData>>,
+    /// The request's key in `inputRequests`.
+    key: String,
+    /// The tool called (a retry must name it again).
+    tool: String,
+    /// The guard session it was decided in (a retry must come from it).
+    session: std::path::PathBuf,
+    until: Instant,
+}
+
+/// The calls parked until their client answers.
+#[derive(Debug, Default)]
+pub(super) struct Rounds {
+    parked: Mutex<HashMap<String, Parked>>,
+}
+
+impl Rounds {
+    fn parked(&self) -> std::sync::MutexGuard<'_, HashMap<String, Parked>> {
+        self.parked.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for `running` to finish, or, for a client on 2026-07-28, for its upstream to ask
+    /// something: then the call is parked and the client asked. A client that cancels its
+    /// request cancels the call.
+    pub(super) async fn wait(
+        &self,
+        mut running: Running,
+        tool: &str,
+        session: &std::path::Path,
+        expiry: Duration,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let asked = async {
+            match running.inputs.as_mut() {
+                Some(inputs) => inputs.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            finished = &mut running.task.handle => {
+                finished.map_err(|error| ErrorData::internal_error(format!("the call stopped: {error}"), None))
+            }
+            Some(pending) = asked => {
+                let state = format!("{:032x}", fastrand::u128(..));
+                let key = "upstream-1".to_owned();
+                let mut requests = InputRequests::new();
+                requests.insert(key.clone(), pending.request);
+                let now = Instant::now();
+                let mut parked = self.parked();
+                parked.retain(|_, waiting| waiting.until > now);
+                parked.insert(state.clone(), Parked {
+                    running,
+                    waiting: pending.answer,
+                    key,
+                    tool: tool.to_owned(),
+                    session: session.to_owned(),
+                    until: now + expiry,
+                });
+                Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+                    Some(requests),
+                    Some(state),
+                )))
+            }
+            () = context.ct.cancelled() => {
+                Err(ErrorData::internal_error("the client cancelled the call", None))
+            }
+        }
+    }
+
+    /// Takes up the call parked under `state` with the client's `answers`: the call it
+    /// continues must be of `tool`, in `session`.
+    pub(super) fn resume(
+        &self,
+        state: &str,
+        tool: &str,
+        session: &std::path::Path,
+        answers: Option<&InputResponses>,
+    ) -> Result<Running, ErrorData> {
+        let now = Instant::now();
+        let mut parked = self.parked();
+        parked.retain(|_, waiting| waiting.until > now);
+        let refused = || {
+            ErrorData::invalid_params(
+                "no call of this tool waits under this requestState (it ended, expired or is another's); call the tool again",
+                None,
+            )
+        };
+        let waiting = match parked.remove(state) {
+            Some(waiting) if waiting.tool == tool && waiting.session == session => waiting,
+            Some(other) => {
+                parked.insert(state.to_owned(), other);
+                return Err(refused());
+            }
+            None => return Err(refused()),
+        };
+        drop(parked);
+        let answer = answers
+            .and_then(|answers| answers.get(&waiting.key))
+            .cloned()
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!("the retry carries no answer to `{}`", waiting.key),
+                    None,
+                )
+            });
+        let _ = waiting.waiting.send(answer);
+        Ok(waiting.running)
+    }
+}
