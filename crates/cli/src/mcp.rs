@@ -33,8 +33,8 @@ pub(crate) enum McpCommand {
     /// kept as evidence; adds workflow_state, workflow_advance and break_glass_request.
     Gateway(GatewayArgs),
     /// Serve wayline's tools (a tool directory) and the store's active workflows as MCP tools
-    /// on stdio: a call runs on the engine and answers each step's output, with a progress
-    /// notification per finished step.
+    /// on stdio or streamable HTTP: a call runs on the engine and answers each step's output,
+    /// with a progress notification per finished step.
     Serve(ServeArgs),
 }
 
@@ -56,6 +56,8 @@ pub(crate) struct ServeArgs {
     guard_policy: Option<PathBuf>,
     #[command(flatten)]
     learn: LearnArgs,
+    #[command(flatten)]
+    http: HttpArgs,
 }
 
 /// `wayline mcp gateway` arguments.
@@ -88,6 +90,13 @@ pub(crate) struct GatewayArgs {
     /// The audit log (default: DATA_DIR/audit.jsonl).
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
+    #[command(flatten)]
+    http: HttpArgs,
+}
+
+/// How an MCP server of wayline's listens on HTTP, when it does.
+#[derive(Debug, clap::Args)]
+pub(crate) struct HttpArgs {
     /// Serve streamable HTTP at http://ADDRESS/mcp (a loopback address) instead of stdio;
     /// clients send `Authorization: Bearer` with the token in WAYLINE_MCP_TOKEN.
     #[arg(long, value_name = "ADDRESS")]
@@ -96,10 +105,50 @@ pub(crate) struct GatewayArgs {
     /// addresses; a proxy's name). Repeatable.
     #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
     allow_hosts: Vec<String>,
-    /// With --http: let web pages at this origin call the gateway (`https://app.example`);
+    /// With --http: let web pages at this origin call the server (`https://app.example`);
     /// requests from any other page are refused. Repeatable.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     allow_origins: Vec<String>,
+}
+
+impl HttpArgs {
+    /// The address and token to serve HTTP with, when `--http` is given: a loopback address,
+    /// and a token in the environment.
+    fn checked(&self) -> Result<Option<(SocketAddr, String)>, Outcome> {
+        let Some(address) = self.http else {
+            return Ok(None);
+        };
+        if !address.ip().is_loopback() {
+            return Err(unreadable(format!(
+                "--http {address}: wayline's MCP servers serve loopback addresses only (127.0.0.1, ::1); put a proxy in front to serve further"
+            )));
+        }
+        let token = std::env::var("WAYLINE_MCP_TOKEN")
+            .ok()
+            .filter(|token| !token.trim().is_empty())
+            .ok_or_else(|| {
+                unreadable("--http needs a token: set WAYLINE_MCP_TOKEN to the bearer token clients will send")
+            })?;
+        Ok(Some((address, token)))
+    }
+
+    /// Binds `address` and the options to serve on it.
+    async fn listen(&self, address: SocketAddr, token: String) -> Result<HttpOptions, Outcome> {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|error| unreadable(format!("cannot listen on {address}: {error}")))?;
+        let mut options = HttpOptions::new(listener, token);
+        options.allowed_hosts.clone_from(&self.allow_hosts);
+        options.allowed_origins.clone_from(&self.allow_origins);
+        Ok(options)
+    }
+}
+
+/// Completes at the first SIGINT or SIGTERM (saying so).
+fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    crate::assemble::shutdown(
+        "stopping: open sessions are written and clients' removed (again to stop at once)",
+    )
 }
 
 pub(crate) fn mcp_command(command: McpCommand) -> Outcome {
@@ -161,31 +210,15 @@ fn gateway(args: GatewayArgs) -> Result<Outcome, Outcome> {
     if let Some(name) = args.session {
         config.session = SessionChoice::Named(name);
     }
-    let token = match args.http {
-        Some(address) if !address.ip().is_loopback() => {
-            return Err(unreadable(format!(
-                "--http {address}: the gateway serves loopback addresses only (127.0.0.1, ::1); put a proxy in front of it to serve further"
-            )));
-        }
-        Some(_) => Some(
-            std::env::var("WAYLINE_MCP_TOKEN")
-                .ok()
-                .filter(|token| !token.trim().is_empty())
-                .ok_or_else(|| {
-                    unreadable("--http needs a token: set WAYLINE_MCP_TOKEN to the bearer token clients will send")
-                })?,
-        ),
-        None => None,
-    };
+    let http = args.http.checked()?;
     let runtime = runtime()?;
     runtime.block_on(async {
         let gateway = Gateway::connect(config).await.map_err(fail)?;
-        match (args.http, token) {
-            (Some(address), Some(token)) => {
-                let listener = tokio::net::TcpListener::bind(address)
-                    .await
-                    .map_err(|error| unreadable(format!("cannot listen on {address}: {error}")))?;
-                let bound = listener
+        match http {
+            Some((address, token)) => {
+                let options = args.http.listen(address, token).await?;
+                let bound = options
+                    .listener
                     .local_addr()
                     .map_err(|error| unreadable(error.to_string()))?;
                 eprintln!(
@@ -194,21 +227,19 @@ fn gateway(args: GatewayArgs) -> Result<Outcome, Outcome> {
                     data_dir.join("sessions").display(),
                     audit_path.display()
                 );
-                let stop = crate::assemble::shutdown(
-                    "stopping: the gateway's sessions are written and its clients' removed (again to stop at once)",
-                );
-                let mut options = HttpOptions::new(listener, token);
-                options.allowed_hosts.clone_from(&args.allow_hosts);
-                options.allowed_origins.clone_from(&args.allow_origins);
-                gateway.serve_http(options, stop).await.map_err(fail)?;
+                gateway
+                    .serve_http(options, stop_signal())
+                    .await
+                    .map_err(fail)?;
             }
-            _ => gateway.serve_stdio().await.map_err(fail)?,
+            None => gateway.serve_stdio().await.map_err(fail)?,
         }
         Ok(Outcome::Ok)
     })
 }
 
 fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
+    let http = args.http.checked()?;
     let env = Environment::load(&args.tools.env_files)?;
     let registry = Arc::new(load_tools_to_call(&args.tools.tools, &env)?);
     let mut builder = engine_builder(Arc::clone(&registry), &args.tools, &env)?;
@@ -246,12 +277,33 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
         registry.tools().cloned().collect()
     };
     let server = WaylineServer::new(builder, tools, workflows).map_err(fail)?;
-    eprintln!(
-        "serving {} MCP tools on stdio: {}",
-        server.names().count(),
-        server.names().collect::<Vec<_>>().join(", ")
-    );
-    runtime.block_on(server.serve_stdio()).map_err(fail)?;
+    let names = server.names().collect::<Vec<_>>().join(", ");
+    runtime.block_on(async {
+        match http {
+            Some((address, token)) => {
+                let options = args.http.listen(address, token).await?;
+                let bound = options
+                    .listener
+                    .local_addr()
+                    .map_err(|error| unreadable(error.to_string()))?;
+                eprintln!(
+                    "serving MCP at http://{bound}/mcp ({} tools: {names})",
+                    server.names().count()
+                );
+                server
+                    .serve_http(options, stop_signal())
+                    .await
+                    .map_err(fail)
+            }
+            None => {
+                eprintln!(
+                    "serving {} MCP tools on stdio: {names}",
+                    server.names().count()
+                );
+                server.serve_stdio().await.map_err(fail)
+            }
+        }
+    })?;
     if let Some(recorder) = recorder {
         runtime.block_on(recorder.flush()).map_err(fail)?;
     }

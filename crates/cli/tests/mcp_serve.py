@@ -1,6 +1,7 @@
 """Lists and calls `wayline mcp serve` (stdio) with the official Python MCP SDK: runs the
 workflow named by WORKFLOW with INPUTS (JSON), collecting progress notifications. Arguments:
-the command and its arguments; MODE is the protocol: `legacy` (the initialize handshake,
+the command and its arguments, or the URL it serves at (streamable HTTP, the token in
+WAYLINE_MCP_TOKEN); MODE is the protocol: `legacy` (the initialize handshake,
 2025-11-25) or a revision without one (`2026-07-28`). Prints JSON."""
 
 import asyncio
@@ -9,10 +10,20 @@ import os
 import sys
 
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+
+def server_of(argv):
+    """A URL (the token in WAYLINE_MCP_TOKEN), or a command line started on stdio."""
+    if argv[0].startswith("http://"):
+        token = os.environ["WAYLINE_MCP_TOKEN"]
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        return streamable_http_client(argv[0], http_client=http)
+    return StdioServerParameters(command=argv[0], args=argv[1:])
 
 
 async def main():
-    params = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:])
+    params = server_of(sys.argv[1:])
     progress = []
 
     async def on_progress(done, total, message):

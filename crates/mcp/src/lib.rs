@@ -7,18 +7,20 @@
 //! - [`Gateway`]: an MCP server in front of upstream MCP servers, deciding every tool call with
 //!   the guard (phase gating, evidence, panic detection, break-glass, the audit chain), over
 //!   stdio or streamable HTTP with a bearer token.
-//! - [`WaylineServer`]: wayline's own tools and saved workflows served as MCP tools; a call
-//!   runs on the engine, with progress notifications per step.
+//! - [`WaylineServer`]: wayline's own tools and saved workflows served as MCP tools (stdio or
+//!   streamable HTTP); a call runs on the engine, with progress notifications per step.
 
 mod client;
 mod error;
 pub mod gateway;
+mod http;
 mod relay;
 mod serve;
 mod upstream;
 
 pub use client::{CONNECT_TIMEOUT, McpServers};
 pub use error::Error;
-pub use gateway::{Gateway, GatewayConfig, GatewayHandler, HttpOptions, SessionChoice};
+pub use gateway::{Gateway, GatewayConfig, GatewayHandler, SessionChoice};
+pub use http::HttpOptions;
 pub use serve::WaylineServer;
 pub use upstream::Upstream;

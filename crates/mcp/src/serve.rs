@@ -116,6 +116,17 @@ impl WaylineServer {
         Ok(())
     }
 
+    /// Serves streamable HTTP at `/mcp` on `options.listener`, each request carrying
+    /// `Authorization: Bearer TOKEN` (the gateway's rules); runs until `shutdown` completes.
+    pub async fn serve_http(
+        &self,
+        options: crate::HttpOptions,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), Error> {
+        let server = self.clone();
+        crate::http::serve(move || Ok(server.clone()), options, shutdown).await
+    }
+
     /// Runs `entry` with `arguments`, telling `progress` of each finished step.
     async fn run(
         &self,

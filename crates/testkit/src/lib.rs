@@ -81,9 +81,37 @@ pub fn node_tool(bin: &str, override_var: &str, what: &str) -> Option<PathBuf> {
     let installed = workspace_root()
         .join(".ci/node/node_modules/.bin")
         .join(bin);
+    with_node(
+        installed.is_file().then_some(installed),
+        bin,
+        override_var,
+        what,
+    )
+}
+
+/// The directory of a package `.ci/run` installs from the npm registry into `.ci/node`
+/// (`@scope/name`), or the one the environment variable `override_var` names, when Node.js
+/// runs here. Otherwise prints one line saying `what` is skipped and why.
+pub fn node_package(package: &str, override_var: &str, what: &str) -> Option<PathBuf> {
+    let installed = workspace_root().join(".ci/node/node_modules").join(package);
+    let found = installed
+        .join("package.json")
+        .is_file()
+        .then_some(installed);
+    with_node(found, package, override_var, what)
+}
+
+/// `installed`, or what `override_var` names, if Node.js runs here; else a line saying `what`
+/// is skipped.
+fn with_node(
+    installed: Option<PathBuf>,
+    name: &str,
+    override_var: &str,
+    what: &str,
+) -> Option<PathBuf> {
     let found = std::env::var_os(override_var)
         .map(PathBuf::from)
-        .or_else(|| installed.is_file().then_some(installed));
+        .or(installed);
     let node = std::process::Command::new("node")
         .arg("--version")
         .output()
@@ -92,7 +120,7 @@ pub fn node_tool(bin: &str, override_var: &str, what: &str) -> Option<PathBuf> {
         Some(found) if node => Some(found),
         _ => {
             eprintln!(
-                "skipped: {what} ({bin} or Node.js is not installed here; .ci/run installs them, \
+                "skipped: {what} ({name} or Node.js is not installed here; .ci/run installs them, \
                  or set {override_var})"
             );
             None
@@ -104,4 +132,15 @@ pub fn node_tool(bin: &str, override_var: &str, what: &str) -> Option<PathBuf> {
 /// on npm), for tests of MCP; `WAYLINE_MCP_EVERYTHING` overrides where it is looked for.
 pub fn mcp_server_everything(what: &str) -> Option<PathBuf> {
     node_tool("mcp-server-everything", "WAYLINE_MCP_EVERYTHING", what)
+}
+
+/// The official TypeScript SDK's client (`@modelcontextprotocol/client`, v2), for tests that
+/// drive MCP servers with a second client; `WAYLINE_MCP_TS_CLIENT` overrides where it is
+/// looked for.
+pub fn mcp_ts_client(what: &str) -> Option<PathBuf> {
+    node_package(
+        "@modelcontextprotocol/client",
+        "WAYLINE_MCP_TS_CLIENT",
+        what,
+    )
 }

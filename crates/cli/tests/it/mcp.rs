@@ -287,7 +287,8 @@ fn the_gateway_gates_a_real_server_by_phase_for_a_real_client() {
 /// `wayline mcp gateway --prefix --http` in front of server-everything, with `args`; answers
 /// the process and the URL it says it listens at.
 fn http_gateway(server: &Path, args: &[&str]) -> (std::process::Child, String) {
-    let mut gateway = Command::new(env!("CARGO_BIN_EXE_wayline"))
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_wayline"));
+    gateway
         .args([
             "mcp",
             "gateway",
@@ -297,22 +298,28 @@ fn http_gateway(server: &Path, args: &[&str]) -> (std::process::Child, String) {
             "--upstream",
         ])
         .arg(format!("everything={} stdio", server.display()))
-        .args(args)
+        .args(args);
+    listening(gateway)
+}
+
+/// Starts `server` (a wayline MCP server given `--http`) with the test's token; answers the
+/// process and the URL its first line says it listens at.
+fn listening(mut server: Command) -> (std::process::Child, String) {
+    let mut server = server
         .env("WAYLINE_MCP_TOKEN", "t0ken-for-the-test")
         .env("WAYLINE_CANARY", "canary-not-for-upstreams")
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The first line says where it listens.
     let mut line = String::new();
-    let stderr = gateway.stderr.take().unwrap();
+    let stderr = server.stderr.take().unwrap();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).unwrap();
     let url = line
         .split_whitespace()
         .find(|word| word.starts_with("http://"))
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
         .to_owned();
-    (gateway, url)
+    (server, url)
 }
 
 /// Stops `gateway` as a service manager would (SIGTERM), and waits for it to end; it is
@@ -351,90 +358,113 @@ fn the_gateway_passes_everything_through_on_every_revision() {
     std::fs::write(&policy, OPEN_POLICY).unwrap();
     let data = dir.path().join("data");
     let gateway_args = ["--policy", path(&policy), "--data-dir", path(&data)];
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_conformance.py");
-    for transport in ["stdio", "http"] {
-        for mode in ["legacy", "2026-07-28"] {
-            let mut driver = Command::new("python3");
-            driver.arg(&script).env("MODE", mode);
-            let mut http = None;
-            if transport == "stdio" {
-                driver
-                    .args(["stdio", env!("CARGO_BIN_EXE_wayline"), "mcp", "gateway"])
-                    .arg("--upstream")
-                    .arg(format!("everything={} stdio", server.display()))
-                    .args(gateway_args);
-            } else {
-                let (gateway, url) = http_gateway(&server, &gateway_args);
-                driver
-                    .args(["http", &url])
-                    .env("PREFIX", "everything__")
-                    .env("WAYLINE_MCP_TOKEN", "t0ken-for-the-test");
-                http = Some(gateway);
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    // Two clients nobody on the project wrote: the official Python SDK, and the official
+    // TypeScript SDK's client (v2) when Node.js and the package are here.
+    let typescript = wayline_testkit::mcp_ts_client("the TypeScript client's conformance runs");
+    let clients = [Some("python"), typescript.as_ref().map(|_| "typescript")];
+    let runs = clients.into_iter().flatten().flat_map(|client| {
+        ["stdio", "http"].into_iter().flat_map(move |transport| {
+            ["legacy", "2026-07-28"]
+                .into_iter()
+                .map(move |mode| (client, transport, mode))
+        })
+    });
+    for (client, transport, mode) in runs {
+        let mut driver = match (client, &typescript) {
+            ("typescript", Some(package)) => {
+                let mut node = Command::new("node");
+                node.arg(tests.join("mcp_conformance.mjs"))
+                    .env("MCP_TS_CLIENT", package);
+                node
             }
-            let out = driver.output().unwrap();
-            if let Some(gateway) = http {
-                stop(gateway);
+            _ => {
+                let mut python = Command::new("python3");
+                python.arg(tests.join("mcp_conformance.py"));
+                python
             }
-            let context = format!("{transport}, {mode}");
-            assert!(
-                out.status.success(),
-                "{context}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let seen = stdout_json(&out);
-            let expected = if mode == "legacy" { "2025-11-25" } else { mode };
-            assert_eq!(seen["protocol"], expected, "{context}");
-            assert_eq!(
-                seen["echo"],
-                serde_json::json!(["Echo: hello"]),
-                "{context}: {seen}"
-            );
-            assert!(
-                seen["resources"].as_u64().unwrap() >= 5,
-                "{context}: {seen}"
-            );
-            assert_eq!(
-                seen["templates"],
-                serde_json::json!([
-                    "demo://resource/dynamic/blob/{resourceId}",
-                    "demo://resource/dynamic/text/{resourceId}"
-                ]),
-                "{context}"
-            );
-            assert!(
-                seen["prompt"][0].as_str().unwrap().contains("Lisbon"),
-                "{context}: {seen}"
-            );
-            assert_eq!(
-                seen["completion"],
-                serde_json::json!(["Engineering"]),
-                "{context}: {seen}"
-            );
-            assert_eq!(
-                seen["progress_before_result"],
-                serde_json::json!([1.0, 2.0, 3.0]),
-                "{context}: {seen}"
-            );
-            assert_eq!(seen["sampled_error"], false, "{context}: {seen}");
-            // Every request of a client worked in one guard session, so the evidence of its
-            // first call was there at its last: its connection's, or, on the newest revision
-            // over HTTP (no connection), its client's.
-            assert_eq!(seen["evidence"], 1, "{context}: {seen}");
-            let session = seen["session"].as_str().unwrap();
-            let expected = if transport == "http" && mode != "legacy" {
-                "client-mcp-"
-            } else {
-                "conn-"
-            };
-            assert!(session.starts_with(expected), "{context}: {session}");
-            // The client's model answered the upstream's sampling request (which quotes the
-            // prompt it was given).
-            let sampled = seen["sampled"].as_str().unwrap();
-            assert!(
-                sampled.contains("\"text\": \"sampled: ") && sampled.contains("what is wrong?"),
-                "{context}: {seen}"
-            );
+        };
+        driver.env("MODE", mode);
+        let mut http = None;
+        if transport == "stdio" {
+            driver
+                .args(["stdio", env!("CARGO_BIN_EXE_wayline"), "mcp", "gateway"])
+                .arg("--upstream")
+                .arg(format!("everything={} stdio", server.display()))
+                .args(gateway_args);
+        } else {
+            let (gateway, url) = http_gateway(&server, &gateway_args);
+            driver
+                .args(["http", &url])
+                .env("PREFIX", "everything__")
+                .env("WAYLINE_MCP_TOKEN", "t0ken-for-the-test");
+            http = Some(gateway);
         }
+        let out = driver.output().unwrap();
+        if let Some(gateway) = http {
+            stop(gateway);
+        }
+        let context = format!("{client}, {transport}, {mode}");
+        assert!(
+            out.status.success(),
+            "{context}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let seen = stdout_json(&out);
+        let expected = if mode == "legacy" { "2025-11-25" } else { mode };
+        assert_eq!(seen["protocol"], expected, "{context}");
+        assert_eq!(
+            seen["echo"],
+            serde_json::json!(["Echo: hello"]),
+            "{context}: {seen}"
+        );
+        assert!(
+            seen["resources"].as_u64().unwrap() >= 5,
+            "{context}: {seen}"
+        );
+        assert_eq!(
+            seen["templates"],
+            serde_json::json!([
+                "demo://resource/dynamic/blob/{resourceId}",
+                "demo://resource/dynamic/text/{resourceId}"
+            ]),
+            "{context}"
+        );
+        assert!(
+            seen["prompt"][0].as_str().unwrap().contains("Lisbon"),
+            "{context}: {seen}"
+        );
+        assert_eq!(
+            seen["completion"],
+            serde_json::json!(["Engineering"]),
+            "{context}: {seen}"
+        );
+        let progress: Vec<f64> = seen["progress_before_result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(serde_json::Value::as_f64)
+            .collect();
+        assert_eq!(progress, [1.0, 2.0, 3.0], "{context}: {seen}");
+        assert_eq!(seen["sampled_error"], false, "{context}: {seen}");
+        // Every request of a client worked in one guard session, so the evidence of its
+        // first call was there at its last: its connection's, or, on the newest revision
+        // over HTTP (no connection), its client's.
+        assert_eq!(seen["evidence"], 1, "{context}: {seen}");
+        let session = seen["session"].as_str().unwrap();
+        let expected = if transport == "http" && mode != "legacy" {
+            "client-"
+        } else {
+            "conn-"
+        };
+        assert!(session.starts_with(expected), "{context}: {session}");
+        // The client's model answered the upstream's sampling request (which quotes the
+        // prompt it was given).
+        let sampled = seen["sampled"].as_str().unwrap();
+        assert!(
+            sampled.contains("\"text\": \"sampled: ") && sampled.contains("what is wrong?"),
+            "{context}: {seen}"
+        );
     }
     // No session file of a client or a request is left behind.
     let left: Vec<PathBuf> = walk(&data.join("sessions"))
@@ -556,12 +586,19 @@ fn the_gateway_refuses_what_it_cannot_serve() {
 /// `mode`: it runs the workflow `report` for Chicago and makes the call `also` (`[NAME,
 /// ARGUMENTS]`) after it. Answers what the client saw.
 fn serve_client(args: &[&str], mode: &str, also: Option<&str>) -> serde_json::Value {
+    let mut server = vec![env!("CARGO_BIN_EXE_wayline"), "mcp", "serve"];
+    server.extend(args);
+    serve_client_of(&server, mode, also)
+}
+
+/// As [`serve_client`], of the server `target` (a command line, or the URL one listens at).
+fn serve_client_of(target: &[&str], mode: &str, also: Option<&str>) -> serde_json::Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_serve.py");
     let mut client = Command::new("python3");
     client
         .arg(script)
-        .args([env!("CARGO_BIN_EXE_wayline"), "mcp", "serve"])
-        .args(args)
+        .args(target)
+        .env("WAYLINE_MCP_TOKEN", "t0ken-for-the-test")
         .env("MODE", mode)
         .env("WORKFLOW", "report")
         .env("INPUTS", r#"{"city": "Chicago"}"#);
@@ -616,13 +653,31 @@ fn mcp_serve_runs_a_saved_workflow_for_a_real_client_with_progress() {
         );
     }
     // Clients on the handshake revisions and on the newest (no handshake, every request
-    // carrying its own protocol metadata) see the same.
-    for mode in ["legacy", "2026-07-28"] {
-        let seen = serve_client(
-            &["--tools", &tools, "--config", &configs, "--store", &store],
-            mode,
-            Some(r#"["echo", {"message": "direct"}]"#),
-        );
+    // carrying its own protocol metadata) see the same ...
+    // ... over stdio and over streamable HTTP (`--http`, the gateway's rules: loopback only).
+    let public = wayline(&["mcp", "serve", "--tools", &tools, "--http", "0.0.0.0:8080"]);
+    assert_eq!(code(&public), 2);
+    assert!(String::from_utf8_lossy(&public.stderr).contains("loopback addresses only"));
+    let served = ["--tools", &tools, "--config", &configs, "--store", &store];
+    let also = Some(r#"["echo", {"message": "direct"}]"#);
+    for (transport, mode) in [
+        ("stdio", "legacy"),
+        ("stdio", "2026-07-28"),
+        ("http", "legacy"),
+        ("http", "2026-07-28"),
+    ] {
+        let seen = if transport == "stdio" {
+            serve_client(&served, mode, also)
+        } else {
+            let mut server = Command::new(env!("CARGO_BIN_EXE_wayline"));
+            server
+                .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+                .args(served);
+            let (server, url) = listening(server);
+            let seen = serve_client_of(&[&url], mode, also);
+            stop(server);
+            seen
+        };
         // Listed: the tools on their own and the active workflow, with its inputs' schema.
         let listed = seen["tools"].as_object().unwrap();
         for name in ["report", "weather", "echo"] {

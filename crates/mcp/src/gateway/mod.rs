@@ -17,7 +17,6 @@
 //! domain a call's arguments name (the policy's `domain_inputs`). Sessions are files
 //! (`sessions.rs`); which one a request works in is [`GatewayHandler`]'s rule.
 
-mod http;
 mod rounds;
 mod sessions;
 mod workflow;
@@ -40,10 +39,10 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use wayline_core::mcp::McpServer;
 use wayline_guard::{Decision, Guard, Hints, ToolCall};
 
-pub use self::http::HttpOptions;
 use self::rounds::{Rounds, Running, Task};
 use self::sessions::{Keyed, SessionFiles, SharedSession};
 use crate::Error;
+use crate::http::HttpOptions;
 use crate::relay::{Caller, Relay};
 use crate::upstream::Upstream;
 
@@ -278,7 +277,8 @@ impl Gateway {
         options: HttpOptions,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), Error> {
-        http::serve(self.clone(), options, shutdown).await?;
+        let gateway = self.clone();
+        crate::http::serve(move || gateway.handler(), options, shutdown).await?;
         self.flush()?;
         // Sessions of clients without a connection go with the service.
         self.shared.keyed.clear();

@@ -1,5 +1,5 @@
-//! The gateway over streamable HTTP, at `/mcp`, on a loopback address, behind
-//! `wayline-listen`'s gate: every request carries the bearer token (compared in constant time),
+//! An MCP server (the gateway, `mcp serve`) over streamable HTTP, at `/mcp`, on a loopback
+//! address, behind `wayline-listen`'s gate: every request carries the bearer token (compared in constant time),
 //! is sent to a host the gateway answers to, and comes from no web page unless its origin is
 //! allowed (the MCP specification's rule for local servers); anything else is refused before
 //! its body is read.
@@ -11,10 +11,9 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use wayline_listen::{Gate, plain_refusal};
 
-use super::Gateway;
 use crate::Error;
 
-/// Where and how the HTTP gateway listens.
+/// Where and how an MCP server listens over HTTP.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct HttpOptions {
@@ -54,21 +53,22 @@ impl HttpOptions {
     }
 }
 
-pub(super) async fn serve(
-    gateway: Gateway,
+/// Serves what `handler` makes (a handler per connection, or per request on 2026-07-28)
+/// until `shutdown` completes.
+pub(crate) async fn serve<S>(
+    handler: impl Fn() -> Result<S, Error> + Send + Sync + 'static,
     options: HttpOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), Error> {
+) -> Result<(), Error>
+where
+    S: rmcp::ServerHandler,
+{
     let address = options
         .listener
         .local_addr()
         .map(|address| address.to_string())
         .unwrap_or_else(|_| "the listener".into());
-    let factory = move || {
-        gateway
-            .handler()
-            .map_err(|error| std::io::Error::other(error.to_string()))
-    };
+    let factory = move || handler().map_err(|error| std::io::Error::other(error.to_string()));
     // The gate below has checked the host; rmcp's own check would refuse the names it allowed.
     let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
     let service =
