@@ -132,11 +132,21 @@ impl HttpArgs {
         Ok(Some((address, token)))
     }
 
-    /// Binds `address` and the options to serve on it.
-    async fn listen(&self, address: SocketAddr, token: String) -> Result<HttpOptions, Outcome> {
+    /// Binds `address` and the options to serve on it; says on standard error where it
+    /// serves and `what`.
+    async fn listen(
+        &self,
+        address: SocketAddr,
+        token: String,
+        what: &str,
+    ) -> Result<HttpOptions, Outcome> {
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|error| unreadable(format!("cannot listen on {address}: {error}")))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|error| unreadable(error.to_string()))?;
+        eprintln!("serving MCP at http://{bound}/mcp ({what})");
         let mut options = HttpOptions::new(listener, token);
         options.allowed_hosts.clone_from(&self.allow_hosts);
         options.allowed_origins.clone_from(&self.allow_origins);
@@ -216,17 +226,13 @@ fn gateway(args: GatewayArgs) -> Result<Outcome, Outcome> {
         let gateway = Gateway::connect(config).await.map_err(fail)?;
         match http {
             Some((address, token)) => {
-                let options = args.http.listen(address, token).await?;
-                let bound = options
-                    .listener
-                    .local_addr()
-                    .map_err(|error| unreadable(error.to_string()))?;
-                eprintln!(
-                    "serving MCP at http://{bound}/mcp ({} tools; sessions in {}; audit log {})",
+                let what = format!(
+                    "{} tools; sessions in {}; audit log {}",
                     gateway.tool_names().count(),
                     data_dir.join("sessions").display(),
                     audit_path.display()
                 );
+                let options = args.http.listen(address, token, &what).await?;
                 gateway
                     .serve_http(options, stop_signal())
                     .await
@@ -281,15 +287,8 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
     runtime.block_on(async {
         match http {
             Some((address, token)) => {
-                let options = args.http.listen(address, token).await?;
-                let bound = options
-                    .listener
-                    .local_addr()
-                    .map_err(|error| unreadable(error.to_string()))?;
-                eprintln!(
-                    "serving MCP at http://{bound}/mcp ({} tools: {names})",
-                    server.names().count()
-                );
+                let what = format!("{} tools: {names}", server.names().count());
+                let options = args.http.listen(address, token, &what).await?;
                 server
                     .serve_http(options, stop_signal())
                     .await
