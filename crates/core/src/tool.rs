@@ -258,9 +258,10 @@ impl ToolDefinition {
     }
 
     /// The JSON Schema of the tool's inputs (every input it knows of, the required ones
-    /// listed), each with the JSON types it may take: one put into text (a path, a query, a
-    /// header, a command line, part of a string) is a scalar; one that is a whole value of
-    /// the body, or an argument of a code or MCP tool, keeps its JSON type, whichever it is.
+    /// listed), each typed by where its value goes: one put into text (a path, a query, a
+    /// header, a command line, part of a string) is a string (a number or boolean given is
+    /// written the same); one that is a whole value of the body, or an argument of a code or
+    /// MCP tool, keeps its JSON type, whichever it is ([`crate::inputs::any_value`]).
     ///
     /// ```
     /// use serde_json::json;
@@ -274,8 +275,8 @@ impl ToolDefinition {
     ///     json!({
     ///         "type": "object",
     ///         "properties": {
-    ///             "id": {"type": ["string", "number", "boolean"]},
-    ///             "tags": {"type": ["string", "number", "boolean", "object", "array", "null"]},
+    ///             "id": {"type": "string"},
+    ///             "tags": wayline_core::inputs::any_value(),
     ///         },
     ///         "required": ["id", "tags"],
     ///     })
@@ -320,12 +321,12 @@ impl ToolDefinition {
             .input_names()
             .into_iter()
             .map(|name| {
-                let types: &[&str] = if in_text.contains(&name) || !whole.contains(&name) {
-                    &["string", "number", "boolean"]
+                let schema = if in_text.contains(&name) || !whole.contains(&name) {
+                    serde_json::json!({"type": "string"})
                 } else {
-                    &["string", "number", "boolean", "object", "array", "null"]
+                    crate::inputs::any_value()
                 };
-                (name.to_owned(), serde_json::json!({ "type": types }))
+                (name.to_owned(), schema)
             })
             .collect();
         serde_json::json!({
@@ -621,14 +622,10 @@ mod tests {
 
         // Only `count` is a whole body value; `id` is one too, but also part of a string.
         let schema = tool.input_schema();
-        let scalar = serde_json::json!(["string", "number", "boolean"]);
         for name in ["id", "other", "token", "q"] {
-            assert_eq!(schema["properties"][name]["type"], scalar, "{name}");
+            assert_eq!(schema["properties"][name]["type"], "string", "{name}");
         }
-        assert_eq!(
-            schema["properties"]["count"]["type"],
-            serde_json::json!(["string", "number", "boolean", "object", "array", "null"])
-        );
+        assert_eq!(schema["properties"]["count"], crate::inputs::any_value());
         assert_eq!(
             schema["required"],
             serde_json::json!(["id", "other", "token", "count"])
@@ -639,11 +636,8 @@ mod tests {
         mcp.kind = ToolKind::Mcp;
         mcp.parameters = vec!["items".into()];
         assert_eq!(
-            mcp.input_schema()["properties"]["items"]["type"]
-                .as_array()
-                .unwrap()
-                .len(),
-            6
+            mcp.input_schema()["properties"]["items"],
+            crate::inputs::any_value()
         );
     }
 

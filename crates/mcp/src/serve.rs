@@ -246,9 +246,9 @@ fn workflow_description(workflow: &Workflow) -> String {
     format!("{about} (a wayline workflow: {})", steps.join(" → "))
 }
 
-/// The schema of a workflow's inputs (core's rule of which are required), every input with a
-/// JSON type: its default's, or any (a workflow's inputs are not typed), so that clients
-/// checking schemas strictly find one.
+/// The schema of a workflow's inputs (core's rule of which are required), every input typed:
+/// its default's type, or any value (a workflow's inputs are not typed), so that clients
+/// checking schemas strictly find a type.
 fn workflow_schema(workflow: &Workflow) -> JsonObject {
     let Value::Object(mut schema) = wayline_core::inputs::schema(workflow) else {
         return JsonObject::new();
@@ -258,11 +258,17 @@ fn workflow_schema(workflow: &Workflow) -> JsonObject {
             if let Value::Object(property) = property
                 && !property.contains_key("type")
             {
-                let types = match property.get("default") {
-                    Some(default) => json!(json_type(default)),
-                    None => json!(["string", "number", "boolean", "object", "array", "null"]),
-                };
-                property.insert("type".into(), types);
+                match property.get("default") {
+                    Some(default) => {
+                        property.insert("type".into(), json!(json_type(default)));
+                    }
+                    None => property.extend(
+                        wayline_core::inputs::any_value()
+                            .as_object()
+                            .cloned()
+                            .unwrap_or_default(),
+                    ),
+                }
             }
         }
     }
