@@ -228,7 +228,7 @@ fn gateway(args: GatewayArgs) -> Result<Outcome, Outcome> {
             Some((address, token)) => {
                 let what = format!(
                     "{} tools; sessions in {}; audit log {}",
-                    gateway.tool_names().count(),
+                    gateway.tool_names().len(),
                     data_dir.join("sessions").display(),
                     audit_path.display()
                 );

@@ -66,6 +66,8 @@ pub(crate) struct Pending {
 pub(crate) struct Relay {
     inner: Mutex<Inner>,
     next: AtomicU64,
+    /// Where the name of an upstream whose tools changed goes (the gateway lists them again).
+    tools_changed: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<String>>,
 }
 
 #[derive(Debug, Default)]
@@ -172,11 +174,23 @@ impl Relay {
         }
     }
 
-    /// Tells every connected client a list changed. (Not the tools: the gateway lists the
-    /// tools it decides on once, when it connects.)
+    /// Sends the name of an upstream whose tools changed to `changed`.
+    pub(crate) fn follow_tools(&self, changed: tokio::sync::mpsc::UnboundedSender<String>) {
+        let _ = self.tools_changed.set(changed);
+    }
+
+    /// Upstream `server` said its tools changed.
+    pub(crate) fn tools_changed(&self, server: &str) {
+        if let Some(changed) = self.tools_changed.get() {
+            let _ = changed.send(server.to_owned());
+        }
+    }
+
+    /// Tells every connected client a list changed.
     pub(crate) async fn list_changed(&self, what: ListKind) {
         for peer in self.clients() {
             let _ = match what {
+                ListKind::Tools => peer.notify_tool_list_changed().await,
                 ListKind::Resources => peer.notify_resource_list_changed().await,
                 ListKind::Prompts => peer.notify_prompt_list_changed().await,
             };
@@ -330,6 +344,7 @@ impl Answer {
 /// Which list changed.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum ListKind {
+    Tools,
     Resources,
     Prompts,
 }

@@ -19,6 +19,7 @@
 
 mod rounds;
 mod sessions;
+mod tools;
 mod workflow;
 
 use std::collections::BTreeMap;
@@ -32,18 +33,19 @@ use rmcp::model::{
     CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResponse, Reference,
-    Resource, ResultType, ServerCapabilities, ServerConfig, ServerResult, Tool,
+    Resource, ResultType, ServerCapabilities, ServerConfig, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use wayline_core::mcp::McpServer;
-use wayline_guard::{Decision, Guard, Hints, ToolCall};
+use wayline_guard::{Decision, Guard, ToolCall};
 
 use self::rounds::{Rounds, Running, Task};
 use self::sessions::{Keyed, SessionFiles, SharedSession};
+use self::tools::{Exposed, Tools};
 use crate::Error;
 use crate::http::HttpOptions;
-use crate::relay::{Caller, Relay};
+use crate::relay::{Caller, ListKind, Relay};
 use crate::upstream::Upstream;
 
 /// How long a forwarded call may take, by default.
@@ -98,19 +100,6 @@ impl GatewayConfig {
     }
 }
 
-/// A tool as the gateway exposes it.
-#[derive(Debug)]
-struct Exposed {
-    /// The server it belongs to.
-    server: String,
-    /// Its name there (what the guard decides on).
-    name: String,
-    /// As listed to clients.
-    tool: Tool,
-    /// What its annotations say.
-    hints: Hints,
-}
-
 /// The gateway, connected to its upstreams. Cheap to clone; serve it with
 /// [`serve_stdio`](Gateway::serve_stdio) or [`serve_http`](Gateway::serve_http), or hand
 /// [`handler`](Gateway::handler)s to a transport of your own.
@@ -122,8 +111,7 @@ pub struct Gateway {
 #[derive(Debug)]
 struct Shared {
     upstreams: BTreeMap<String, Upstream>,
-    tools: BTreeMap<String, Exposed>,
-    prefix: bool,
+    tools: Tools,
     guard: Guard,
     files: SessionFiles,
     /// The session every connection shares, when one is named.
@@ -147,18 +135,7 @@ impl Gateway {
     pub async fn connect(config: GatewayConfig) -> Result<Gateway, Error> {
         let mut upstreams = BTreeMap::new();
         let relay = Arc::new(Relay::default());
-        let mut tools: BTreeMap<String, Exposed> = BTreeMap::new();
-        for own in workflow::tools(&config.guard) {
-            tools.insert(
-                own.name.to_string(),
-                Exposed {
-                    server: String::new(),
-                    name: own.name.to_string(),
-                    tool: own,
-                    hints: Hints::default(),
-                },
-            );
-        }
+        let tools = Tools::own(workflow::tools(&config.guard), config.prefix);
         for (name, server) in &config.upstreams {
             let upstream = Upstream::connect_relayed(
                 name,
@@ -167,37 +144,7 @@ impl Gateway {
                 Some(Arc::clone(&relay)),
             )
             .await?;
-            for tool in upstream.tools().await? {
-                let own_name = tool.name.to_string();
-                let exposed = exposed_name(config.prefix, name, &own_name);
-                if let Some(first) = tools.get(&exposed) {
-                    return Err(Error::ToolClash {
-                        tool: exposed,
-                        first: if first.server.is_empty() {
-                            "the gateway".to_owned()
-                        } else {
-                            first.server.clone()
-                        },
-                        second: name.clone(),
-                    });
-                }
-                let hints = tool
-                    .annotations
-                    .as_ref()
-                    .map(|hints| Hints::new(hints.read_only_hint, hints.destructive_hint))
-                    .unwrap_or_default();
-                let mut listed = tool.clone();
-                listed.name = exposed.clone().into();
-                tools.insert(
-                    exposed,
-                    Exposed {
-                        server: name.clone(),
-                        name: own_name,
-                        tool: listed,
-                        hints,
-                    },
-                );
-            }
+            tools.replace(name, upstream.tools().await?)?;
             upstreams.insert(name.clone(), upstream);
         }
         let files = SessionFiles::new(&config.sessions_dir)?;
@@ -205,27 +152,26 @@ impl Gateway {
             SessionChoice::Named(name) => Some(Arc::new(files.open(name, &config.guard)?)),
             SessionChoice::PerConnection => None,
         };
-        Ok(Gateway {
-            shared: Arc::new(Shared {
-                upstreams,
-                tools,
-                prefix: config.prefix,
-                guard: config.guard,
-                files,
-                named,
-                call_timeout: config.call_timeout,
-                connections: AtomicU64::new(0),
-                opened: std::sync::Mutex::new(Vec::new()),
-                keyed: Keyed::default(),
-                relay,
-                rounds: Rounds::default(),
-            }),
-        })
+        let shared = Arc::new(Shared {
+            upstreams,
+            tools,
+            guard: config.guard,
+            files,
+            named,
+            call_timeout: config.call_timeout,
+            connections: AtomicU64::new(0),
+            opened: std::sync::Mutex::new(Vec::new()),
+            keyed: Keyed::default(),
+            relay,
+            rounds: Rounds::default(),
+        });
+        follow_tool_lists(&shared);
+        Ok(Gateway { shared })
     }
 
-    /// The tools clients see, by exposed name.
-    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
-        self.shared.tools.keys().map(String::as_str)
+    /// The tools clients see now, by exposed name.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.shared.tools.now().keys().cloned().collect()
     }
 
     /// A handler for one client connection (or, on 2026-07-28 over HTTP, one request). Which
@@ -286,12 +232,33 @@ impl Gateway {
     }
 }
 
-fn exposed_name(prefix: bool, server: &str, name: &str) -> String {
-    if prefix {
-        format!("{server}__{name}")
-    } else {
-        name.to_owned()
-    }
+/// Lists an upstream's tools again when it says they changed, and tells the clients: a task
+/// that lives as long as the gateway. A new list that clashes with another's names is not
+/// taken (the old one stays, and the log says why).
+fn follow_tool_lists(shared: &Arc<Shared>) {
+    let (changed, mut changes) = tokio::sync::mpsc::unbounded_channel::<String>();
+    shared.relay.follow_tools(changed);
+    let gateway = Arc::downgrade(shared);
+    tokio::spawn(async move {
+        while let Some(server) = changes.recv().await {
+            let Some(shared) = gateway.upgrade() else {
+                return;
+            };
+            let Some(upstream) = shared.upstreams.get(&server) else {
+                continue;
+            };
+            let listed = match upstream.tools().await {
+                Ok(tools) => shared.tools.replace(&server, tools),
+                Err(error) => Err(error),
+            };
+            match listed {
+                Ok(()) => shared.relay.list_changed(ListKind::Tools).await,
+                Err(error) => {
+                    tracing::warn!(%error, server, "the MCP server's new tool list is not taken");
+                }
+            }
+        }
+    });
 }
 
 /// The header a request over HTTP may name its guard session with (`Wayline-Session: NAME`;
@@ -545,7 +512,7 @@ impl GatewayHandler {
     /// The upstreams that may have an exposed prompt name, with its name there: the one its
     /// prefix names, or (without prefixes) every upstream, in order.
     fn prompt_owners(&self, exposed: &str) -> Vec<(&Upstream, String)> {
-        if self.shared.prefix {
+        if self.shared.tools.prefixed() {
             return exposed
                 .split_once("__")
                 .and_then(|(server, name)| {
@@ -682,6 +649,7 @@ impl ServerHandler for GatewayHandler {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
+            .enable_tool_list_changed()
             .enable_resources()
             .enable_resources_list_changed()
             .enable_prompts()
@@ -708,6 +676,7 @@ impl ServerHandler for GatewayHandler {
         Ok(ListToolsResult::with_all_items(
             self.shared
                 .tools
+                .now()
                 .values()
                 .map(|exposed| exposed.tool.clone())
                 .collect(),
@@ -731,12 +700,11 @@ impl ServerHandler for GatewayHandler {
                 .map(|info| format!("agent:{}", info.name))
                 .unwrap_or_else(|| "agent".to_owned());
             let session = self.session(&context).map_err(internal)?;
-            let name = exposed.name.clone();
             return self
-                .own(&session, &name, &request, &requester)
+                .own(&session, &exposed.name, &request, &requester)
                 .map(CallToolResponse::Complete);
         }
-        self.call(exposed, request, &context).await
+        self.call(&exposed, request, &context).await
     }
 
     async fn list_resources(
@@ -788,7 +756,7 @@ impl ServerHandler for GatewayHandler {
         for (server, upstream) in &self.shared.upstreams {
             if let Ok(prompts) = upstream.peer().list_all_prompts().await {
                 all.extend(prompts.into_iter().map(|mut prompt| {
-                    prompt.name = exposed_name(self.shared.prefix, server, &prompt.name);
+                    prompt.name = self.shared.tools.exposed_name(server, &prompt.name);
                     prompt
                 }));
             }

@@ -100,6 +100,12 @@ impl rmcp::ClientHandler for UpstreamHandler {
         }
     }
 
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(relay) = &self.relay {
+            relay.tools_changed(&self.server);
+        }
+    }
+
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(relay) = &self.relay {
             relay.list_changed(ListKind::Resources).await;

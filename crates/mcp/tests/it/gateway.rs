@@ -27,14 +27,16 @@ use wayline_mcp::{Gateway, GatewayConfig};
 /// and writing down every call it receives.
 #[derive(Debug, Clone)]
 struct FakeOcs {
-    names: Arc<Vec<String>>,
+    names: Arc<std::sync::Mutex<Vec<String>>>,
     received: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl FakeOcs {
     fn new(names: &[&str]) -> Self {
         FakeOcs {
-            names: Arc::new(names.iter().map(|name| (*name).to_owned()).collect()),
+            names: Arc::new(std::sync::Mutex::new(
+                names.iter().map(|name| (*name).to_owned()).collect(),
+            )),
             received: Arc::default(),
         }
     }
@@ -46,7 +48,12 @@ impl FakeOcs {
 
 impl ServerHandler for FakeOcs {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
     }
 
     async fn list_tools(
@@ -56,6 +63,8 @@ impl ServerHandler for FakeOcs {
     ) -> Result<ListToolsResult, ErrorData> {
         let tools = self
             .names
+            .lock()
+            .unwrap()
             .iter()
             .map(|name| {
                 let schema = json!({"type": "object", "properties": {}});
@@ -76,9 +85,14 @@ impl ServerHandler for FakeOcs {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.received.lock().unwrap().push(request.name.to_string());
+        // `oc_grow` adds a tool, and says the list changed.
+        if request.name == "oc_grow" {
+            self.names.lock().unwrap().push("oc_get_events".to_owned());
+            context.peer.notify_tool_list_changed().await.unwrap();
+        }
         Ok(CallToolResponse::Complete(CallToolResult::success(vec![
             ContentBlock::text(format!("ok {}", request.name)),
         ])))
@@ -463,4 +477,74 @@ async fn the_panicking_agent_of_the_decision_record_is_held_at_the_gateway() {
     assert!(kinds.contains(&"advance_refused"), "{kinds:?}");
     assert!(kinds.contains(&"advance_unchanged"), "{kinds:?}");
     assert!(kinds.contains(&"break_glass_requested"), "{kinds:?}");
+}
+
+/// A client that counts the tool-list changes it hears of.
+#[derive(Debug, Clone, Default)]
+struct Listener {
+    changes: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl rmcp::ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.changes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Issue 32, item 5: an upstream that says its tools changed is listed again, and the
+/// gateway's clients are told; the new tool is decided and forwarded like the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_changed_tool_list_is_followed() {
+    let server = FakeOcs::new(&["oc_grow"]);
+    let url = serve_http(server.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let guard = Guard::new(Arc::new(Policy::default_policy()), Mode::Audit);
+    let config = GatewayConfig::new(
+        BTreeMap::from([("ocs".to_owned(), McpServer::url(url))]),
+        guard,
+        dir.path(),
+    );
+    let gateway = Gateway::connect(config).await.unwrap();
+    let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+    let handler = gateway.handler().unwrap();
+    tokio::spawn(async move {
+        let running = handler.serve(server_end).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let listener = Listener::default();
+    let client = listener.clone().serve(client_end).await.unwrap();
+    let names = || async {
+        let tools = client.peer().list_all_tools().await.unwrap();
+        tools
+            .into_iter()
+            .map(|tool| tool.name.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert!(!names().await.contains(&"oc_get_events".to_owned()));
+    client
+        .peer()
+        .call_tool(CallToolRequestParams::new("oc_grow"))
+        .await
+        .unwrap();
+    // The notification travels upstream → gateway → client; wait for it, boundedly.
+    let asked = std::time::Instant::now();
+    while listener.changes.load(std::sync::atomic::Ordering::Relaxed) == 0
+        && asked.elapsed() < std::time::Duration::from_secs(10)
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        listener.changes.load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    assert!(names().await.contains(&"oc_get_events".to_owned()));
+    assert!(gateway.tool_names().contains(&"oc_get_events".to_owned()));
+    let called = client
+        .peer()
+        .call_tool(CallToolRequestParams::new("oc_get_events"))
+        .await
+        .unwrap();
+    assert_ne!(called.is_error, Some(true), "{called:?}");
+    assert_eq!(server.received(), ["oc_grow", "oc_get_events"]);
 }
