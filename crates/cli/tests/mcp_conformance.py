@@ -37,14 +37,31 @@ async def main():
     mode = os.environ.get("MODE", "legacy")
     prefix = os.environ.get("PREFIX", "")
     report = {}
+    logs = []
+
+    async def on_log(params):
+        logs.append(params.level)
+
+    # On 2026-07-28 a request opts in to log messages in its `_meta` (log_level); before, the
+    # client sets the level once (logging/setLevel, which the gateway passes on).
+    opt_in = {} if mode == "legacy" else {"log_level": "debug"}
     async with Client(
-        server_of(sys.argv[1:]), mode=mode, sampling_callback=sample, cache=None
+        server_of(sys.argv[1:]),
+        mode=mode,
+        sampling_callback=sample,
+        logging_callback=on_log,
+        cache=None,
+        **opt_in,
     ) as client:
         report["protocol"] = client.protocol_version
         tools = await client.list_tools()
         report["tools"] = sorted(tool.name for tool in tools.tools)
         echo = await client.call_tool(f"{prefix}echo", {"message": "hello"})
         report["echo"] = [item.text for item in echo.content if item.type == "text"]
+        if mode == "legacy":
+            await client.set_logging_level("debug")
+        # The upstream sends a log message at once, then one every 5 s.
+        await client.call_tool(f"{prefix}toggle-simulated-logging", {})
 
         resources = await client.list_resources()
         report["resources"] = len(resources.resources)
@@ -87,6 +104,7 @@ async def main():
         state = await client.call_tool("workflow_state", {})
         report["session"] = state.structured_content["session"]
         report["evidence"] = len(state.structured_content["evidence"])
+    report["logs"] = len(logs)
     print(json.dumps(report))
 
 

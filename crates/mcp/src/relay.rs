@@ -21,10 +21,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use rmcp::model::{
     ClientCapabilities, ClientResult, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ErrorData, Extensions, InputRequest, ListRootsResult,
-    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, Request, RequestId,
-    RequestNoParam, ServerRequest,
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    Request, RequestId, RequestNoParam, ServerRequest,
 };
-use rmcp::service::OriginatingRequestId;
+use rmcp::service::{OriginatingRequestId, RequestContext};
 use rmcp::{Peer, RoleServer};
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, oneshot};
@@ -41,9 +41,27 @@ pub(crate) struct Caller {
     /// Set for a client that may not be sent requests (2026-07-28): the upstream's requests
     /// wait here for the client's retry.
     pub(crate) rounds: Option<mpsc::Sender<Pending>>,
+    /// The least level of log messages the request asked for (2026-07-28, where a request
+    /// opts in to messages in its `_meta`; older clients use `logging/setLevel`).
+    log_level: Option<LoggingLevel>,
 }
 
 impl Caller {
+    /// The client of the request `context` is about; `rounds` set for one on 2026-07-28.
+    pub(crate) fn of(
+        context: &RequestContext<RoleServer>,
+        rounds: Option<mpsc::Sender<Pending>>,
+    ) -> Caller {
+        let log_level = rounds.as_ref().and(context.meta.log_level());
+        Caller {
+            peer: context.peer.clone(),
+            request: context.id.clone(),
+            capabilities: context.client_capabilities().unwrap_or_default(),
+            rounds,
+            log_level,
+        }
+    }
+
     /// The mark that sends a request to the client on its call's own stream (SEP-2260).
     fn originating(&self) -> Extensions {
         let mut extensions = Extensions::default();
@@ -167,9 +185,21 @@ impl Relay {
         inner.clients.clone()
     }
 
-    /// Passes an upstream's log message to every connected client.
+    /// Passes an upstream's log message to every connected client, and to the requests on
+    /// 2026-07-28 in flight that asked for messages of its level.
     pub(crate) async fn log(&self, message: LoggingMessageNotificationParam) {
-        for peer in self.clients() {
+        let asking: Vec<Peer<RoleServer>> = self
+            .lock()
+            .calls
+            .iter()
+            .filter(|(_, _, caller)| {
+                caller
+                    .log_level
+                    .is_some_and(|least| message.level as u8 >= least as u8)
+            })
+            .map(|(_, _, caller)| caller.peer.clone())
+            .collect();
+        for peer in self.clients().into_iter().chain(asking) {
             let _ = peer.notify_logging_message(message.clone()).await;
         }
     }

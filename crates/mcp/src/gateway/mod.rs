@@ -456,12 +456,7 @@ impl GatewayHandler {
         } else {
             (None, None)
         };
-        let caller = Caller {
-            peer: context.peer.clone(),
-            request: context.id.clone(),
-            capabilities: context.client_capabilities().unwrap_or_default(),
-            rounds,
-        };
+        let caller = Caller::of(context, rounds);
         let in_flight = self.shared.relay.begin(
             &exposed.server,
             caller,
