@@ -100,6 +100,16 @@ async def main():
         report["sampled"] = " ".join(item.text for item in sampled.content if item.type == "text")
         report["sampled_error"] = bool(sampled.is_error)
 
+        # A retry naming a requestState the gateway did not hand out is refused, not forwarded.
+        if mode != "legacy":
+            try:
+                forged = await client.call_tool(
+                    f"{prefix}echo", {"message": "x"}, request_state="0" * 32, input_responses={}
+                )
+                report["forged_state"] = "answered: " + str(forged.is_error)
+            except Exception as error:  # the SDK raises the JSON-RPC error
+                report["forged_state"] = str(error)
+
         # The guard session this client works in, and the evidence its calls left there.
         state = await client.call_tool("workflow_state", {})
         report["session"] = state.structured_content["session"]

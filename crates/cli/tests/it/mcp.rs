@@ -458,6 +458,13 @@ fn the_gateway_passes_everything_through_on_every_revision() {
             "conn-"
         };
         assert!(session.starts_with(expected), "{context}: {session}");
+        if mode != "legacy" && client == "python" {
+            let forged = seen["forged_state"].as_str().unwrap();
+            assert!(
+                forged.contains("no call of this tool waits under this requestState"),
+                "{context}: {forged}"
+            );
+        }
         // The upstream's log message reached a client on a connection (on 2026-07-28 only a
         // request in flight that asked for messages can be sent one: not asserted, the message
         // may come after the call that caused it ended).
