@@ -3,7 +3,7 @@
 //! roots) in the middle of a call, the call is parked under a fresh `requestState` and the
 //! client answered `input_required`; its retry, carrying the answer and the state, takes the
 //! call up again where it waited. A parked call nobody takes up within the call timeout is
-//! cancelled.
+//! cancelled; at most [`MAX_PARKED`] wait at once.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -70,6 +70,10 @@ impl Drop for Task {
     }
 }
 
+/// How many calls may wait for their clients' answers at once (each holds an upstream's
+/// request open).
+const MAX_PARKED: usize = 256;
+
 /// A call waiting for a client's answer to its upstream's request.
 #[derive(Debug)]
 struct Parked {
@@ -107,40 +111,56 @@ impl Rounds {
         expiry: Duration,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let asked = async {
-            match running.inputs.as_mut() {
-                Some(inputs) => inputs.recv().await,
-                None => std::future::pending().await,
+        loop {
+            let asked = async {
+                match running.inputs.as_mut() {
+                    Some(inputs) => inputs.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let pending = tokio::select! {
+                finished = &mut running.task.handle => {
+                    return finished.map_err(|error| {
+                        ErrorData::internal_error(format!("the call stopped: {error}"), None)
+                    });
+                }
+                Some(pending) = asked => pending,
+                () = context.ct.cancelled() => {
+                    return Err(ErrorData::internal_error("the client cancelled the call", None));
+                }
+            };
+            let state = format!("{:032x}", fastrand::u128(..));
+            let key = "upstream-1".to_owned();
+            let now = Instant::now();
+            let mut parked = self.parked();
+            parked.retain(|_, waiting| waiting.until > now);
+            if parked.len() >= MAX_PARKED {
+                // The upstream hears why; the call goes on without the answer.
+                let _ = pending.answer.send(Err(ErrorData::internal_error(
+                    format!(
+                        "the gateway holds {MAX_PARKED} calls waiting for their clients already"
+                    ),
+                    None,
+                )));
+                continue;
             }
-        };
-        tokio::select! {
-            finished = &mut running.task.handle => {
-                finished.map_err(|error| ErrorData::internal_error(format!("the call stopped: {error}"), None))
-            }
-            Some(pending) = asked => {
-                let state = format!("{:032x}", fastrand::u128(..));
-                let key = "upstream-1".to_owned();
-                let mut requests = InputRequests::new();
-                requests.insert(key.clone(), pending.request);
-                let now = Instant::now();
-                let mut parked = self.parked();
-                parked.retain(|_, waiting| waiting.until > now);
-                parked.insert(state.clone(), Parked {
+            let mut requests = InputRequests::new();
+            requests.insert(key.clone(), pending.request);
+            parked.insert(
+                state.clone(),
+                Parked {
                     running,
                     waiting: pending.answer,
                     key,
                     tool: tool.to_owned(),
                     session: session.to_owned(),
                     until: now + expiry,
-                });
-                Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
-                    Some(requests),
-                    Some(state),
-                )))
-            }
-            () = context.ct.cancelled() => {
-                Err(ErrorData::internal_error("the client cancelled the call", None))
-            }
+                },
+            );
+            return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+                Some(requests),
+                Some(state),
+            )));
         }
     }
 

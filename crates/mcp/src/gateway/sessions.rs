@@ -91,15 +91,29 @@ impl SessionFiles {
     }
 }
 
+/// How many sessions of clients without a connection may be open at once.
+const MAX_KEYED: usize = 1024;
+
 /// How long a session kept for requests without a connection stays open with none coming.
 pub(crate) const IDLE: Duration = Duration::from_secs(30 * 60);
 
 /// The sessions of requests that arrive without a connection (2026-07-28 over HTTP), by
 /// name: one a request names, kept like `--session`'s, or its client's own, removed once it
 /// has been idle for [`IDLE`] (the audit log keeps its decisions).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Keyed {
     held: Mutex<std::collections::HashMap<String, Held>>,
+    /// How many may be open at once.
+    limit: usize,
+}
+
+impl Default for Keyed {
+    fn default() -> Self {
+        Keyed {
+            held: Mutex::default(),
+            limit: MAX_KEYED,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -124,6 +138,16 @@ impl Keyed {
         if let Some(kept) = held.get_mut(name) {
             kept.used = now;
             return Ok(Arc::clone(&kept.session));
+        }
+        if held.len() >= self.limit {
+            return Err(Error::Session {
+                path: files.dir.join(name),
+                reason: format!(
+                    "{} sessions of clients without a connection are open already; one is let go after {} minutes without a request",
+                    self.limit,
+                    IDLE.as_secs() / 60
+                ),
+            });
         }
         let session = Arc::new(files.open_as(name, guard, ephemeral)?);
         held.insert(
@@ -357,6 +381,32 @@ mod tests {
         shared.record(&guard, "oc_write_scale", true, "scaled");
         shared.flush(&guard).unwrap();
         assert_eq!(read(shared.path()).evidence.len(), 2);
+    }
+
+    #[test]
+    fn sessions_of_clients_without_a_connection_are_found_again_and_held_in_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let guard = Guard::new(Arc::new(Policy::default_policy()), Mode::Blocking);
+        let files = SessionFiles::new(dir.path()).unwrap();
+        let keyed = Keyed {
+            limit: 2,
+            ..Keyed::default()
+        };
+        let first = keyed.get(&files, &guard, "client-a", true).unwrap();
+        let again = keyed.get(&files, &guard, "client-a", true).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "one session per key");
+        keyed.get(&files, &guard, "client-b", false).unwrap();
+        let error = keyed
+            .get(&files, &guard, "client-c", true)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("2 sessions of clients"), "{error}");
+        assert!(keyed.get(&files, &guard, "../up", true).is_err());
+        // Let go, a client's session is removed and a named one kept.
+        drop((first, again));
+        keyed.clear();
+        assert!(!dir.path().join("client-a.json").exists());
+        assert!(dir.path().join("client-b.json").exists());
     }
 
     #[test]
