@@ -21,6 +21,14 @@ pub(crate) fn compile(
     document: &ArazzoDocument,
     schema: &Value,
 ) -> Result<jsonschema::Validator, String> {
+    jsonschema::validator_for(&self_contained(document, schema))
+        .map_err(|error| format!("the inputs schema is not valid: {error}"))
+}
+
+/// `schema` (a workflow's `inputs`) with the document's input components beside it, under
+/// `components.inputs`, where its `$ref`s to `#/components/inputs/NAME` find them: a schema
+/// a validator or a client reads on its own, never expanded.
+pub(crate) fn self_contained(document: &ArazzoDocument, schema: &Value) -> Value {
     let mut root = schema.clone();
     if let (Value::Object(root), Some(components)) = (&mut root, &document.components)
         && !components.inputs.is_empty()
@@ -39,8 +47,18 @@ pub(crate) fn compile(
             )])),
         );
     }
-    jsonschema::validator_for(&root)
-        .map_err(|error| format!("the inputs schema is not valid: {error}"))
+    root
+}
+
+/// `schema` (a workflow's `inputs`) as a client reads it on its own: the schema its root
+/// `$ref` names (clients expect an object schema at the root), the document's input
+/// components beside it, `type: object` said when it was not.
+pub(crate) fn for_clients(document: &ArazzoDocument, schema: &Value) -> Value {
+    let mut root = self_contained(document, target(document, schema));
+    if let Value::Object(root) = &mut root {
+        root.entry("type").or_insert_with(|| Value::from("object"));
+    }
+    root
 }
 
 /// The schema `schema` stands for: itself, or what its `$ref` to `#/components/inputs/NAME`

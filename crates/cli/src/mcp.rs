@@ -1,21 +1,25 @@
-//! `wayline mcp ...`: the guard as a gateway in front of MCP servers.
+//! `wayline mcp ...`: the guard as a gateway in front of MCP servers, and wayline's tools,
+//! workflows and Arazzo documents served to agents.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 
-use wayline_core::McpServer;
 use wayline_core::secret::CommandLine;
+use wayline_core::{McpServer, Workflow, WorkflowStatus};
+use wayline_executor::{Engine, EngineBuilder, RunOptions};
 use wayline_guard::audit::AuditLog;
-use wayline_guard::{Guard, Policy};
-use wayline_mcp::{Gateway, GatewayConfig, HttpOptions, SessionChoice};
-use wayline_registry::ToolConfigs;
-
-use wayline_core::{Workflow, WorkflowStatus};
-use wayline_guard::GuardPolicy;
+use wayline_guard::{Guard, GuardPolicy, Policy};
 use wayline_knowledge::Recorder;
-use wayline_mcp::WaylineServer;
+use wayline_mcp::{
+    Document, DocumentRun, DocumentTool, Gateway, GatewayConfig, HttpOptions, SessionChoice,
+    WaylineServer,
+};
+use wayline_registry::ToolConfigs;
+use wayline_store::Location;
 
 use crate::args::{LearnArgs, StoreArg, ToolsArgs};
 use crate::assemble::{
@@ -23,7 +27,7 @@ use crate::assemble::{
 };
 use crate::guard::ModeArg;
 use crate::report::{Outcome, fail, unreadable};
-use wayline_store::Location;
+use crate::run::arazzo::ArazzoFlags;
 
 /// `wayline mcp ...`
 #[derive(Debug, clap::Subcommand)]
@@ -31,15 +35,19 @@ pub(crate) enum McpCommand {
     /// Serve MCP in front of other MCP servers, deciding every tool call with the guard:
     /// blocked calls answer the guard's guidance, allowed ones are forwarded and their results
     /// kept as evidence; adds workflow_state, workflow_advance and break_glass_request.
-    Gateway(GatewayArgs),
+    Gateway(Box<GatewayArgs>),
     /// Serve wayline's tools (a tool directory) and the store's active workflows as MCP tools
     /// on stdio or streamable HTTP: a call runs on the engine and answers each step's output,
     /// with a progress notification per finished step.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
 }
 
-/// `wayline mcp serve` arguments.
+/// `wayline mcp serve` arguments. `--tools` may be left out when `--arazzo` gives what to
+/// serve.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("tools", |arg| {
+    arg.required(false).required_unless_present("arazzo")
+}))]
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     tools: ToolsArgs,
@@ -56,6 +64,19 @@ pub(crate) struct ServeArgs {
     guard_policy: Option<PathBuf>,
     #[command(flatten)]
     learn: LearnArgs,
+    /// Serve the workflows of this Arazzo document too, each a tool with the document's inputs
+    /// schema (the document is validated first; its operations are called over HTTP).
+    #[arg(long, value_name = "FILE")]
+    arazzo: Option<PathBuf>,
+    /// The Arazzo document's source description read from a local file, `NAME=FILE`.
+    #[arg(long = "source", value_name = "NAME=FILE", requires = "arazzo")]
+    sources: Vec<String>,
+    /// Let the Arazzo document's sources and `$ref`s be read from this directory too.
+    #[arg(long = "allow-read", value_name = "DIR", requires = "arazzo")]
+    allow_read: Vec<PathBuf>,
+    /// Where the Arazzo document's source is served, `NAME=URL`.
+    #[arg(long = "server", value_name = "NAME=URL", requires = "arazzo")]
+    servers: Vec<String>,
     #[command(flatten)]
     http: HttpArgs,
 }
@@ -163,10 +184,10 @@ fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
 
 pub(crate) fn mcp_command(command: McpCommand) -> Outcome {
     match command {
-        McpCommand::Gateway(args) => match gateway(args) {
+        McpCommand::Gateway(args) => match gateway(*args) {
             Ok(outcome) | Err(outcome) => outcome,
         },
-        McpCommand::Serve(args) => match serve(args) {
+        McpCommand::Serve(args) => match serve(*args) {
             Ok(outcome) | Err(outcome) => outcome,
         },
     }
@@ -251,11 +272,13 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
     let mut builder = engine_builder(Arc::clone(&registry), &args.tools, &env)?;
     let runtime = runtime()?;
     let mut workflows = Vec::new();
+    let mut run_store = None;
     if let Some(path) = &args.store {
         let stores = open_store(&StoreArg {
             store: Some(path.clone()),
         })?;
         builder = builder.run_store(stores.runs.clone());
+        run_store = Some(stores.runs.clone());
         workflows = runtime.block_on(active_workflows(&stores)).map_err(fail)?;
     }
     if let Some(policy) = &args.guard_policy {
@@ -282,7 +305,29 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
     } else {
         registry.tools().cloned().collect()
     };
-    let server = WaylineServer::new(builder, tools, workflows).map_err(fail)?;
+    let mut documents: Vec<(EngineBuilder, Arc<dyn Document>)> = Vec::new();
+    if let Some(path) = &args.arazzo {
+        let text = crate::args::arazzo_text(path).ok_or_else(|| {
+            unreadable(format!(
+                "--arazzo {}: not an Arazzo document (or not readable)",
+                path.display()
+            ))
+        })?;
+        let document = wayline_arazzo::load(&text, &path.display().to_string()).map_err(fail)?;
+        let flags = ArazzoFlags {
+            sources: &args.sources,
+            allow_read: &args.allow_read,
+            servers: &args.servers,
+        };
+        let runner = crate::run::arazzo::runner(document, path, &text, &flags)?;
+        let mut engine = crate::run::arazzo::engine_builder(&runner, &args.tools.network, &env)?;
+        if let Some(runs) = &run_store {
+            engine = engine.run_store(Arc::clone(runs));
+        }
+        documents.push((engine, Arc::new(ServedArazzo { runner })));
+    }
+    let server =
+        WaylineServer::with_documents(builder, tools, workflows, documents).map_err(fail)?;
     let names = server.names().collect::<Vec<_>>().join(", ");
     runtime.block_on(async {
         match http {
@@ -325,4 +370,54 @@ async fn active_workflows(
         }
     }
     Ok(active)
+}
+
+/// An Arazzo document's workflows, served by `mcp serve` as tools: each with the document's
+/// inputs schema (its components beside it), run on the document's engine.
+struct ServedArazzo {
+    runner: wayline_arazzo::run::Runner,
+}
+
+impl Document for ServedArazzo {
+    fn tools(&self) -> Vec<DocumentTool> {
+        let document = self.runner.document();
+        document
+            .workflows
+            .iter()
+            .map(|workflow| {
+                let id = &workflow.workflow_id;
+                let about = workflow
+                    .summary
+                    .clone()
+                    .or_else(|| workflow.description.clone())
+                    .unwrap_or_else(|| id.clone());
+                let description = format!(
+                    "{about} (a workflow of the Arazzo document {})",
+                    document.info.title
+                );
+                let schema = match self.runner.input_schema(id) {
+                    Some(serde_json::Value::Object(schema)) => schema,
+                    _ => serde_json::Map::new(),
+                };
+                DocumentTool::new(id.clone(), description, schema)
+            })
+            .collect()
+    }
+
+    fn run(
+        &self,
+        engine: Engine,
+        id: String,
+        inputs: serde_json::Map<String, serde_json::Value>,
+        options: RunOptions,
+    ) -> Pin<Box<dyn Future<Output = Result<DocumentRun, String>>>> {
+        let runner = self.runner.clone();
+        Box::pin(async move {
+            let ran = runner
+                .run(&engine, &id, inputs, options)
+                .await
+                .map_err(|error| error.to_string())?;
+            Ok(DocumentRun::new(ran.run, ran.outputs))
+        })
+    }
 }

@@ -22,5 +22,5 @@ pub use client::{CONNECT_TIMEOUT, McpServers};
 pub use error::Error;
 pub use gateway::{Gateway, GatewayConfig, GatewayHandler, SessionChoice};
 pub use http::HttpOptions;
-pub use serve::WaylineServer;
+pub use serve::{Document, DocumentRun, DocumentTool, WaylineServer};
 pub use upstream::Upstream;

@@ -6,6 +6,8 @@
 //! token gets a progress notification as each step finishes.
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,13 +33,100 @@ use crate::Error;
 struct Entry {
     /// As listed.
     tool: Tool,
-    /// The workflow a call runs (a tool: a workflow of one step).
-    workflow: Workflow,
-    /// The saved version, for a saved workflow.
-    version: Option<u32>,
-    /// A tool served alone: every argument given becomes an input of its step, named or
-    /// not (a code or MCP tool names none; a body tool sends what it is given).
-    open: bool,
+    /// What a call runs.
+    runs: Runs,
+}
+
+/// What a call of a served name runs.
+enum Runs {
+    /// A workflow of wayline's on the server's engine.
+    Workflow {
+        /// The workflow (a tool: a workflow of one step).
+        workflow: Workflow,
+        /// The saved version, for a saved workflow.
+        version: Option<u32>,
+        /// A tool served alone: every argument given becomes an input of its step, named or
+        /// not (a code or MCP tool names none; a body tool sends what it is given).
+        open: bool,
+    },
+    /// A document's workflow, on the document's engine (`engine`, an index of the engine
+    /// thread's).
+    Document {
+        document: Arc<dyn Document>,
+        engine: usize,
+    },
+}
+
+impl std::fmt::Debug for Runs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Runs::Workflow { workflow, .. } => write!(f, "workflow {}", workflow.id),
+            Runs::Document { engine, .. } => write!(f, "a document's workflow (engine {engine})"),
+        }
+    }
+}
+
+/// Workflows `mcp serve` offers besides wayline's own that run on an engine of their own: an
+/// Arazzo document's, whose operations are that engine's tools. The host implements it over
+/// its runner (the CLI over `wayline_arazzo::run::Runner`), so this crate reads no Arazzo.
+pub trait Document: Send + Sync + 'static {
+    /// Its workflows as MCP tools: each one's id, description and input schema.
+    fn tools(&self) -> Vec<DocumentTool>;
+
+    /// Runs workflow `id` with `inputs` on `engine` (`options` gives the run id): the
+    /// engine's record and the workflow's outputs, or why it did not start. The future runs
+    /// on the engine's thread, so it need not be `Send`.
+    fn run(
+        &self,
+        engine: Engine,
+        id: String,
+        inputs: JsonObject,
+        options: RunOptions,
+    ) -> Pin<Box<dyn Future<Output = Result<DocumentRun, String>>>>;
+}
+
+/// A [`Document`]'s workflow as `mcp serve` lists it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct DocumentTool {
+    /// Its name (the workflow's id).
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The JSON Schema of its inputs (an object schema).
+    pub input_schema: JsonObject,
+}
+
+impl DocumentTool {
+    /// Workflow `name`, doing what `description` says, taking inputs `input_schema`.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: JsonObject,
+    ) -> Self {
+        DocumentTool {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+        }
+    }
+}
+
+/// A finished run of a [`Document`]'s workflow.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct DocumentRun {
+    /// The engine's record.
+    pub run: Run,
+    /// The workflow's outputs.
+    pub outputs: JsonObject,
+}
+
+impl DocumentRun {
+    /// A run's record and the workflow's outputs.
+    pub fn new(run: Run, outputs: JsonObject) -> Self {
+        DocumentRun { run, outputs }
+    }
 }
 
 /// wayline's tools and workflows as an MCP server. Cheap to clone.
@@ -63,8 +152,20 @@ impl WaylineServer {
         tools: Vec<ToolDefinition>,
         workflows: Vec<(Workflow, Option<u32>)>,
     ) -> Result<WaylineServer, Error> {
+        WaylineServer::with_documents(builder, tools, workflows, Vec::new())
+    }
+
+    /// As [`new`](WaylineServer::new), and the workflows of `documents` besides, each run on
+    /// the engine its builder makes (a progress observer added). A name served twice is an
+    /// error.
+    pub fn with_documents(
+        builder: EngineBuilder,
+        tools: Vec<ToolDefinition>,
+        workflows: Vec<(Workflow, Option<u32>)>,
+        documents: Vec<(EngineBuilder, Arc<dyn Document>)>,
+    ) -> Result<WaylineServer, Error> {
         let progress = Arc::new(ProgressRouter::default());
-        let engine = EngineThread::start(builder.observer(progress.clone()).build());
+        let mut engines = vec![builder.observer(progress.clone()).build()];
         let mut entries = BTreeMap::new();
         for tool in tools {
             let entry = tool_entry(&tool);
@@ -77,12 +178,32 @@ impl WaylineServer {
                     workflow_description(&workflow),
                     Arc::new(workflow_schema(&workflow)),
                 ),
-                workflow: workflow.clone(),
-                version,
-                open: false,
+                runs: Runs::Workflow {
+                    workflow: workflow.clone(),
+                    version,
+                    open: false,
+                },
             };
             insert(&mut entries, workflow.id.clone(), entry, "workflow")?;
         }
+        for (builder, document) in documents {
+            let engine = engines.len();
+            engines.push(builder.observer(progress.clone()).build());
+            for served in document.tools() {
+                let tool = Tool::new(
+                    served.name.clone(),
+                    served.description,
+                    Arc::new(served.input_schema),
+                );
+                let runs = Runs::Document {
+                    document: Arc::clone(&document),
+                    engine,
+                };
+                let entry = Entry { tool, runs };
+                insert(&mut entries, served.name, entry, "document's workflow")?;
+            }
+        }
+        let engine = EngineThread::start(engines);
         Ok(WaylineServer {
             inner: Arc::new(Inner {
                 engine,
@@ -136,25 +257,52 @@ impl WaylineServer {
     ) -> CallToolResult {
         let n = self.inner.runs.fetch_add(1, Ordering::Relaxed) + 1;
         let run_id = format!("mcp-{}-{n}", Utc::now().format("%Y%m%dT%H%M%S%.3f"));
-        let mut options = RunOptions::new()
-            .run_id(run_id.clone())
-            .inputs(arguments.into_iter().collect::<IndexMap<String, Value>>());
-        if let Some(version) = entry.version {
-            options = options.workflow_version(version);
-        }
-        let mut workflow = entry.workflow.clone();
-        if entry.open
-            && let Some(step) = workflow.steps.first_mut()
-        {
-            for name in options.inputs.keys() {
-                if !step.input_mapping.contains_key(name) {
-                    step.input_mapping
-                        .insert(name.clone(), Value::String(format!("$input.{name}")));
-                    workflow.inputs.insert(name.clone(), Default::default());
+        let options = RunOptions::new().run_id(run_id.clone());
+        let (work, total): (Work, Option<usize>) = match &entry.runs {
+            Runs::Workflow {
+                workflow,
+                version,
+                open,
+            } => {
+                let mut options =
+                    options.inputs(arguments.into_iter().collect::<IndexMap<String, Value>>());
+                if let Some(version) = version {
+                    options = options.workflow_version(*version);
                 }
+                let mut workflow = workflow.clone();
+                if *open && let Some(step) = workflow.steps.first_mut() {
+                    for name in options.inputs.keys() {
+                        if !step.input_mapping.contains_key(name) {
+                            step.input_mapping
+                                .insert(name.clone(), Value::String(format!("$input.{name}")));
+                            workflow.inputs.insert(name.clone(), Default::default());
+                        }
+                    }
+                }
+                let total = workflow.steps.len();
+                let work: Work = (
+                    0,
+                    Box::new(move |engine: Engine| {
+                        Box::pin(async move {
+                            engine
+                                .run(&workflow, options)
+                                .await
+                                .map(|run| DocumentRun::new(run, JsonObject::new()))
+                                .map_err(|error| error.to_string())
+                        })
+                    }),
+                );
+                (work, Some(total))
             }
-        }
-        let total = workflow.steps.len();
+            Runs::Document { document, engine } => {
+                let (document, id) = (Arc::clone(document), entry.tool.name.to_string());
+                let work: Work = (
+                    *engine,
+                    Box::new(move |engine: Engine| document.run(engine, id, arguments, options)),
+                );
+                (work, None)
+            }
+        };
         let forwarding = progress.map(|(token, peer)| {
             let (sender, mut events) = mpsc::unbounded_channel::<String>();
             self.inner.progress.listen(&run_id, sender);
@@ -164,21 +312,23 @@ impl WaylineServer {
                     done += 1;
                     let mut note = ProgressNotificationParam::new(token.clone(), f64::from(done))
                         .with_message(message);
-                    note = note.with_total(total as f64);
+                    if let Some(total) = total {
+                        note = note.with_total(total as f64);
+                    }
                     if peer.notify_progress(note).await.is_err() {
                         break;
                     }
                 }
             })
         });
-        let ran = self.inner.engine.run(workflow, options).await;
+        let ran = self.inner.engine.run(work).await;
         self.inner.progress.forget(&run_id);
         if let Some(task) = forwarding {
             // The sender is gone: the task ends once it has sent what was queued.
             let _ = task.await;
         }
         match ran {
-            Ok(run) => run_result(&run),
+            Ok(ran) => run_result(&ran),
             Err(reason) => CallToolResult::error(vec![ContentBlock::text(format!(
                 "the run could not start: {reason}"
             ))]),
@@ -230,9 +380,11 @@ fn tool_entry(tool: &ToolDefinition) -> Entry {
     workflow.steps.push(step);
     Entry {
         tool: listed,
-        workflow,
-        version: None,
-        open: true,
+        runs: Runs::Workflow {
+            workflow,
+            version: None,
+            open: true,
+        },
     }
 }
 
@@ -288,14 +440,19 @@ fn json_type(value: &Value) -> &'static str {
     }
 }
 
-/// A finished run as a tool result: the step outputs as structured content; a run that did
-/// not succeed is a tool error saying which steps failed.
-fn run_result(run: &Run) -> CallToolResult {
-    let outputs: Map<String, Value> = run
-        .step_results
-        .iter()
-        .map(|result| (result.step_id.clone(), result.output_data.clone()))
-        .collect();
+/// A finished run as a tool result: the workflow's outputs (a document's) or its steps' as
+/// structured content; a run that did not succeed is a tool error saying which steps failed.
+fn run_result(ran: &DocumentRun) -> CallToolResult {
+    let run = &ran.run;
+    // A document's workflow declares its outputs; a wayline workflow's are its steps'.
+    let outputs: Map<String, Value> = if ran.outputs.is_empty() {
+        run.step_results
+            .iter()
+            .map(|result| (result.step_id.clone(), result.output_data.clone()))
+            .collect()
+    } else {
+        ran.outputs.clone()
+    };
     let failures: Vec<Value> = run
         .step_results
         .iter()
@@ -332,14 +489,20 @@ fn run_result(run: &Run) -> CallToolResult {
     result
 }
 
+/// What a run does on the engine thread: which engine it takes, and the future it makes of it
+/// (one that stays on the thread).
+type Work = (
+    usize,
+    Box<dyn FnOnce(Engine) -> Pin<Box<dyn Future<Output = Result<DocumentRun, String>>>> + Send>,
+);
+
 /// A run for the engine thread, and where its record goes.
 struct Job {
-    workflow: Workflow,
-    options: RunOptions,
-    reply: oneshot::Sender<Result<Run, String>>,
+    work: Work,
+    reply: oneshot::Sender<Result<DocumentRun, String>>,
 }
 
-/// The engine on a thread of its own: its runs are futures that stay on one thread (the
+/// The engines on a thread of their own: their runs are futures that stay on one thread (the
 /// scheduler's step futures are not `Send`), while the MCP service answers on any. Runs
 /// still go on concurrently, each a task of the thread's local set.
 #[derive(Debug)]
@@ -348,7 +511,7 @@ struct EngineThread {
 }
 
 impl EngineThread {
-    fn start(engine: Engine) -> EngineThread {
+    fn start(engines: Vec<Engine>) -> EngineThread {
         let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
         let started = std::thread::Builder::new()
             .name("wayline-engine".into())
@@ -362,14 +525,17 @@ impl EngineThread {
                 };
                 let local = tokio::task::LocalSet::new();
                 local.block_on(&runtime, async move {
-                    while let Some(job) = queue.recv().await {
-                        let engine = engine.clone();
+                    while let Some(Job {
+                        work: (index, work),
+                        reply,
+                    }) = queue.recv().await
+                    {
+                        let Some(engine) = engines.get(index).cloned() else {
+                            let _ = reply.send(Err("no such engine".to_owned()));
+                            continue;
+                        };
                         tokio::task::spawn_local(async move {
-                            let ran = engine
-                                .run(&job.workflow, job.options)
-                                .await
-                                .map_err(|error| error.to_string());
-                            let _ = job.reply.send(ran);
+                            let _ = reply.send(work(engine).await);
                         });
                     }
                 });
@@ -380,14 +546,10 @@ impl EngineThread {
         EngineThread { jobs }
     }
 
-    async fn run(&self, workflow: Workflow, options: RunOptions) -> Result<Run, String> {
+    async fn run(&self, work: Work) -> Result<DocumentRun, String> {
         let (reply, answer) = oneshot::channel();
         self.jobs
-            .send(Job {
-                workflow,
-                options,
-                reply,
-            })
+            .send(Job { work, reply })
             .map_err(|_| "the engine is not running".to_owned())?;
         answer
             .await

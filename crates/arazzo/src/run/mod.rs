@@ -236,6 +236,24 @@ impl Runner {
         &self.inner.document
     }
 
+    /// The JSON Schema of workflow `workflow_id`'s inputs as a client reads it on its own: an
+    /// object schema at the root (a root `$ref` followed), the document's input components
+    /// beside it, where its `$ref`s find them; one without properties when the workflow
+    /// declares no inputs. `None` for an id the
+    /// document does not have.
+    pub fn input_schema(&self, workflow_id: &str) -> Option<Value> {
+        let workflow = self
+            .inner
+            .document
+            .workflows
+            .iter()
+            .find(|workflow| workflow.workflow_id == workflow_id)?;
+        Some(match &workflow.inputs {
+            Some(schema) => input_schema::for_clients(&self.inner.document, schema),
+            None => serde_json::json!({"type": "object", "properties": {}}),
+        })
+    }
+
     /// The tools made from the operations the steps call (`SOURCE.OPERATION`, then
     /// `SOURCE.OPERATION#2`… for the same operation called with other parameters).
     pub fn catalog(&self) -> &Arc<MemoryCatalog> {

@@ -25,34 +25,23 @@ pub(super) fn run_document(args: &RunArgs, path: &Path, text: &str) -> Result<Ou
     refuse_what_does_not_apply(args)?;
     let origin = path.display().to_string();
     let document = wayline_arazzo::load(text, &origin).map_err(fail)?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    let sources = Sources::load_within(
-        &document,
-        base,
-        &source_overrides(&args.sources)?,
-        read_scope(path, &args.allow_read),
-    );
-    refuse_invalid(&document, &sources, text, &origin)?;
-    let servers = servers(&args.servers, &document)?;
+    let flags = ArazzoFlags {
+        sources: &args.sources,
+        allow_read: &args.allow_read,
+        servers: &args.servers,
+    };
+    let runner = runner(document, path, text, &flags)?;
     let workflow_id = match &args.arazzo_workflow {
         Some(id) => id.clone(),
-        None => only_workflow(&document)?,
+        None => only_workflow(runner.document())?,
     };
     let inputs: Map<String, Value> = run_inputs(args.inputs_file.as_deref(), &args.common.inputs)?
         .into_iter()
         .collect();
-    let runner = Runner::new(document, &sources, &servers);
     let env = Environment::load(&args.common.tools.env_files)?;
-    let transport = tool_transport_builder(&args.common.tools.network)?
-        // A redirect is an answer the document's criteria and outputs read.
-        .follow_redirects(false)
-        .build()
-        .map_err(|error| unreadable(format!("cannot start the HTTP client: {error}")))?;
     let catalog: Arc<dyn ToolCatalog> = runner.catalog().clone();
-    let mut builder = Engine::builder(Arc::clone(&catalog))
-        .transport(Arc::new(transport))
-        .max_parallel(args.max_parallel)
-        .mask(env.file_values());
+    let mut builder =
+        engine_builder(&runner, &args.common.tools.network, &env)?.max_parallel(args.max_parallel);
     if let Some(store) = &args.store {
         let stores = wayline_store::open(store).map_err(fail)?;
         builder = builder.run_store(stores.runs);
@@ -107,6 +96,52 @@ pub(super) fn run_document(args: &RunArgs, path: &Path, text: &str) -> Result<Ou
         error.outcome()
     })?;
     Ok(report(&ran, args.format))
+}
+
+/// Where an Arazzo document's sources are read and called: `--source NAME=FILE`,
+/// `--allow-read DIR`, `--server NAME=URL`.
+pub(crate) struct ArazzoFlags<'a> {
+    pub(crate) sources: &'a [String],
+    pub(crate) allow_read: &'a [std::path::PathBuf],
+    pub(crate) servers: &'a [String],
+}
+
+/// `document` (read from `text` at `path`) ready to run: its sources read as `flags` say, the
+/// whole validated (a document with errors does not run; warnings are said).
+pub(crate) fn runner(
+    document: wayline_arazzo::ArazzoDocument,
+    path: &Path,
+    text: &str,
+    flags: &ArazzoFlags<'_>,
+) -> Result<Runner, Outcome> {
+    let base = path.parent().unwrap_or(Path::new("."));
+    let sources = Sources::load_within(
+        &document,
+        base,
+        &source_overrides(flags.sources)?,
+        read_scope(path, flags.allow_read),
+    );
+    refuse_invalid(&document, &sources, text, &path.display().to_string())?;
+    let servers = servers(flags.servers, &document)?;
+    Ok(Runner::new(document, &sources, &servers))
+}
+
+/// An engine for `runner`'s workflows: its operations as tools, called over HTTP as
+/// `network` says (redirects not followed: a redirect is an answer the document's criteria
+/// read), the environment's values masked.
+pub(crate) fn engine_builder(
+    runner: &Runner,
+    network: &crate::args::NetworkArgs,
+    env: &Environment,
+) -> Result<wayline_executor::EngineBuilder, Outcome> {
+    let transport = tool_transport_builder(network)?
+        .follow_redirects(false)
+        .build()
+        .map_err(|error| unreadable(format!("cannot start the HTTP client: {error}")))?;
+    let catalog: Arc<dyn ToolCatalog> = runner.catalog().clone();
+    Ok(Engine::builder(catalog)
+        .transport(Arc::new(transport))
+        .mask(env.file_values()))
 }
 
 /// Flags of `run` that mean nothing for an Arazzo document, refused rather than ignored.

@@ -1,7 +1,7 @@
 //! `wayline run`: running a workflow (a file, or a saved one) for real, or as a dry run; an
 //! Arazzo document's workflows in [`arazzo`].
 
-mod arazzo;
+pub(crate) mod arazzo;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,5 +1,7 @@
 //! `wayline validate` on Arazzo documents: the specification's examples and schema tests.
 
+use std::path::Path;
+
 use wayline_testkit::fixture;
 
 use crate::{code, path, stdout_json, wayline};
@@ -180,7 +182,9 @@ fn export_then_import_gives_the_workflow_back() {
 }
 
 /// The pet-coupons example's pet store on loopback.
-fn pet_store(runtime: &tokio::runtime::Runtime) -> wayline_executor::testing::MockServer {
+pub(crate) fn pet_store(
+    runtime: &tokio::runtime::Runtime,
+) -> wayline_executor::testing::MockServer {
     use serde_json::json;
     use wayline_executor::testing::{MockServer, Reply};
     runtime
@@ -193,6 +197,23 @@ fn pet_store(runtime: &tokio::runtime::Runtime) -> wayline_executor::testing::Mo
             }
         }))
         .unwrap()
+}
+
+/// The pet-coupons example (in `dir`) with its plain mistakes mended (its parameters named as
+/// its description names them), written into `scratch` beside its description.
+pub(crate) fn corrected_pet_coupons(dir: &Path, scratch: &Path) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(dir.join("pet-coupons.arazzo.yaml"))
+        .unwrap()
+        .replace("name: pet_tags", "name: tags")
+        .replace("name: pet_id", "name: petId");
+    let corrected = scratch.join("pet-coupons.arazzo.yaml");
+    std::fs::write(&corrected, text).unwrap();
+    std::fs::copy(
+        dir.join("pet-coupons.openapi.yaml"),
+        scratch.join("pet-coupons.openapi.yaml"),
+    )
+    .unwrap();
+    corrected
 }
 
 #[test]
@@ -226,17 +247,7 @@ fn run_runs_an_arazzo_workflow_once_its_document_is_valid() {
     assert_eq!(server.hits(), 0);
 
     // Corrected (a copy beside its description), it runs and prints its outputs.
-    let text = std::fs::read_to_string(&published)
-        .unwrap()
-        .replace("name: pet_tags", "name: tags")
-        .replace("name: pet_id", "name: petId");
-    let corrected = scratch.path().join("pet-coupons.arazzo.yaml");
-    std::fs::write(&corrected, text).unwrap();
-    std::fs::copy(
-        dir.join("pet-coupons.openapi.yaml"),
-        scratch.path().join("pet-coupons.openapi.yaml"),
-    )
-    .unwrap();
+    let corrected = corrected_pet_coupons(&dir, scratch.path());
     let args = [
         "run",
         path(&corrected),

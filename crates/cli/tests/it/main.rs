@@ -34,7 +34,7 @@ fn wayline(args: &[&str]) -> Output {
 
 /// A runtime for a loopback server a test starts (the simulation, the fake model) while the
 /// `wayline` binary runs as a child process.
-fn server_runtime() -> tokio::runtime::Runtime {
+pub(crate) fn server_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -595,27 +595,45 @@ fn the_gateway_refuses_what_it_cannot_serve() {
     );
 }
 
-/// `wayline mcp serve ARGS` driven by the Python SDK (`tests/mcp_serve.py`) on revision
-/// `mode`: it runs the workflow `report` for Chicago and makes the call `also` (`[NAME,
-/// ARGUMENTS]`) after it. Answers what the client saw.
-fn serve_client(args: &[&str], mode: &str, also: Option<&str>) -> serde_json::Value {
+/// What the Python SDK's client (`tests/mcp_serve.py`) calls: a workflow and its inputs
+/// (JSON), then `also` (`[NAME, ARGUMENTS]`), on revision `mode`.
+struct Calls<'a> {
+    mode: &'a str,
+    workflow: &'a str,
+    inputs: &'a str,
+    also: Option<&'a str>,
+}
+
+/// The run of workflow `report` for Chicago, on revision `mode`, then `also`.
+fn report_for_chicago<'a>(mode: &'a str, also: Option<&'a str>) -> Calls<'a> {
+    Calls {
+        mode,
+        workflow: "report",
+        inputs: r#"{"city": "Chicago"}"#,
+        also,
+    }
+}
+
+/// `wayline mcp serve ARGS` driven by the Python SDK as `calls` says. Answers what the
+/// client saw.
+fn serve_client(args: &[&str], calls: &Calls<'_>) -> serde_json::Value {
     let mut server = vec![env!("CARGO_BIN_EXE_wayline"), "mcp", "serve"];
     server.extend(args);
-    serve_client_of(&server, mode, also)
+    serve_client_of(&server, calls)
 }
 
 /// As [`serve_client`], of the server `target` (a command line, or the URL one listens at).
-fn serve_client_of(target: &[&str], mode: &str, also: Option<&str>) -> serde_json::Value {
+fn serve_client_of(target: &[&str], calls: &Calls<'_>) -> serde_json::Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_serve.py");
     let mut client = Command::new("python3");
     client
         .arg(script)
         .args(target)
         .env("WAYLINE_MCP_TOKEN", "t0ken-for-the-test")
-        .env("MODE", mode)
-        .env("WORKFLOW", "report")
-        .env("INPUTS", r#"{"city": "Chicago"}"#);
-    if let Some(also) = also {
+        .env("MODE", calls.mode)
+        .env("WORKFLOW", calls.workflow)
+        .env("INPUTS", calls.inputs);
+    if let Some(also) = calls.also {
         client.env("ALSO", also);
     }
     let out = client.output().unwrap();
@@ -680,14 +698,14 @@ fn mcp_serve_runs_a_saved_workflow_for_a_real_client_with_progress() {
         ("http", "2026-07-28"),
     ] {
         let seen = if transport == "stdio" {
-            serve_client(&served, mode, also)
+            serve_client(&served, &report_for_chicago(mode, also))
         } else {
             let mut server = Command::new(env!("CARGO_BIN_EXE_wayline"));
             server
                 .args(["mcp", "serve", "--http", "127.0.0.1:0"])
                 .args(served);
             let (server, url) = listening(server);
-            let seen = serve_client_of(&[&url], mode, also);
+            let seen = serve_client_of(&[&url], &report_for_chicago(mode, also));
             stop(server);
             seen
         };
@@ -762,8 +780,7 @@ fn mcp_serve_runs_a_saved_workflow_for_a_real_client_with_progress() {
             "--guard-policy",
             &policy,
         ],
-        "legacy",
-        None,
+        &report_for_chicago("legacy", None),
     );
     assert_eq!(
         seen["tools"].as_object().unwrap().len(),
@@ -782,5 +799,66 @@ fn mcp_serve_runs_a_saved_workflow_for_a_real_client_with_progress() {
     assert!(
         said.starts_with(&format!("the run {run_id} did not succeed (failed): ")),
         "{said}"
+    );
+}
+
+/// Issue 32: an Arazzo document's workflows are offered by `mcp serve` as tools, each with the
+/// document's inputs schema, and a call runs the workflow against the document's API and
+/// answers its outputs, on both revisions.
+#[test]
+fn mcp_serve_offers_an_arazzo_documents_workflows() {
+    if !python_mcp() {
+        return;
+    }
+    let Some(dir) = wayline_testkit::fixture("arazzo/examples/1.0.0") else {
+        return;
+    };
+    let runtime = crate::server_runtime();
+    let api = crate::arazzo::pet_store(&runtime);
+    let scratch = tempfile::tempdir().unwrap();
+    let document = crate::arazzo::corrected_pet_coupons(&dir, scratch.path());
+    let server = format!("pet-coupons={}", api.url(""));
+    let args = ["--arazzo", path(&document), "--server", &server];
+    for mode in ["legacy", "2026-07-28"] {
+        let calls = Calls {
+            mode,
+            workflow: "apply-coupon",
+            inputs: r#"{"my_pet_tags": ["puppy"]}"#,
+            also: None,
+        };
+        let seen = serve_client(&args, &calls);
+        let listed = seen["tools"].as_object().unwrap();
+        let mut names: Vec<&String> = listed.keys().collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["apply-coupon", "buy-available-pet", "place-order"],
+            "{seen}"
+        );
+        assert_eq!(
+            listed["apply-coupon"]["properties"]["my_pet_tags"]["type"], "array",
+            "{seen}"
+        );
+        assert_eq!(seen["is_error"], false, "{mode}: {seen}");
+        assert_eq!(
+            seen["structured"]["outputs"]["apply_coupon_pet_order_id"], 7,
+            "{seen}"
+        );
+        assert_eq!(seen["structured"]["status"], "success");
+    }
+    // The document is validated first: the published one (a plain mistake) is refused.
+    let refused = wayline(&[
+        "mcp",
+        "serve",
+        "--arazzo",
+        path(&dir.join("pet-coupons.arazzo.yaml")),
+        "--server",
+        &server,
+    ]);
+    assert_eq!(code(&refused), 1);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("needs the path parameter `petId`"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
     );
 }
