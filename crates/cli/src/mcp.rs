@@ -175,13 +175,6 @@ impl HttpArgs {
     }
 }
 
-/// Completes at the first SIGINT or SIGTERM (saying so).
-fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
-    crate::assemble::shutdown(
-        "stopping: open sessions are written and clients' removed (again to stop at once)",
-    )
-}
-
 pub(crate) fn mcp_command(command: McpCommand) -> Outcome {
     match command {
         McpCommand::Gateway(args) => match gateway(*args) {
@@ -254,10 +247,10 @@ fn gateway(args: GatewayArgs) -> Result<Outcome, Outcome> {
                     audit_path.display()
                 );
                 let options = args.http.listen(address, token, &what).await?;
-                gateway
-                    .serve_http(options, stop_signal())
-                    .await
-                    .map_err(fail)?;
+                let stop = crate::assemble::shutdown(
+                    "stopping: sessions are written and clients' removed (again to stop at once)",
+                );
+                gateway.serve_http(options, stop).await.map_err(fail)?;
             }
             None => gateway.serve_stdio().await.map_err(fail)?,
         }
@@ -281,25 +274,36 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
         run_store = Some(stores.runs.clone());
         workflows = runtime.block_on(active_workflows(&stores)).map_err(fail)?;
     }
-    if let Some(policy) = &args.guard_policy {
-        let policy = Arc::new(Policy::load(policy).map_err(fail)?);
-        let guard = Guard::new(policy, wayline_guard::Mode::Blocking);
-        let session = guard.start("mcp-serve", chrono::Utc::now());
-        builder = builder.policy(Arc::new(GuardPolicy::new(guard, session)));
-    }
-    let recorder = match (&args.learn.sut, args.learn.learn) {
-        (Some(sut), true) => {
-            let store = open_knowledge(&args.learn.store, args.store.as_ref())?;
-            let recorder = Recorder::new(store, wayline_knowledge::sut_key(sut), registry.clone());
-            for (workflow, _) in &workflows {
-                recorder.register(workflow);
-            }
-            builder = builder.observer(Arc::new(recorder.clone()));
-            Some(recorder)
+    // One guard session for the server's life, whichever engine runs a step.
+    let guard_policy = match &args.guard_policy {
+        Some(policy) => {
+            let policy = Arc::new(Policy::load(policy).map_err(fail)?);
+            let guard = Guard::new(policy, wayline_guard::Mode::Blocking);
+            let session = guard.start("mcp-serve", chrono::Utc::now());
+            Some(Arc::new(GuardPolicy::new(guard, session)))
         }
+        None => None,
+    };
+    if let Some(policy) = &guard_policy {
+        builder = builder.policy(Arc::clone(policy) as _);
+    }
+    let knowledge = match (&args.learn.sut, args.learn.learn) {
+        (Some(sut), true) => Some((
+            open_knowledge(&args.learn.store, args.store.as_ref())?,
+            wayline_knowledge::sut_key(sut),
+        )),
         (None, true) => return Err(unreadable("--learn needs --sut NAME")),
         _ => None,
     };
+    let mut recorders = Vec::new();
+    if let Some((store, sut)) = &knowledge {
+        let recorder = Recorder::new(Arc::clone(store), sut.clone(), registry.clone());
+        for (workflow, _) in &workflows {
+            recorder.register(workflow);
+        }
+        builder = builder.observer(Arc::new(recorder.clone()));
+        recorders.push(recorder);
+    }
     let tools = if args.workflows_only {
         Vec::new()
     } else {
@@ -321,8 +325,20 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
         };
         let runner = crate::run::arazzo::runner(document, path, &text, &flags)?;
         let mut engine = crate::run::arazzo::engine_builder(&runner, &args.tools.network, &env)?;
+        // The document's runs are recorded, decided and learned from as the others are.
         if let Some(runs) = &run_store {
             engine = engine.run_store(Arc::clone(runs));
+        }
+        if let Some(policy) = &guard_policy {
+            engine = engine.policy(Arc::clone(policy) as _);
+        }
+        if let Some((store, sut)) = &knowledge {
+            let recorder = Recorder::new(Arc::clone(store), sut.clone(), runner.catalog().clone());
+            for workflow in runner.compiled() {
+                recorder.register(workflow);
+            }
+            engine = engine.observer(Arc::new(recorder.clone()));
+            recorders.push(recorder);
         }
         documents.push((engine, Arc::new(ServedArazzo { runner })));
     }
@@ -334,10 +350,10 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
             Some((address, token)) => {
                 let what = format!("{} tools: {names}", server.names().count());
                 let options = args.http.listen(address, token, &what).await?;
-                server
-                    .serve_http(options, stop_signal())
-                    .await
-                    .map_err(fail)
+                let stop = crate::assemble::shutdown(
+                    "stopping: runs in hand finish first (again to stop at once)",
+                );
+                server.serve_http(options, stop).await.map_err(fail)
             }
             None => {
                 eprintln!(
@@ -348,7 +364,7 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
             }
         }
     })?;
-    if let Some(recorder) = recorder {
+    for recorder in recorders {
         runtime.block_on(recorder.flush()).map_err(fail)?;
     }
     Ok(Outcome::Ok)

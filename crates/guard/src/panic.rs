@@ -19,19 +19,27 @@ pub(crate) struct Candidate<'a> {
 
 /// Whole seconds from `now` until a state-changing call raises no rapid-fire signal, when
 /// the one being decided (at `now`) joins the history (blocked or not, it counts): until so
-/// few of the calls stay within the window that one more stays under `count`.
-fn rapid_fire_wait(recent: &[&Call], count: usize, window: Duration, now: DateTime<Utc>) -> i64 {
+/// few of the calls stay within the window that one more stays under `count`. `None` when no
+/// wait helps (a `count` of one: every such call raises it).
+fn rapid_fire_wait(
+    recent: &[&Call],
+    count: usize,
+    window: Duration,
+    now: DateTime<Utc>,
+) -> Option<i64> {
     // Newest first, the call being decided included; the call at index `count - 2` is the one
     // that must leave the window (a call exactly `window` old is still in it).
-    let limiting = match count.saturating_sub(2) {
+    let limiting = match count.checked_sub(2)? {
         0 => Some(now),
         index => recent.get(index - 1).map(|past| past.at),
     };
-    limiting
-        .and_then(|at| at.checked_add_signed(window))
-        .map_or(i64::MAX, |leaves| {
-            (leaves - now).num_seconds().saturating_add(1).max(0)
-        })
+    Some(
+        limiting
+            .and_then(|at| at.checked_add_signed(window))
+            .map_or(i64::MAX, |leaves| {
+                (leaves - now).num_seconds().saturating_add(1).max(0)
+            }),
+    )
 }
 
 /// Every signal the call would raise.
@@ -70,11 +78,14 @@ pub(crate) fn detect(
             .collect();
         if recent.len() + 1 >= config.rapid_fire_count {
             let wait = rapid_fire_wait(&recent, config.rapid_fire_count, window, now);
+            let advice = wait
+                .map(|wait| format!("; wait {wait} s before the next one"))
+                .unwrap_or_default();
             signals.push(signal(
                 PanicKind::RapidFireCommands,
                 Severity::High,
                 format!(
-                    "{} state-changing operations within {} s; wait {wait} s before the next one",
+                    "{} state-changing operations within {} s{advice}",
                     recent.len() + 1,
                     config.rapid_fire_window_seconds
                 ),
@@ -190,14 +201,19 @@ mod tests {
         let recent: Vec<&Call> = past.iter().collect();
         // Three in the window raise it: at now + 20 the call 10 s old is exactly 30 s old and
         // still in; a second later only the call being decided is.
-        assert_eq!(rapid_fire_wait(&recent, 3, window, now), 21);
+        assert_eq!(rapid_fire_wait(&recent, 3, window, now), Some(21));
         // Two raise it: the call being decided itself must leave.
-        assert_eq!(rapid_fire_wait(&recent, 2, window, now), 31);
-        assert_eq!(rapid_fire_wait(&recent, 4, window, now), 11);
+        assert_eq!(rapid_fire_wait(&recent, 2, window, now), Some(31));
+        assert_eq!(rapid_fire_wait(&recent, 4, window, now), Some(11));
         assert_eq!(
             rapid_fire_wait(&recent, 3, Duration::MAX, now),
-            i64::MAX,
+            Some(i64::MAX),
             "a window past the end of time never ends"
+        );
+        assert_eq!(
+            rapid_fire_wait(&recent, 1, window, now),
+            None,
+            "one call raises it: no wait helps"
         );
     }
 }

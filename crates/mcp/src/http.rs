@@ -1,8 +1,8 @@
 //! An MCP server (the gateway, `mcp serve`) over streamable HTTP, at `/mcp`, on a loopback
-//! address, behind `wayline-listen`'s gate: every request carries the bearer token (compared in constant time),
-//! is sent to a host the gateway answers to, and comes from no web page unless its origin is
-//! allowed (the MCP specification's rule for local servers); anything else is refused before
-//! its body is read.
+//! address, behind `wayline-listen`'s gate: every request carries the bearer token (compared
+//! in constant time), is sent to a host the server answers to, and comes from no web page
+//! unless its origin is allowed (the MCP specification's rule for local servers); anything
+//! else is refused before its body is read.
 
 use std::sync::Arc;
 

@@ -14,9 +14,10 @@
     reason = "sampling, roots and logging are deprecated by SEP-2577 (2026-07-28), and clients and servers of every earlier revision still use them"
 )]
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use rmcp::model::{
     ClientCapabilities, ClientResult, CreateMessageRequestParams, CreateMessageResult,
@@ -44,12 +45,16 @@ pub(crate) struct Caller {
     /// The least level of log messages the request asked for (2026-07-28, where a request
     /// opts in to messages in its `_meta`; older clients use `logging/setLevel`).
     log_level: Option<LoggingLevel>,
+    /// The guard session it works in: calls of one session are one client's.
+    session: PathBuf,
 }
 
 impl Caller {
-    /// The client of the request `context` is about; `rounds` set for one on 2026-07-28.
+    /// The client of the request `context` is about, working in `session`; `rounds` set for
+    /// one on 2026-07-28.
     pub(crate) fn of(
         context: &RequestContext<RoleServer>,
+        session: &Path,
         rounds: Option<mpsc::Sender<Pending>>,
     ) -> Caller {
         let log_level = rounds.as_ref().and(context.meta.log_level());
@@ -59,6 +64,7 @@ impl Caller {
             capabilities: context.client_capabilities().unwrap_or_default(),
             rounds,
             log_level,
+            session: session.to_owned(),
         }
     }
 
@@ -79,19 +85,51 @@ pub(crate) struct Pending {
     pub(crate) answer: oneshot::Sender<Result<serde_json::Value, ErrorData>>,
 }
 
+/// How many turns [`Relay::settle`] gives the progress under way, at most.
+const SETTLE_TURNS: usize = 256;
+
 /// Routes between the gateway's clients and one gateway's upstreams.
 #[derive(Debug, Default)]
 pub(crate) struct Relay {
     inner: Mutex<Inner>,
     next: AtomicU64,
-    /// Where the name of an upstream whose tools changed goes (the gateway lists them again).
-    tools_changed: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<String>>,
+    /// Progress notifications being passed on now.
+    relaying: AtomicUsize,
+    /// The upstreams whose tools changed since the gateway last looked, and its wake-up.
+    tools_changed: OnceLock<(Changed, mpsc::Sender<()>)>,
+}
+
+/// The names of the upstreams whose tools changed, not yet looked at.
+type Changed = Arc<Mutex<BTreeSet<String>>>;
+
+/// Which upstreams' tools changed, as the gateway follows them: many notices of one upstream
+/// before it looks are one re-listing.
+#[derive(Debug)]
+pub(crate) struct ToolChanges {
+    servers: Changed,
+    wake: mpsc::Receiver<()>,
+}
+
+impl ToolChanges {
+    /// Waits for a change and answers the upstreams that changed; `None` once the relay is
+    /// gone.
+    pub(crate) async fn next(&mut self) -> Option<BTreeSet<String>> {
+        loop {
+            let changed =
+                std::mem::take(&mut *self.servers.lock().unwrap_or_else(PoisonError::into_inner));
+            if !changed.is_empty() {
+                return Some(changed);
+            }
+            self.wake.recv().await?;
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// An upstream's progress token → the client and the token it gave.
-    progress: HashMap<ProgressToken, (Peer<RoleServer>, ProgressToken)>,
+    /// An upstream's (name, progress token) → the client and the token it gave. Each upstream
+    /// numbers its tokens from zero: the name tells them apart.
+    progress: HashMap<(String, ProgressToken), (Peer<RoleServer>, ProgressToken)>,
     /// The calls in flight, oldest first: (id, upstream, caller).
     calls: Vec<(u64, String, Caller)>,
     /// Clients connected on a revision with connections (told of changes and log messages).
@@ -103,24 +141,45 @@ struct Inner {
 pub(crate) struct InFlight {
     relay: Arc<Relay>,
     id: u64,
-    upstream_token: Option<ProgressToken>,
+    /// The upstream and the progress token the call went under.
+    progress: (String, ProgressToken),
 }
 
 impl InFlight {
-    /// Sends the upstream's progress for this call to `peer` under the client's `token` (a
-    /// retry on 2026-07-28 arrives on a request, and so a peer, of its own).
-    pub(crate) fn report_progress_to(&self, peer: Peer<RoleServer>, token: Option<ProgressToken>) {
-        let Some(upstream_token) = &self.upstream_token else {
-            return;
-        };
+    /// A retry on 2026-07-28 took the call up: its request (and so its peer), its progress
+    /// token and its log level are the retry's now.
+    pub(crate) fn retried_by(&self, context: &RequestContext<RoleServer>) {
         let mut inner = self.relay.lock();
-        match token {
-            Some(token) => {
-                inner.progress.insert(upstream_token.clone(), (peer, token));
-            }
-            None => {
-                inner.progress.remove(upstream_token);
-            }
+        if let Some((_, _, caller)) = inner.calls.iter_mut().find(|(id, _, _)| *id == self.id) {
+            caller.peer = context.peer.clone();
+            caller.request = context.id.clone();
+            caller.log_level = context.meta.log_level();
+        }
+        route_progress(
+            &mut inner,
+            &self.progress,
+            &context.peer,
+            context.meta.get_progress_token(),
+        );
+    }
+}
+
+/// Sends an upstream's progress under `progress` to `peer` under the client's `token`, or
+/// nowhere when the client gave none.
+fn route_progress(
+    inner: &mut Inner,
+    progress: &(String, ProgressToken),
+    peer: &Peer<RoleServer>,
+    token: Option<ProgressToken>,
+) {
+    match token {
+        Some(token) => {
+            inner
+                .progress
+                .insert(progress.clone(), (peer.clone(), token));
+        }
+        None => {
+            inner.progress.remove(progress);
         }
     }
 }
@@ -129,9 +188,7 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         let mut inner = self.relay.lock();
         inner.calls.retain(|(id, _, _)| *id != self.id);
-        if let Some(token) = &self.upstream_token {
-            inner.progress.remove(token);
-        }
+        inner.progress.remove(&self.progress);
     }
 }
 
@@ -150,15 +207,16 @@ impl Relay {
         client_token: Option<ProgressToken>,
     ) -> InFlight {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let peer = caller.peer.clone();
-        self.lock().calls.push((id, upstream.to_owned(), caller));
-        let call = InFlight {
+        let progress = (upstream.to_owned(), upstream_token);
+        let mut inner = self.lock();
+        route_progress(&mut inner, &progress, &caller.peer, client_token);
+        inner.calls.push((id, upstream.to_owned(), caller));
+        drop(inner);
+        InFlight {
             relay: Arc::clone(self),
             id,
-            upstream_token: Some(upstream_token),
-        };
-        call.report_progress_to(peer, client_token);
-        call
+            progress,
+        }
     }
 
     /// A client connected (a revision with connections): it hears of list changes and log
@@ -169,12 +227,29 @@ impl Relay {
         inner.clients.push(peer);
     }
 
-    /// Passes an upstream's progress to the client whose call it is about.
-    pub(crate) async fn progress(&self, mut progress: ProgressNotificationParam) {
-        let route = self.lock().progress.get(&progress.progress_token).cloned();
+    /// Passes upstream `server`'s progress to the client whose call it is about.
+    pub(crate) async fn progress(&self, server: &str, mut progress: ProgressNotificationParam) {
+        self.relaying.fetch_add(1, Ordering::AcqRel);
+        let key = (server.to_owned(), progress.progress_token.clone());
+        let route = self.lock().progress.get(&key).cloned();
         if let Some((peer, token)) = route {
             progress.progress_token = token;
             let _ = peer.notify_progress(progress).await;
+        }
+        self.relaying.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Lets the progress an upstream sent before its answer reach the client first. rmcp hands
+    /// an upstream's notifications to tasks of their own but its answers straight to the
+    /// caller, so the last notification of a call can trail its answer; a client drops progress
+    /// that comes after the result. Gives those tasks a few turns, then waits (a bounded
+    /// number of turns) for the ones under way to be sent.
+    pub(crate) async fn settle(&self) {
+        for turn in 0..SETTLE_TURNS {
+            if turn >= 4 && self.relaying.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            tokio::task::yield_now().await;
         }
     }
 
@@ -204,15 +279,27 @@ impl Relay {
         }
     }
 
-    /// Sends the name of an upstream whose tools changed to `changed`.
-    pub(crate) fn follow_tools(&self, changed: tokio::sync::mpsc::UnboundedSender<String>) {
-        let _ = self.tools_changed.set(changed);
+    /// Where the gateway learns which upstreams' tools changed (once: a second call finds
+    /// nothing).
+    pub(crate) fn follow_tools(&self) -> ToolChanges {
+        let servers = Arc::default();
+        let (wake, woken) = mpsc::channel(1);
+        let _ = self.tools_changed.set((Arc::clone(&servers), wake));
+        ToolChanges {
+            servers,
+            wake: woken,
+        }
     }
 
     /// Upstream `server` said its tools changed.
     pub(crate) fn tools_changed(&self, server: &str) {
-        if let Some(changed) = self.tools_changed.get() {
-            let _ = changed.send(server.to_owned());
+        if let Some((servers, wake)) = self.tools_changed.get() {
+            servers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(server.to_owned());
+            // A wake-up already waiting covers this one too.
+            let _ = wake.try_send(());
         }
     }
 
@@ -227,20 +314,25 @@ impl Relay {
         }
     }
 
-    /// The client whose call to `upstream` started last and is still running.
+    /// The client whose call to `upstream` started last and is still running, when the calls
+    /// to it in flight are all one client's (one session's): with two clients' calls running,
+    /// nothing tells whose call the request serves, and one must not read the other's.
     fn caller_of(&self, upstream: &str) -> Result<Caller, ErrorData> {
-        self.lock()
-            .calls
-            .iter()
-            .rev()
-            .find(|(_, to, _)| to == upstream)
-            .map(|(_, _, caller)| caller.clone())
-            .ok_or_else(|| {
-                ErrorData::invalid_request(
-                    "the gateway has no call of a client's in flight to this server, so there is nobody to ask",
-                    None,
-                )
-            })
+        let inner = self.lock();
+        let mut calls = inner.calls.iter().rev().filter(|(_, to, _)| to == upstream);
+        let Some((_, _, caller)) = calls.next() else {
+            return Err(ErrorData::invalid_request(
+                "the gateway has no call of a client's in flight to this server, so there is nobody to ask",
+                None,
+            ));
+        };
+        if calls.any(|(_, _, other)| other.session != caller.session) {
+            return Err(ErrorData::invalid_request(
+                "calls of several clients to this server are in flight, and nothing tells whose call this request serves",
+                None,
+            ));
+        }
+        Ok(caller.clone())
     }
 
     /// Asks the client behind `upstream`'s current call to sample.

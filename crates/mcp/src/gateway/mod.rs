@@ -126,7 +126,7 @@ struct Shared {
     /// Progress, notifications and requests between upstreams and clients.
     relay: Arc<Relay>,
     /// Calls waiting for a client on 2026-07-28 to answer their upstream's request.
-    rounds: Rounds,
+    rounds: Arc<Rounds>,
 }
 
 impl Gateway {
@@ -163,7 +163,7 @@ impl Gateway {
             opened: std::sync::Mutex::new(Vec::new()),
             keyed: Keyed::default(),
             relay,
-            rounds: Rounds::default(),
+            rounds: Arc::default(),
         });
         follow_tool_lists(&shared);
         Ok(Gateway { shared })
@@ -236,26 +236,31 @@ impl Gateway {
 /// that lives as long as the gateway. A new list that clashes with another's names is not
 /// taken (the old one stays, and the log says why).
 fn follow_tool_lists(shared: &Arc<Shared>) {
-    let (changed, mut changes) = tokio::sync::mpsc::unbounded_channel::<String>();
-    shared.relay.follow_tools(changed);
+    let mut changes = shared.relay.follow_tools();
     let gateway = Arc::downgrade(shared);
     tokio::spawn(async move {
-        while let Some(server) = changes.recv().await {
+        while let Some(changed) = changes.next().await {
             let Some(shared) = gateway.upgrade() else {
                 return;
             };
-            let Some(upstream) = shared.upstreams.get(&server) else {
-                continue;
-            };
-            let listed = match upstream.tools().await {
-                Ok(tools) => shared.tools.replace(&server, tools),
-                Err(error) => Err(error),
-            };
-            match listed {
-                Ok(()) => shared.relay.list_changed(ListKind::Tools).await,
-                Err(error) => {
-                    tracing::warn!(%error, server, "the MCP server's new tool list is not taken");
+            let mut listed_again = false;
+            for server in changed {
+                let Some(upstream) = shared.upstreams.get(&server) else {
+                    continue;
+                };
+                let listed = match upstream.tools().await {
+                    Ok(tools) => shared.tools.replace(&server, tools),
+                    Err(error) => Err(error),
+                };
+                match listed {
+                    Ok(()) => listed_again = true,
+                    Err(error) => {
+                        tracing::warn!(%error, server, "the MCP server's new tool list is not taken");
+                    }
                 }
+            }
+            if listed_again {
+                shared.relay.list_changed(ListKind::Tools).await;
             }
         }
     });
@@ -378,9 +383,7 @@ impl GatewayHandler {
                     session.path(),
                     params.input_responses.as_ref(),
                 )?;
-                running
-                    .in_flight
-                    .report_progress_to(context.peer.clone(), context.meta.get_progress_token());
+                running.in_flight.retried_by(context);
                 running
             }
             None => match self.start(exposed, params, &session, context).await {
@@ -444,10 +447,10 @@ impl GatewayHandler {
         let handle = match sent {
             Ok(handle) => handle,
             Err(error) => {
-                return Started::Answered(tool_error(format!(
+                return Started::Answered(tool_error(upstream.masked(&format!(
                     "the MCP server `{}` could not answer: {error}",
                     exposed.server
-                )));
+                ))));
             }
         };
         let (rounds, inputs) = if without_handshake(context) {
@@ -456,7 +459,7 @@ impl GatewayHandler {
         } else {
             (None, None)
         };
-        let caller = Caller::of(context, rounds);
+        let caller = Caller::of(context, session.path(), rounds);
         let in_flight = self.shared.relay.begin(
             &exposed.server,
             caller,
@@ -465,6 +468,7 @@ impl GatewayHandler {
         );
         let id = handle.id.clone();
         let answered = Answered {
+            masks: upstream.masks(),
             server: exposed.server.clone(),
             tool: exposed.name.clone(),
             session: Arc::clone(session),
@@ -472,8 +476,10 @@ impl GatewayHandler {
             warning,
             timeout: self.shared.call_timeout,
         };
+        let relay = Arc::clone(&self.shared.relay);
         let task = tokio::spawn(async move {
             let answer = tokio::time::timeout(answered.timeout, handle.await_response()).await;
+            relay.settle().await;
             answered.response(answer)
         });
         Started::Running(Running {
@@ -527,6 +533,8 @@ impl GatewayHandler {
 /// What a forwarded call's answer becomes: the upstream's result, its evidence recorded and
 /// the guard's warning added; a failure or a timeout a tool error saying so.
 struct Answered {
+    /// The upstream's credentials, masked in what it says.
+    masks: Arc<Vec<String>>,
     server: String,
     tool: String,
     session: Arc<SharedSession>,
@@ -553,9 +561,9 @@ impl Answered {
                 ));
             }
             Ok(Err(error)) => {
-                return tool_error(format!(
-                    "the MCP server `{}` could not answer: {error}",
-                    self.server
+                return tool_error(crate::upstream::mask(
+                    &self.masks,
+                    &format!("the MCP server `{}` could not answer: {error}", self.server),
                 ));
             }
             Err(_) => {

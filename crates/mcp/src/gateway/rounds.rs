@@ -6,7 +6,7 @@
 //! cancelled; at most [`MAX_PARKED`] wait at once.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
@@ -70,6 +70,17 @@ impl Drop for Task {
     }
 }
 
+/// A `requestState`: 128 bits from the operating system's random source (the state alone
+/// lets a retry take up a parked call), or `None` when there is none to be had.
+fn unguessable() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    rustls::crypto::ring::default_provider()
+        .secure_random
+        .fill(&mut bytes)
+        .ok()?;
+    Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
 /// How many calls may wait for their clients' answers at once (each holds an upstream's
 /// request open).
 const MAX_PARKED: usize = 256;
@@ -104,7 +115,7 @@ impl Rounds {
     /// something: then the call is parked and the client asked. A client that cancels its
     /// request cancels the call.
     pub(super) async fn wait(
-        &self,
+        self: &Arc<Self>,
         mut running: Running,
         tool: &str,
         session: &std::path::Path,
@@ -129,21 +140,30 @@ impl Rounds {
                     return Err(ErrorData::internal_error("the client cancelled the call", None));
                 }
             };
-            let state = format!("{:032x}", fastrand::u128(..));
-            let key = "upstream-1".to_owned();
             let now = Instant::now();
             let mut parked = self.parked();
             parked.retain(|_, waiting| waiting.until > now);
-            if parked.len() >= MAX_PARKED {
+            let state = match unguessable() {
+                Some(state) if parked.len() < MAX_PARKED => state,
                 // The upstream hears why; the call goes on without the answer.
-                let _ = pending.answer.send(Err(ErrorData::internal_error(
-                    format!(
-                        "the gateway holds {MAX_PARKED} calls waiting for their clients already"
-                    ),
-                    None,
-                )));
-                continue;
-            }
+                Some(_) => {
+                    let _ = pending.answer.send(Err(ErrorData::internal_error(
+                        format!(
+                            "the gateway holds {MAX_PARKED} calls waiting for their clients already"
+                        ),
+                        None,
+                    )));
+                    continue;
+                }
+                None => {
+                    let _ = pending.answer.send(Err(ErrorData::internal_error(
+                        "the gateway could not draw a random request state",
+                        None,
+                    )));
+                    continue;
+                }
+            };
+            let key = "upstream-1".to_owned();
             let mut requests = InputRequests::new();
             requests.insert(key.clone(), pending.request);
             parked.insert(
@@ -157,6 +177,20 @@ impl Rounds {
                     until: now + expiry,
                 },
             );
+            drop(parked);
+            // Let go of the call once its time is up, whether or not anyone else parks or
+            // resumes meanwhile (its upstream is told to stop).
+            let rounds = Arc::downgrade(self);
+            let expired = state.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(expiry).await;
+                if let Some(rounds) = rounds.upgrade() {
+                    let now = Instant::now();
+                    rounds
+                        .parked()
+                        .retain(|state, waiting| *state != expired || waiting.until > now);
+                }
+            });
             return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
                 Some(requests),
                 Some(state),

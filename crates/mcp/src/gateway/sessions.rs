@@ -61,6 +61,7 @@ impl SessionFiles {
         ephemeral: bool,
     ) -> Result<SharedSession, Error> {
         if name.is_empty()
+            || name.len() > MAX_NAME
             || !name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
@@ -68,9 +69,9 @@ impl SessionFiles {
         {
             return Err(Error::Session {
                 path: self.dir.join(name),
-                reason:
-                    "a session name is letters, digits, `-`, `_` and `.`, not starting with `.`"
-                        .into(),
+                reason: format!(
+                    "a session name is up to {MAX_NAME} letters, digits, `-`, `_` and `.`, not starting with `.`"
+                ),
             });
         }
         let path = self.dir.join(format!("{name}.json"));
@@ -90,6 +91,9 @@ impl SessionFiles {
         Ok(shared)
     }
 }
+
+/// The longest session name (a file name, and a request's `Wayline-Session` header).
+const MAX_NAME: usize = 128;
 
 /// How many sessions of clients without a connection may be open at once.
 const MAX_KEYED: usize = 1024;
@@ -414,7 +418,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let guard = Guard::new(Arc::new(Policy::default_policy()), Mode::Blocking);
         let files = SessionFiles::new(dir.path()).unwrap();
-        for bad in ["../up", ".hidden", "a/b", ""] {
+        let long = "a".repeat(MAX_NAME + 1);
+        for bad in ["../up", ".hidden", "a/b", "", long.as_str()] {
             assert!(files.open(bad, &guard).is_err(), "{bad}");
         }
         std::fs::write(dir.path().join("broken.json"), "{not json").unwrap();

@@ -86,7 +86,7 @@ impl rmcp::ClientHandler for UpstreamHandler {
         _context: NotificationContext<RoleClient>,
     ) {
         if let Some(relay) = &self.relay {
-            relay.progress(params).await;
+            relay.progress(&self.server, params).await;
         }
     }
 

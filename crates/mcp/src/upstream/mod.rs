@@ -158,6 +158,16 @@ impl Upstream {
         })
     }
 
+    /// `text` with the server's credentials masked (`***`).
+    pub(crate) fn masked(&self, text: &str) -> String {
+        mask(&self.masks, text)
+    }
+
+    /// The server's credentials, for masking text later.
+    pub(crate) fn masks(&self) -> Arc<Vec<String>> {
+        Arc::clone(&self.masks)
+    }
+
     /// The server's name.
     pub fn name(&self) -> &str {
         &self.name
