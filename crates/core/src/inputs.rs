@@ -15,19 +15,7 @@ use crate::expr::Expression;
 use crate::reference::Reference;
 use crate::workflow::{InputSpec, Workflow};
 
-/// The JSON Schema of an input that may be any JSON value, each type its own branch (a
-/// `type` array is legal but less portable: clients that map schemas onto a single-type
-/// dialect reject it).
-pub fn any_value() -> Value {
-    json!({"anyOf": [
-        {"type": "string"},
-        {"type": "number"},
-        {"type": "boolean"},
-        {"type": "object"},
-        {"type": "array"},
-        {"type": "null"},
-    ]})
-}
+pub use crate::tool::any_value;
 
 impl InputSpec {
     /// Whether a run must give this input: it has no default and is not marked

@@ -261,7 +261,7 @@ impl ToolDefinition {
     /// listed), each typed by where its value goes: one put into text (a path, a query, a
     /// header, a command line, part of a string) is a string (a number or boolean given is
     /// written the same); one that is a whole value of the body, or an argument of a code or
-    /// MCP tool, keeps its JSON type, whichever it is ([`crate::inputs::any_value`]).
+    /// MCP tool, keeps its JSON type, whichever it is ([`any_value`]).
     ///
     /// ```
     /// use serde_json::json;
@@ -324,7 +324,7 @@ impl ToolDefinition {
                 let schema = if in_text.contains(&name) || !whole.contains(&name) {
                     serde_json::json!({"type": "string"})
                 } else {
-                    crate::inputs::any_value()
+                    any_value()
                 };
                 (name.to_owned(), schema)
             })
@@ -582,6 +582,20 @@ impl RetryPolicy {
     }
 }
 
+/// The JSON Schema of an input that may be any JSON value, each type its own branch (a
+/// `type` array is legal but less portable: clients that map schemas onto a single-type
+/// dialect reject it).
+pub fn any_value() -> serde_json::Value {
+    serde_json::json!({"anyOf": [
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "object"},
+        {"type": "array"},
+        {"type": "null"},
+    ]})
+}
+
 /// The keys of a body template: those that are a whole value (`"{{tags}}"`, keeping the
 /// value's type) go in `whole`, the texts that hold keys among other characters in `texts`.
 fn body_keys<'a>(body: &'a serde_json::Value, whole: &mut Vec<&'a str>, texts: &mut Vec<&'a str>) {
@@ -625,7 +639,7 @@ mod tests {
         for name in ["id", "other", "token", "q"] {
             assert_eq!(schema["properties"][name]["type"], "string", "{name}");
         }
-        assert_eq!(schema["properties"]["count"], crate::inputs::any_value());
+        assert_eq!(schema["properties"]["count"], any_value());
         assert_eq!(
             schema["required"],
             serde_json::json!(["id", "other", "token", "count"])
@@ -635,10 +649,7 @@ mod tests {
         let mut mcp = ToolDefinition::new("m", "");
         mcp.kind = ToolKind::Mcp;
         mcp.parameters = vec!["items".into()];
-        assert_eq!(
-            mcp.input_schema()["properties"]["items"],
-            crate::inputs::any_value()
-        );
+        assert_eq!(mcp.input_schema()["properties"]["items"], any_value());
     }
 
     #[test]
