@@ -27,6 +27,18 @@ const transport =
           headers: { Authorization: `Bearer ${process.env.WAYLINE_MCP_TOKEN}` },
         },
       });
+// Progress as it arrives, in order, before the client handles it: the client (2.3.1) runs its
+// notification handlers a microtask after it settles a result, so a notification read together
+// with the result reaches `onprogress` too late and is dropped. The order on the wire is what
+// the gateway controls; the client chains a handler set before `connect`.
+const wire = [];
+transport.onmessage = (message) => {
+  if (message.method === "notifications/progress") {
+    wire.push(message.params.progress);
+  } else if (!("method" in message)) {
+    wire.push({ response: message.id });
+  }
+};
 const client = new Client(
   { name: "wayline-conformance-ts", version: "1" },
   {
@@ -73,12 +85,15 @@ const completion = await client.complete({
 report.completion = completion.completion.values;
 
 const progress = [];
+const start = wire.length;
 const slow = await client.callTool(
   { name: `${prefix}trigger-long-running-operation`, arguments: { duration: 1, steps: 3 } },
   { onprogress: (note) => progress.push(note.progress) },
 );
 // The callback ran before callTool resolved: every notification came before the result.
 report.progress_before_result = progress.slice();
+const answered = wire.findIndex((event, at) => at >= start && typeof event === "object");
+report.wire_progress = wire.slice(start, answered < 0 ? wire.length : answered);
 report.slow = texts(slow);
 
 const sampled = await client.callTool({

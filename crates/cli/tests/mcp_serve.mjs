@@ -24,6 +24,19 @@ const transport = target.startsWith("http://")
       },
     })
   : new StdioClientTransport({ command: target, args: rest, stderr: "ignore" });
+// Progress as it arrives, in order, before the client handles it: the client (2.3.1) runs its
+// notification handlers a microtask after it settles a result, so a notification read together
+// with the result reaches `onprogress` too late and is dropped. The order on the wire is what
+// the server controls; the client chains a handler set before `connect`.
+const wire = [];
+transport.onmessage = (message) => {
+  if (message.method === "notifications/progress") {
+    const note = message.params;
+    wire.push({ done: note.progress, total: note.total, message: note.message });
+  } else if (!("method" in message)) {
+    wire.push({ response: message.id });
+  }
+};
 const client = new Client(
   { name: "wayline-serve-ts", version: "1" },
   { versionNegotiation: { mode: mode === "legacy" ? "legacy" : { pin: mode } } },
@@ -34,6 +47,7 @@ const report = { protocol: client.getNegotiatedProtocolVersion() ?? null };
 const tools = await client.listTools();
 report.tools = Object.fromEntries(tools.tools.map((tool) => [tool.name, tool.inputSchema]));
 const progress = [];
+const start = wire.length;
 const result = await client.callTool(
   { name: process.env.WORKFLOW, arguments: JSON.parse(process.env.INPUTS) },
   {
@@ -41,6 +55,8 @@ const result = await client.callTool(
       progress.push({ done: note.progress, total: note.total, message: note.message }),
   },
 );
+const answered = wire.findIndex((event, at) => at >= start && "response" in event);
+report.wire_progress = wire.slice(start, answered < 0 ? wire.length : answered);
 report.is_error = Boolean(result.isError);
 report.structured = result.structuredContent ?? null;
 report.text = result.content.filter((item) => item.type === "text").map((item) => item.text);
