@@ -15,8 +15,8 @@ use wayline_guard::audit::AuditLog;
 use wayline_guard::{Guard, GuardPolicy, Policy};
 use wayline_knowledge::Recorder;
 use wayline_mcp::{
-    Document, DocumentRun, DocumentTool, Gateway, GatewayConfig, HttpOptions, SessionChoice,
-    WaylineServer,
+    Access, Document, DocumentRun, DocumentTool, Gateway, GatewayConfig, HttpOptions, OAuthOptions,
+    SessionChoice, WaylineServer,
 };
 use wayline_registry::ToolConfigs;
 use wayline_store::Location;
@@ -130,12 +130,39 @@ pub(crate) struct HttpArgs {
     /// requests from any other page are refused. Repeatable.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     allow_origins: Vec<String>,
+    /// With --http: take OAuth access tokens this authorization server issued instead of
+    /// WAYLINE_MCP_TOKEN, checked by token introspection (RFC 7662) with --oauth-client-id
+    /// and the secret in WAYLINE_OAUTH_CLIENT_SECRET. The server's metadata (RFC 9728) names it.
+    #[arg(
+        long = "oauth-issuer",
+        value_name = "URL",
+        requires_all = ["http", "oauth_client_id"]
+    )]
+    oauth_issuer: Option<String>,
+    /// With --oauth-issuer: the client id wayline introspects tokens with.
+    #[arg(long = "oauth-client-id", value_name = "ID", requires = "oauth_issuer")]
+    oauth_client_id: Option<String>,
+    /// With --oauth-issuer: the URL clients reach this server at, which tokens must be issued
+    /// for (their audience); default http://ADDRESS/mcp. Behind a proxy: the proxy's URL.
+    #[arg(long = "oauth-resource", value_name = "URL", requires = "oauth_issuer")]
+    oauth_resource: Option<String>,
+    /// With --oauth-issuer: the introspection endpoint, when the issuer's metadata does not
+    /// name one.
+    #[arg(
+        long = "oauth-introspection",
+        value_name = "URL",
+        requires = "oauth_issuer"
+    )]
+    oauth_introspection: Option<String>,
+    /// With --oauth-issuer: a scope every token must carry. Repeatable.
+    #[arg(long = "oauth-scope", value_name = "SCOPE", requires = "oauth_issuer")]
+    oauth_scopes: Vec<String>,
 }
 
 impl HttpArgs {
-    /// The address and token to serve HTTP with, when `--http` is given: a loopback address,
-    /// and a token in the environment.
-    fn checked(&self) -> Result<Option<(SocketAddr, String)>, Outcome> {
+    /// The address and access to serve HTTP with, when `--http` is given: a loopback address,
+    /// and a token in the environment or an authorization server's.
+    fn checked(&self) -> Result<Option<(SocketAddr, Access)>, Outcome> {
         let Some(address) = self.http else {
             return Ok(None);
         };
@@ -144,13 +171,31 @@ impl HttpArgs {
                 "--http {address}: wayline's MCP servers serve loopback addresses only (127.0.0.1, ::1); put a proxy in front to serve further"
             )));
         }
-        let token = std::env::var("WAYLINE_MCP_TOKEN")
-            .ok()
-            .filter(|token| !token.trim().is_empty())
-            .ok_or_else(|| {
-                unreadable("--http needs a token: set WAYLINE_MCP_TOKEN to the bearer token clients will send")
+        let from_env = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .filter(|value| !value.trim().is_empty())
+        };
+        let Some(issuer) = &self.oauth_issuer else {
+            let token = from_env("WAYLINE_MCP_TOKEN").ok_or_else(|| {
+                unreadable("--http needs a token: set WAYLINE_MCP_TOKEN to the bearer token clients will send (or take OAuth tokens: --oauth-issuer)")
             })?;
-        Ok(Some((address, token)))
+            return Ok(Some((address, Access::Token(token))));
+        };
+        let secret = from_env("WAYLINE_OAUTH_CLIENT_SECRET").ok_or_else(|| {
+            unreadable("--oauth-issuer needs the client's secret: set WAYLINE_OAUTH_CLIENT_SECRET")
+        })?;
+        let client_id = self.oauth_client_id.clone().unwrap_or_default();
+        // The resource is filled in once the address is bound, when not given.
+        let resource = self.oauth_resource.clone().unwrap_or_default();
+        let mut oauth = OAuthOptions::new(resource, issuer, client_id, secret);
+        if let Some(url) = &self.oauth_introspection {
+            oauth = oauth.introspection_endpoint(url);
+        }
+        for scope in &self.oauth_scopes {
+            oauth = oauth.require_scope(scope);
+        }
+        Ok(Some((address, Access::OAuth(oauth))))
     }
 
     /// Binds `address` and the options to serve on it; says on standard error where it
@@ -158,7 +203,7 @@ impl HttpArgs {
     async fn listen(
         &self,
         address: SocketAddr,
-        token: String,
+        mut access: Access,
         what: &str,
     ) -> Result<HttpOptions, Outcome> {
         let listener = tokio::net::TcpListener::bind(address)
@@ -167,8 +212,20 @@ impl HttpArgs {
         let bound = listener
             .local_addr()
             .map_err(|error| unreadable(error.to_string()))?;
-        eprintln!("serving MCP at http://{bound}/mcp ({what})");
-        let mut options = HttpOptions::new(listener, token);
+        let url = format!("http://{bound}/mcp");
+        match &mut access {
+            Access::OAuth(oauth) => {
+                if oauth.resource.is_empty() {
+                    oauth.resource.clone_from(&url);
+                }
+                eprintln!(
+                    "serving MCP at {url} ({what}; OAuth tokens from {} for {})",
+                    oauth.issuer, oauth.resource
+                );
+            }
+            _ => eprintln!("serving MCP at {url} ({what})"),
+        }
+        let mut options = HttpOptions::with_access(listener, access);
         options.allowed_hosts.clone_from(&self.allow_hosts);
         options.allowed_origins.clone_from(&self.allow_origins);
         Ok(options)
@@ -239,14 +296,14 @@ fn gateway(args: GatewayArgs) -> Result<Outcome, Outcome> {
     runtime.block_on(async {
         let gateway = Gateway::connect(config).await.map_err(fail)?;
         match http {
-            Some((address, token)) => {
+            Some((address, access)) => {
                 let what = format!(
                     "{} tools; sessions in {}; audit log {}",
                     gateway.tool_names().len(),
                     data_dir.join("sessions").display(),
                     audit_path.display()
                 );
-                let options = args.http.listen(address, token, &what).await?;
+                let options = args.http.listen(address, access, &what).await?;
                 let stop = crate::assemble::shutdown(
                     "stopping: sessions are written and clients' removed (again to stop at once)",
                 );
@@ -347,9 +404,9 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
     let names = server.names().collect::<Vec<_>>().join(", ");
     runtime.block_on(async {
         match http {
-            Some((address, token)) => {
+            Some((address, access)) => {
                 let what = format!("{} tools: {names}", server.names().count());
-                let options = args.http.listen(address, token, &what).await?;
+                let options = args.http.listen(address, access, &what).await?;
                 let stop = crate::assemble::shutdown(
                     "stopping: runs in hand finish first (again to stop at once)",
                 );

@@ -59,6 +59,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// OAuth could not be set up: the authorization server, or how it was named.
+    #[error("OAuth authorization server `{issuer}`: {reason}")]
+    Authorization {
+        /// The issuer (or the URL at fault).
+        issuer: String,
+        /// What is wrong, and how to fix it.
+        reason: String,
+    },
     /// The guard refused to work (its policy or audit log).
     #[error(transparent)]
     Guard(#[from] wayline_guard::Error),

@@ -1,9 +1,11 @@
 //! An MCP server (the gateway, `mcp serve`) over streamable HTTP, at `/mcp`, on a loopback
-//! address, behind `wayline-listen`'s gate: every request carries the bearer token (compared
-//! in constant time), is sent to a host the server answers to, and comes from no web page
-//! unless its origin is allowed (the MCP specification's rule for local servers); anything
-//! else is refused before its body is read.
+//! address, behind `wayline-listen`'s gate: every request carries a bearer token (the static
+//! one, compared in constant time, or one the OAuth authorization server vouches for: see
+//! `oauth`), is sent to a host the server answers to, and comes from no web page unless its
+//! origin is allowed (the MCP specification's rule for local servers); anything else is
+//! refused before its body is read.
 
+use std::fmt;
 use std::sync::Arc;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -12,6 +14,7 @@ use tokio::net::TcpListener;
 use wayline_listen::{Gate, plain_refusal};
 
 use crate::Error;
+use crate::oauth::{OAuthOptions, Protected};
 
 /// Where and how an MCP server listens over HTTP.
 #[derive(Debug)]
@@ -19,20 +22,44 @@ use crate::Error;
 pub struct HttpOptions {
     /// The bound listener (loopback: a gateway is not a public service).
     pub listener: TcpListener,
-    /// The token clients send as `Authorization: Bearer TOKEN`.
-    pub token: String,
+    /// Which bearer tokens let a request in.
+    pub access: Access,
     /// Host names it answers to besides localhost and IP addresses (a deployment's name).
     pub allowed_hosts: Vec<String>,
     /// Web origins whose pages may call it (none by default).
     pub allowed_origins: Vec<String>,
 }
 
+/// Which bearer tokens let a request in.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Access {
+    /// This one token (`Authorization: Bearer TOKEN`): for use on this machine.
+    Token(String),
+    /// Tokens an OAuth authorization server issued for this server.
+    OAuth(OAuthOptions),
+}
+
+impl fmt::Debug for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Access::Token(_) => f.write_str("Token(<redacted>)"),
+            Access::OAuth(options) => f.debug_tuple("OAuth").field(options).finish(),
+        }
+    }
+}
+
 impl HttpOptions {
     /// Listen on `listener`, expecting `token`.
     pub fn new(listener: TcpListener, token: impl Into<String>) -> Self {
+        HttpOptions::with_access(listener, Access::Token(token.into()))
+    }
+
+    /// Listen on `listener`, letting in requests whose tokens `access` accepts.
+    pub fn with_access(listener: TcpListener, access: Access) -> Self {
         HttpOptions {
             listener,
-            token: token.into(),
+            access,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
         }
@@ -73,13 +100,29 @@ where
     let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
     let service =
         StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
-    let gate = Gate::bearer(&options.token)
+    let mut routes = axum::Router::new().nest_service("/mcp", service);
+    let gate = match options.access {
+        Access::Token(token) => Gate::bearer(token),
+        Access::OAuth(oauth) => {
+            let protected = Protected::prepare(oauth).await?;
+            let mut gate =
+                Gate::verified(protected.verifier).resource_metadata(protected.metadata_url);
+            let metadata = axum::Json(protected.metadata);
+            for path in protected.metadata_paths {
+                let metadata = metadata.clone();
+                routes = routes.route(
+                    &path,
+                    axum::routing::get(move || std::future::ready(metadata)),
+                );
+                gate = gate.open_path(path);
+            }
+            gate
+        }
+    };
+    let gate = gate
         .allow_hosts(&options.allowed_hosts)
         .allow_origins(&options.allowed_origins);
-    let app = gate.layer(
-        axum::Router::new().nest_service("/mcp", service),
-        plain_refusal,
-    );
+    let app = gate.layer(routes, plain_refusal);
     axum::serve(options.listener, app)
         .with_graceful_shutdown(shutdown)
         .await

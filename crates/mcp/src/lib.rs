@@ -7,6 +7,9 @@
 //! - [`Gateway`]: an MCP server in front of upstream MCP servers, deciding every tool call with
 //!   the guard (phase gating, evidence, panic detection, break-glass, the audit chain), over
 //!   stdio or streamable HTTP with a bearer token.
+//! - [`HttpOptions`]: how either listens over HTTP: loopback, `Host`/`Origin` checks, and one
+//!   static token or, as an OAuth resource server ([`OAuthOptions`]), tokens an authorization
+//!   server issued and vouches for.
 //! - [`WaylineServer`]: wayline's own tools and saved workflows served as MCP tools (stdio or
 //!   streamable HTTP); a call runs on the engine, with progress notifications per step.
 
@@ -14,6 +17,7 @@ mod client;
 mod error;
 pub mod gateway;
 mod http;
+mod oauth;
 mod relay;
 mod serve;
 mod upstream;
@@ -21,6 +25,7 @@ mod upstream;
 pub use client::{CONNECT_TIMEOUT, McpServers};
 pub use error::Error;
 pub use gateway::{Gateway, GatewayConfig, GatewayHandler, SessionChoice};
-pub use http::HttpOptions;
+pub use http::{Access, HttpOptions};
+pub use oauth::OAuthOptions;
 pub use serve::{Document, DocumentRun, DocumentTool, WaylineServer};
 pub use upstream::Upstream;

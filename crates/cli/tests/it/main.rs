@@ -17,6 +17,7 @@ mod import;
 mod json_server;
 mod knowledge;
 mod mcp;
+mod oauth;
 mod plan;
 mod run;
 mod sandbox;
@@ -53,6 +54,16 @@ fn text(bytes: &[u8]) -> String {
 
 fn code(output: &Output) -> i32 {
     output.status.code().expect("exited normally")
+}
+
+/// What a helper script printed (JSON), once it succeeded; its stderr when it did not.
+fn script_json(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout_json(output)
 }
 
 fn stdout_json(output: &Output) -> Value {

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{code, path, stdout_json, wayline};
+use super::{code, path, script_json, stdout_json, wayline};
 
 /// The `mcp-server-everything` executable, if it can run here.
-fn everything() -> Option<PathBuf> {
+pub(crate) fn everything() -> Option<PathBuf> {
     wayline_testkit::mcp_server_everything("the MCP tests of the CLI")
 }
 
@@ -137,7 +137,7 @@ fn a_run_fails_cleanly_when_the_server_exits_mid_run() {
 }
 
 /// Whether the official Python MCP SDK is importable.
-fn python_mcp() -> bool {
+pub(crate) fn python_mcp() -> bool {
     let found = Command::new("python3")
         .args(["-c", "import mcp"])
         .output()
@@ -178,12 +178,7 @@ fn agent(dir: &Path, server: &Path, scenario: &str) -> serde_json::Value {
         .env("APPROVE_ARGS", approve.to_string())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout_json(&out)
+    script_json(&out)
 }
 
 #[test]
@@ -304,7 +299,7 @@ fn http_gateway(server: &Path, args: &[&str]) -> (std::process::Child, String) {
 
 /// Starts `server` (a wayline MCP server given `--http`) with the test's token; answers the
 /// process and the URL its first line says it listens at.
-fn listening(mut server: Command) -> (std::process::Child, String) {
+pub(crate) fn listening(mut server: Command) -> (std::process::Child, String) {
     let mut server = server
         .env("WAYLINE_MCP_TOKEN", "t0ken-for-the-test")
         .env("WAYLINE_CANARY", "canary-not-for-upstreams")
@@ -324,7 +319,7 @@ fn listening(mut server: Command) -> (std::process::Child, String) {
 
 /// Stops `gateway` as a service manager would (SIGTERM), and waits for it to end; it is
 /// killed if it has not within 20 s.
-fn stop(mut gateway: std::process::Child) {
+pub(crate) fn stop(mut gateway: std::process::Child) {
     let _ = Command::new("kill")
         .args(["-TERM", &gateway.id().to_string()])
         .status();
@@ -665,12 +660,7 @@ fn serve_client_of(target: &[&str], calls: &Calls<'_>) -> serde_json::Value {
         client.env("ALSO", also);
     }
     let out = client.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout_json(&out)
+    script_json(&out)
 }
 
 #[test]

@@ -39,6 +39,7 @@ use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use wayline_core::mcp::McpServer;
 use wayline_guard::{Decision, Guard, ToolCall};
+use wayline_listen::Principal;
 
 use self::rounds::{Rounds, Running, Task};
 use self::sessions::{Keyed, SessionFiles, SharedSession};
@@ -276,8 +277,8 @@ pub const SESSION_HEADER: &str = "wayline-session";
 /// one its HTTP request names in [`SESSION_HEADER`]; else its connection's own (stdio, or
 /// HTTP on a revision with sessions), opened at the first request that needs it and removed
 /// with the connection; else (2026-07-28 over HTTP, where no request belongs to a
-/// connection) its client's, keyed by the name and version the client gives, removed once
-/// idle for 30 minutes.
+/// connection) its client's, keyed by whom its OAuth token was issued to (subject and client)
+/// or else by the name and version the client gives, removed once idle for 30 minutes.
 #[derive(Debug, Clone)]
 pub struct GatewayHandler {
     shared: Arc<Shared>,
@@ -294,12 +295,22 @@ fn without_handshake(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|version| !version.has_initialize())
 }
 
-/// The session a client without a connection works in, by the name and version it gives.
-fn client_session_name(client: Option<&Implementation>) -> String {
+/// The session a client without a connection works in: by whom its token was issued to,
+/// when an authorization server said (OAuth), else by the name and version it gives.
+fn client_session_name(principal: Option<&Principal>, client: Option<&Implementation>) -> String {
+    if let Some(principal) = principal {
+        let subject = principal.subject.as_deref().unwrap_or("-");
+        let client = principal.client_id.as_deref().unwrap_or("-");
+        return session_name("token", &format!("{subject}-{client}"));
+    }
     let Some(client) = client else {
         return "client-anonymous".to_owned();
     };
-    let given = format!("{}-{}", client.name, client.version);
+    session_name("client", &format!("{}-{}", client.name, client.version))
+}
+
+/// `prefix-` and `given`, cleaned to a file name's letters, with a hash of `given`.
+fn session_name(prefix: &str, given: &str) -> String {
     let mut name: String = given
         .chars()
         .map(|c| {
@@ -318,7 +329,7 @@ fn client_session_name(client: Option<&Implementation>) -> String {
         "-{:08x}",
         std::hash::Hasher::finish(&hasher) as u32
     ));
-    format!("client-{name}")
+    format!("{prefix}-{name}")
 }
 
 /// A forwarded call, started or answered at once.
@@ -341,8 +352,11 @@ impl GatewayHandler {
             let name = String::from_utf8_lossy(name.as_bytes());
             return shared.keyed.get(&shared.files, &shared.guard, &name, false);
         }
-        if parts.is_some() && without_handshake(context) {
-            let name = client_session_name(context.client_info().as_ref());
+        if let Some(parts) = parts.filter(|_| without_handshake(context)) {
+            let name = client_session_name(
+                parts.extensions.get::<Principal>(),
+                context.client_info().as_ref(),
+            );
             return shared.keyed.get(&shared.files, &shared.guard, &name, true);
         }
         let mut own = self

@@ -1,0 +1,274 @@
+//! The gateway's HTTP side as an OAuth 2.1 resource server (`--oauth-issuer`): what an MCP
+//! client finds when it comes without a token, and the official Python SDK's own
+//! client-credentials flow against an authorization server the test runs on loopback.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use wayline_executor::testing::{MockServer, RecordedRequest, Reply};
+
+use super::{code, path, script_json, wayline};
+use crate::mcp::{everything, listening, python_mcp, stop};
+
+/// The client the SDK gets its token as, and the one the gateway introspects as.
+const AGENT: (&str, &str) = ("agent", "agent-secret");
+const GATEWAY: (&str, &str) = ("wayline", "introspect-secret");
+
+/// What the authorization server issued and was asked.
+#[derive(Default)]
+struct Issued {
+    /// The resource tokens are for (the gateway's URL, once it listens).
+    resource: String,
+    /// Access token → the resource and scope it was issued for.
+    tokens: HashMap<String, (String, String)>,
+    /// Introspections asked, by token.
+    introspected: Vec<String>,
+}
+
+fn basic((id, secret): (&str, &str)) -> String {
+    let pair = format!("{id}:{secret}");
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    )
+}
+
+fn form(request: &RecordedRequest) -> HashMap<String, String> {
+    url::form_urlencoded::parse(request.text().as_bytes())
+        .into_owned()
+        .collect()
+}
+
+/// An authorization server: RFC 8414 metadata, client credentials at `/token` (for `AGENT`),
+/// introspection at `/introspect` (for `GATEWAY`). Besides what it issued it knows `narrow`
+/// (no scope) and `elsewhere` (issued for another resource).
+fn authorization_server(
+    runtime: &tokio::runtime::Runtime,
+    issued: Arc<Mutex<Issued>>,
+) -> MockServer {
+    runtime
+        .block_on(MockServer::start(move |request| {
+            let base = format!("http://{}", request.header("host").unwrap_or_default());
+            let mut issued = issued.lock().unwrap();
+            match (request.method.as_str(), request.path()) {
+                ("GET", "/.well-known/oauth-authorization-server") => Reply::json(
+                    200,
+                    json!({
+                        "issuer": base,
+                        "authorization_endpoint": format!("{base}/authorize"),
+                        "token_endpoint": format!("{base}/token"),
+                        "introspection_endpoint": format!("{base}/introspect"),
+                        "grant_types_supported": ["client_credentials"],
+                        "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+                    }),
+                ),
+                ("POST", "/token") if request.header("authorization") == Some(&basic(AGENT)) => {
+                    let asked = form(request);
+                    let token = format!("at-{}", issued.tokens.len() + 1);
+                    let resource = asked.get("resource").cloned().unwrap_or_default();
+                    let scope = asked.get("scope").cloned().unwrap_or_default();
+                    issued
+                        .tokens
+                        .insert(token.clone(), (resource, scope.clone()));
+                    Reply::json(
+                        200,
+                        json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": scope}),
+                    )
+                }
+                ("POST", "/introspect")
+                    if request.header("authorization") == Some(&basic(GATEWAY)) =>
+                {
+                    let token = form(request).remove("token").unwrap_or_default();
+                    issued.introspected.push(token.clone());
+                    let resource = issued.resource.clone();
+                    let (audience, scope) = match token.as_str() {
+                        "narrow" => (resource, String::new()),
+                        "elsewhere" => ("https://elsewhere.example/mcp".to_owned(), "mcp".into()),
+                        _ => match issued.tokens.get(&token) {
+                            Some(found) => found.clone(),
+                            None => return Reply::json(200, json!({"active": false})),
+                        },
+                    };
+                    Reply::json(
+                        200,
+                        json!({"active": true, "aud": audience, "scope": scope, "sub": "ana",
+                               "client_id": AGENT.0, "exp": 4_000_000_000u64}),
+                    )
+                }
+                ("POST", _) => Reply::json(401, json!({"error": "invalid_client"})),
+                _ => Reply::status(404),
+            }
+        }))
+        .unwrap()
+}
+
+/// The gateway in front of server-everything, taking tokens from `issuer`, introspecting with
+/// `secret`; data in `data`.
+fn oauth_gateway(
+    server: &Path,
+    issuer: &str,
+    secret: &str,
+    data: &Path,
+) -> (std::process::Child, String) {
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_wayline"));
+    gateway
+        .args(["mcp", "gateway", "--prefix", "--http", "127.0.0.1:0"])
+        .arg("--upstream")
+        .arg(format!("everything={} stdio", server.display()))
+        .args(["--oauth-issuer", issuer, "--oauth-client-id", GATEWAY.0])
+        .args(["--oauth-scope", "mcp", "--data-dir", path(data)])
+        .env("WAYLINE_OAUTH_CLIENT_SECRET", secret);
+    listening(gateway)
+}
+
+/// Runs tests/mcp_oauth.py against `url` on revision `mode`; answers what it saw.
+fn client(url: &str, issuer: &str, mode: &str, probes: &[&str], sdk: bool) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_oauth.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(url)
+        .env("ISSUER", issuer)
+        .env("CLIENT_ID", AGENT.0)
+        .env("CLIENT_SECRET", AGENT.1)
+        .env("MODE", mode)
+        .env("PROBES", serde_json::to_string(probes).unwrap())
+        .env("SDK", if sdk { "1" } else { "0" })
+        .env("TOOL", "everything__echo")
+        .env("ARGUMENTS", r#"{"message": "with a token"}"#)
+        .output()
+        .unwrap();
+    script_json(&out)
+}
+
+#[test]
+fn the_gateway_takes_tokens_an_authorization_server_vouches_for() {
+    let Some(server) = everything() else { return };
+    if !python_mcp() {
+        return;
+    }
+    let runtime = crate::server_runtime();
+    let issued = Arc::new(Mutex::new(Issued::default()));
+    let authority = authorization_server(&runtime, Arc::clone(&issued));
+    let issuer = authority.url("");
+    let data = tempfile::tempdir().unwrap();
+
+    // Flags that cannot work are refused before anything listens.
+    let without_secret = wayline(&[
+        "mcp",
+        "gateway",
+        "--http",
+        "127.0.0.1:0",
+        "--upstream",
+        "x=y",
+        "--oauth-issuer",
+        &issuer,
+        "--oauth-client-id",
+        "wayline",
+    ]);
+    assert_eq!(code(&without_secret), 2);
+    assert!(
+        String::from_utf8_lossy(&without_secret.stderr).contains("WAYLINE_OAUTH_CLIENT_SECRET"),
+        "{}",
+        String::from_utf8_lossy(&without_secret.stderr)
+    );
+
+    let (gateway, url) = oauth_gateway(&server, &issuer, GATEWAY.1, data.path());
+    issued.lock().unwrap().resource.clone_from(&url);
+    let metadata_url = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
+    for mode in ["legacy", "2026-07-28"] {
+        let seen = client(
+            &url,
+            &issuer,
+            mode,
+            &["unknown", "narrow", "elsewhere"],
+            true,
+        );
+        // Without a token: a 401 whose challenge names the metadata and the scope needed.
+        assert_eq!(seen["without_token"]["status"], 401, "{seen}");
+        assert_eq!(
+            seen["without_token"]["challenge"],
+            format!(r#"Bearer scope="mcp", resource_metadata="{metadata_url}""#)
+        );
+        // The metadata names this resource and the authorization server (RFC 9728).
+        assert_eq!(
+            seen["metadata"],
+            json!({
+                "resource": url,
+                "authorization_servers": [issuer],
+                "scopes_supported": ["mcp"],
+                "bearer_methods_supported": ["header"],
+                "resource_name": "wayline MCP server",
+            })
+        );
+        // A token it does not vouch for, or one issued for another resource: 401; one
+        // without the scope: 403 with the scope to ask for (a client steps up).
+        let probes = &seen["probes"];
+        for token in ["unknown", "elsewhere"] {
+            assert_eq!(probes[token]["status"], 401, "{token}: {seen}");
+            let challenge = probes[token]["challenge"].as_str().unwrap();
+            assert!(
+                challenge.starts_with(r#"Bearer error="invalid_token""#),
+                "{challenge}"
+            );
+        }
+        assert_eq!(probes["narrow"]["status"], 403, "{seen}");
+        assert!(
+            probes["narrow"]["challenge"]
+                .as_str()
+                .unwrap()
+                .starts_with(r#"Bearer error="insufficient_scope", scope="mcp""#),
+            "{seen}"
+        );
+        // The SDK found its way by itself: a token for this resource, with the scope the
+        // challenge named, and its calls went through.
+        let expected = if mode == "legacy" { "2025-11-25" } else { mode };
+        assert_eq!(seen["protocol"], expected);
+        assert!(
+            seen["tools"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("everything__echo")),
+            "{seen}"
+        );
+        assert_eq!(seen["is_error"], false, "{seen}");
+        assert_eq!(seen["text"][0], "Echo: with a token");
+        assert_eq!(seen["again"][0], "Echo: with a token");
+    }
+    // On the newest revision over HTTP no request belongs to a connection: the guard session
+    // is the token's subject and client's, not a name the client chose.
+    let sessions: Vec<String> = std::fs::read_dir(data.path().join("sessions"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        sessions
+            .iter()
+            .any(|name| name.starts_with("token-ana-agent-")),
+        "{sessions:?}"
+    );
+    stop(gateway);
+    {
+        let issued = issued.lock().unwrap();
+        // Each run got its token for this resource, with the challenge's scope ...
+        assert_eq!(issued.tokens.len(), 2);
+        for (resource, scope) in issued.tokens.values() {
+            assert_eq!((resource.as_str(), scope.as_str()), (url.as_str(), "mcp"));
+        }
+        // ... and each token was introspected once, however many requests carried it.
+        for token in issued.tokens.keys() {
+            let asked = issued.introspected.iter().filter(|t| *t == token).count();
+            assert_eq!(asked, 1, "{token}: {:?}", issued.introspected);
+        }
+    }
+
+    // When the authorization server refuses the gateway's own credentials, a request is
+    // answered 503 (not 401: the client's token may be fine).
+    let (gateway, url) = oauth_gateway(&server, &issuer, "not-the-secret", data.path());
+    let seen = client(&url, &issuer, "legacy", &["at-1"], false);
+    assert_eq!(seen["probes"]["at-1"]["status"], 503, "{seen}");
+    stop(gateway);
+}
