@@ -303,6 +303,8 @@ pub(crate) fn listening(mut server: Command) -> (std::process::Child, String) {
     let mut server = server
         .env("WAYLINE_MCP_TOKEN", "t0ken-for-the-test")
         .env("WAYLINE_CANARY", "canary-not-for-upstreams")
+        // Not the test's stdout: a server left behind by a failed test would hold it open.
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

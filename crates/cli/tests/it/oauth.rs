@@ -1,6 +1,6 @@
 //! The gateway's HTTP side as an OAuth 2.1 resource server (`--oauth-issuer`): what an MCP
 //! client finds when it comes without a token, and the official Python SDK's own
-//! client-credentials flow against an authorization server the test runs on loopback.
+//! client-credentials flow, and the TypeScript SDK's, against an authorization server the test runs on loopback.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -60,6 +60,7 @@ fn authorization_server(
                     json!({
                         "issuer": base,
                         "authorization_endpoint": format!("{base}/authorize"),
+                        "response_types_supported": ["code"],
                         "token_endpoint": format!("{base}/token"),
                         "introspection_endpoint": format!("{base}/introspect"),
                         "grant_types_supported": ["client_credentials"],
@@ -125,18 +126,40 @@ fn oauth_gateway(
     listening(gateway)
 }
 
-/// Runs tests/mcp_oauth.py against `url` on revision `mode`; answers what it saw.
-fn client(url: &str, issuer: &str, mode: &str, probes: &[&str], sdk: bool) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_oauth.py");
-    let out = Command::new("python3")
-        .arg(script)
+/// Runs tests/mcp_oauth.py against `url` on revision `mode` (probing with `probes` first,
+/// then the SDK's flow when `sdk`) — or, given the TypeScript client's package, the SDK flow
+/// of tests/mcp_oauth.mjs; answers what it saw.
+fn client(
+    url: &str,
+    issuer: &str,
+    mode: &str,
+    typescript: Option<&Path>,
+    probes: &[&str],
+    sdk: bool,
+) -> Value {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut client = match typescript {
+        Some(package) => {
+            let mut node = Command::new("node");
+            node.arg(tests.join("mcp_oauth.mjs"))
+                .env("MCP_TS_CLIENT", package);
+            node
+        }
+        None => {
+            let mut python = Command::new("python3");
+            python
+                .arg(tests.join("mcp_oauth.py"))
+                .env("PROBES", serde_json::to_string(probes).unwrap())
+                .env("SDK", if sdk { "1" } else { "0" });
+            python
+        }
+    };
+    let out = client
         .arg(url)
         .env("ISSUER", issuer)
         .env("CLIENT_ID", AGENT.0)
         .env("CLIENT_SECRET", AGENT.1)
         .env("MODE", mode)
-        .env("PROBES", serde_json::to_string(probes).unwrap())
-        .env("SDK", if sdk { "1" } else { "0" })
         .env("TOOL", "everything__echo")
         .env("ARGUMENTS", r#"{"message": "with a token"}"#)
         .output()
@@ -179,14 +202,18 @@ fn the_gateway_takes_tokens_an_authorization_server_vouches_for() {
     let (gateway, url) = oauth_gateway(&server, &issuer, GATEWAY.1, data.path());
     issued.lock().unwrap().resource.clone_from(&url);
     let metadata_url = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
+    let typescript = wayline_testkit::mcp_ts_client("the TypeScript client's OAuth flow");
+    let mut runs = 0;
     for mode in ["legacy", "2026-07-28"] {
-        let seen = client(
-            &url,
-            &issuer,
-            mode,
-            &["unknown", "narrow", "elsewhere"],
-            true,
-        );
+        if let Some(package) = &typescript {
+            let seen = client(&url, &issuer, mode, Some(package), &[], true);
+            sdk_got_in(&seen, mode);
+            runs += 1;
+        }
+        let probes = ["unknown", "narrow", "elsewhere"];
+        let seen = client(&url, &issuer, mode, None, &probes, true);
+        sdk_got_in(&seen, mode);
+        runs += 1;
         // Without a token: a 401 whose challenge names the metadata and the scope needed.
         assert_eq!(seen["without_token"]["status"], 401, "{seen}");
         assert_eq!(
@@ -223,20 +250,6 @@ fn the_gateway_takes_tokens_an_authorization_server_vouches_for() {
                 .starts_with(r#"Bearer error="insufficient_scope", scope="mcp""#),
             "{seen}"
         );
-        // The SDK found its way by itself: a token for this resource, with the scope the
-        // challenge named, and its calls went through.
-        let expected = if mode == "legacy" { "2025-11-25" } else { mode };
-        assert_eq!(seen["protocol"], expected);
-        assert!(
-            seen["tools"]
-                .as_array()
-                .unwrap()
-                .contains(&json!("everything__echo")),
-            "{seen}"
-        );
-        assert_eq!(seen["is_error"], false, "{seen}");
-        assert_eq!(seen["text"][0], "Echo: with a token");
-        assert_eq!(seen["again"][0], "Echo: with a token");
     }
     // On the newest revision over HTTP no request belongs to a connection: the guard session
     // is the token's subject and client's, not a name the client chose.
@@ -254,7 +267,7 @@ fn the_gateway_takes_tokens_an_authorization_server_vouches_for() {
     {
         let issued = issued.lock().unwrap();
         // Each run got its token for this resource, with the challenge's scope ...
-        assert_eq!(issued.tokens.len(), 2);
+        assert_eq!(issued.tokens.len(), runs);
         for (resource, scope) in issued.tokens.values() {
             assert_eq!((resource.as_str(), scope.as_str()), (url.as_str(), "mcp"));
         }
@@ -268,7 +281,24 @@ fn the_gateway_takes_tokens_an_authorization_server_vouches_for() {
     // When the authorization server refuses the gateway's own credentials, a request is
     // answered 503 (not 401: the client's token may be fine).
     let (gateway, url) = oauth_gateway(&server, &issuer, "not-the-secret", data.path());
-    let seen = client(&url, &issuer, "legacy", &["at-1"], false);
+    let seen = client(&url, &issuer, "legacy", None, &["at-1"], false);
     assert_eq!(seen["probes"]["at-1"]["status"], 503, "{seen}");
     stop(gateway);
+}
+
+/// The SDK found its way in by itself (a token for this resource, with the scope the
+/// challenge named), on revision `mode`, and its calls went through.
+fn sdk_got_in(seen: &Value, mode: &str) {
+    let expected = if mode == "legacy" { "2025-11-25" } else { mode };
+    assert_eq!(seen["protocol"], expected, "{seen}");
+    assert!(
+        seen["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("everything__echo")),
+        "{seen}"
+    );
+    assert_eq!(seen["is_error"], false, "{seen}");
+    assert_eq!(seen["text"][0], "Echo: with a token", "{seen}");
+    assert_eq!(seen["again"][0], "Echo: with a token", "{seen}");
 }
