@@ -131,27 +131,25 @@ pub(crate) struct HttpArgs {
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     allow_origins: Vec<String>,
     /// With --http: take OAuth access tokens this authorization server issued instead of
-    /// WAYLINE_MCP_TOKEN, checked by token introspection (RFC 7662) with --oauth-client-id
-    /// and the secret in WAYLINE_OAUTH_CLIENT_SECRET. The server's metadata (RFC 9728) names it.
-    #[arg(
-        long = "oauth-issuer",
-        value_name = "URL",
-        requires_all = ["http", "oauth_client_id"]
-    )]
+    /// WAYLINE_MCP_TOKEN: JWTs checked against the keys its metadata publishes, other tokens
+    /// by introspection (RFC 7662) as --oauth-client-id. The server's metadata (RFC 9728)
+    /// names it.
+    #[arg(long = "oauth-issuer", value_name = "URL", requires = "http")]
     oauth_issuer: Option<String>,
-    /// With --oauth-issuer: the client id wayline introspects tokens with.
+    /// With --oauth-issuer: the client wayline introspects tokens as (its secret in
+    /// WAYLINE_OAUTH_CLIENT_SECRET).
     #[arg(long = "oauth-client-id", value_name = "ID", requires = "oauth_issuer")]
     oauth_client_id: Option<String>,
     /// With --oauth-issuer: the URL clients reach this server at, which tokens must be issued
     /// for (their audience); default http://ADDRESS/mcp. Behind a proxy: the proxy's URL.
     #[arg(long = "oauth-resource", value_name = "URL", requires = "oauth_issuer")]
     oauth_resource: Option<String>,
-    /// With --oauth-issuer: the introspection endpoint, when the issuer's metadata does not
+    /// With --oauth-client-id: the introspection endpoint, when the issuer's metadata does not
     /// name one.
     #[arg(
         long = "oauth-introspection",
         value_name = "URL",
-        requires = "oauth_issuer"
+        requires = "oauth_client_id"
     )]
     oauth_introspection: Option<String>,
     /// With --oauth-issuer: a scope every token must carry. Repeatable.
@@ -182,13 +180,17 @@ impl HttpArgs {
             })?;
             return Ok(Some((address, Access::Token(token))));
         };
-        let secret = from_env("WAYLINE_OAUTH_CLIENT_SECRET").ok_or_else(|| {
-            unreadable("--oauth-issuer needs the client's secret: set WAYLINE_OAUTH_CLIENT_SECRET")
-        })?;
-        let client_id = self.oauth_client_id.clone().unwrap_or_default();
         // The resource is filled in once the address is bound, when not given.
         let resource = self.oauth_resource.clone().unwrap_or_default();
-        let mut oauth = OAuthOptions::new(resource, issuer, client_id, secret);
+        let mut oauth = OAuthOptions::new(resource, issuer);
+        if let Some(id) = &self.oauth_client_id {
+            let secret = from_env("WAYLINE_OAUTH_CLIENT_SECRET").ok_or_else(|| {
+                unreadable(format!(
+                    "--oauth-client-id {id} needs the client's secret: set WAYLINE_OAUTH_CLIENT_SECRET"
+                ))
+            })?;
+            oauth = oauth.introspect_as(id, secret);
+        }
         if let Some(url) = &self.oauth_introspection {
             oauth = oauth.introspection_endpoint(url);
         }

@@ -1,6 +1,8 @@
 //! The gateway's HTTP side as an OAuth 2.1 resource server (`--oauth-issuer`): what an MCP
 //! client finds when it comes without a token, and the official Python SDK's own
-//! client-credentials flow, and the TypeScript SDK's, against an authorization server the test runs on loopback.
+//! client-credentials flow, and the TypeScript SDK's, against an authorization server the test
+//! runs on loopback, which issues opaque tokens (introspected) and JWTs (checked against its
+//! published key) by turns.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -8,6 +10,9 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ring::rand::SystemRandom;
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use serde_json::{Value, json};
 use wayline_executor::testing::{MockServer, RecordedRequest, Reply};
 
@@ -25,6 +30,8 @@ struct Issued {
     resource: String,
     /// Access token → the resource and scope it was issued for.
     tokens: HashMap<String, (String, String)>,
+    /// The JWTs among them.
+    jwts: Vec<String>,
     /// Introspections asked, by token.
     introspected: Vec<String>,
 }
@@ -43,13 +50,27 @@ fn form(request: &RecordedRequest) -> HashMap<String, String> {
         .collect()
 }
 
-/// An authorization server: RFC 8414 metadata, client credentials at `/token` (for `AGENT`),
-/// introspection at `/introspect` (for `GATEWAY`). Besides what it issued it knows `narrow`
-/// (no scope) and `elsewhere` (issued for another resource).
+/// An authorization server: RFC 8414 metadata, client credentials at `/token` (for `AGENT`;
+/// every other token an ES256 JWT signed with the key at `/jwks`), introspection at
+/// `/introspect` (for `GATEWAY`). Besides what it issued it knows `narrow` (no scope) and
+/// `elsewhere` (issued for another resource).
 fn authorization_server(
     runtime: &tokio::runtime::Runtime,
     issued: Arc<Mutex<Issued>>,
 ) -> MockServer {
+    let rng = SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let key =
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    let point = key.public_key().as_ref().to_vec();
+    let jwk = json!({"kty": "EC", "crv": "P-256", "kid": "k1", "use": "sig",
+                     "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..])});
+    let sign = move |claims: &Value| {
+        let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"ES256","typ":"at+jwt","kid":"k1"}"#);
+        let signed = format!("{header}.{}", URL_SAFE_NO_PAD.encode(claims.to_string()));
+        let signature = key.sign(&SystemRandom::new(), signed.as_bytes()).unwrap();
+        format!("{signed}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+    };
     runtime
         .block_on(MockServer::start(move |request| {
             let base = format!("http://{}", request.header("host").unwrap_or_default());
@@ -63,15 +84,25 @@ fn authorization_server(
                         "response_types_supported": ["code"],
                         "token_endpoint": format!("{base}/token"),
                         "introspection_endpoint": format!("{base}/introspect"),
+                        "jwks_uri": format!("{base}/jwks"),
                         "grant_types_supported": ["client_credentials"],
                         "token_endpoint_auth_methods_supported": ["client_secret_basic"],
                     }),
                 ),
+                ("GET", "/jwks") => Reply::json(200, json!({"keys": [jwk]})),
                 ("POST", "/token") if request.header("authorization") == Some(&basic(AGENT)) => {
                     let asked = form(request);
-                    let token = format!("at-{}", issued.tokens.len() + 1);
                     let resource = asked.get("resource").cloned().unwrap_or_default();
                     let scope = asked.get("scope").cloned().unwrap_or_default();
+                    let n = issued.tokens.len() + 1;
+                    let token = if n.is_multiple_of(2) {
+                        let jwt = sign(&json!({"iss": base, "aud": resource, "scope": scope,
+                            "sub": "ana", "client_id": AGENT.0, "exp": 4_000_000_000u64, "jti": n}));
+                        issued.jwts.push(jwt.clone());
+                        jwt
+                    } else {
+                        format!("at-{n}")
+                    };
                     issued
                         .tokens
                         .insert(token.clone(), (resource, scope.clone()));
@@ -271,19 +302,39 @@ fn the_gateway_takes_tokens_an_authorization_server_vouches_for() {
         for (resource, scope) in issued.tokens.values() {
             assert_eq!((resource.as_str(), scope.as_str()), (url.as_str(), "mcp"));
         }
-        // ... and each token was introspected once, however many requests carried it.
+        // ... and each opaque token was introspected once, however many requests carried
+        // it; the JWTs never (the gateway checked them against the published key).
+        assert_eq!(issued.jwts.len(), runs / 2);
         for token in issued.tokens.keys() {
             let asked = issued.introspected.iter().filter(|t| *t == token).count();
-            assert_eq!(asked, 1, "{token}: {:?}", issued.introspected);
+            let expected = usize::from(!issued.jwts.contains(token));
+            assert_eq!(asked, expected, "{token}: {:?}", issued.introspected);
         }
     }
 
     // When the authorization server refuses the gateway's own credentials, a request is
     // answered 503 (not 401: the client's token may be fine).
-    let (gateway, url) = oauth_gateway(&server, &issuer, "not-the-secret", data.path());
-    let seen = client(&url, &issuer, "legacy", None, &["at-1"], false);
+    let (gateway, refusing) = oauth_gateway(&server, &issuer, "not-the-secret", data.path());
+    let seen = client(&refusing, &issuer, "legacy", None, &["at-1"], false);
     assert_eq!(seen["probes"]["at-1"]["status"], 503, "{seen}");
     stop(gateway);
+
+    // Without a client to introspect as, JWTs signed with the issuer's key are all it takes
+    // (the gateway listens where the first did: the JWT was issued for that resource).
+    let jwt = issued.lock().unwrap().jwts[0].clone();
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut only_jwts = Command::new(env!("CARGO_BIN_EXE_wayline"));
+    only_jwts
+        .args(["mcp", "gateway", "--prefix", "--http", address])
+        .arg("--upstream")
+        .arg(format!("everything={} stdio", server.display()))
+        .args(["--oauth-issuer", &issuer, "--data-dir", path(data.path())]);
+    let (gateway, at) = listening(only_jwts);
+    assert_eq!(at, url);
+    let seen = client(&at, &issuer, "legacy", None, &[&jwt, "at-1"], false);
+    stop(gateway);
+    assert_eq!(seen["probes"][&jwt]["status"], 200, "{seen}");
+    assert_eq!(seen["probes"]["at-1"]["status"], 401, "{seen}");
 }
 
 /// The SDK found its way in by itself (a token for this resource, with the scope the

@@ -299,9 +299,16 @@ fn without_handshake(context: &RequestContext<RoleServer>) -> bool {
 /// when an authorization server said (OAuth), else by the name and version it gives.
 fn client_session_name(principal: Option<&Principal>, client: Option<&Implementation>) -> String {
     if let Some(principal) = principal {
-        let subject = principal.subject.as_deref().unwrap_or("-");
-        let client = principal.client_id.as_deref().unwrap_or("-");
-        return session_name("token", &format!("{subject}-{client}"));
+        // A machine client's token (client credentials) may name no subject, or the client.
+        let mut whose: Vec<&str> = principal.subject.iter().map(String::as_str).collect();
+        if let Some(client) = principal
+            .client_id
+            .as_deref()
+            .filter(|c| !whose.contains(c))
+        {
+            whose.push(client);
+        }
+        return session_name("token", &whose.join("-"));
     }
     let Some(client) = client else {
         return "client-anonymous".to_owned();
@@ -885,5 +892,32 @@ impl ServerHandler for GatewayHandler {
             let _ = upstream.peer().send_request(request).await;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clients_without_a_connection_are_known_by_their_token_before_their_word() {
+        let named = |subject: Option<&str>, client: Option<&str>| {
+            let principal = Principal::new(
+                subject.map(str::to_owned),
+                client.map(str::to_owned),
+                Vec::new(),
+            );
+            client_session_name(Some(&principal), None)
+        };
+        assert!(named(Some("ana"), Some("agent")).starts_with("token-ana-agent-"));
+        // A client-credentials token names no subject, or the client as its subject.
+        assert!(named(None, Some("agent")).starts_with("token-agent-"));
+        assert_eq!(
+            named(Some("agent"), Some("agent")),
+            named(None, Some("agent"))
+        );
+        // Names that read the same once cleaned stay two sessions.
+        assert_ne!(named(Some("a/b"), None), named(Some("a_b"), None));
+        assert_eq!(client_session_name(None, None), "client-anonymous");
     }
 }
