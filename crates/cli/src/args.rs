@@ -1,5 +1,5 @@
 //! The flag groups several commands share (clap), and reading `--input` values. Data only:
-//! what a group opens or builds is in `assemble.rs`.
+//! what a group opens or builds is in `assemble`.
 
 use std::path::{Path, PathBuf};
 
@@ -7,6 +7,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use wayline_core::document::Limits;
 use wayline_durable::read::ReadScope;
+use wayline_guard::Mode;
 
 use crate::report::{Outcome, unreadable};
 use wayline_store::Location;
@@ -285,5 +286,23 @@ mod tests {
         assert!(warnings("runs list --store postgres://u@db/w").is_empty());
         assert!(warnings("runs list --store runs.db --proxy http://proxy:3128").is_empty());
         assert!(warnings("run w.yaml --input token=abc").is_empty());
+    }
+}
+
+/// `--mode`: how the guard's decisions are enforced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ModeArg {
+    Blocking,
+    Guidance,
+    Audit,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(mode: ModeArg) -> Mode {
+        match mode {
+            ModeArg::Blocking => Mode::Blocking,
+            ModeArg::Guidance => Mode::Guidance,
+            ModeArg::Audit => Mode::Audit,
+        }
     }
 }

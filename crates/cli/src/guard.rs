@@ -10,6 +10,7 @@ use wayline_durable::LockFile;
 use wayline_guard::audit::{self, AuditLog, Verification};
 use wayline_guard::{Decision, Guard, Mode, Policy, Scope, Session, ToolCall, suite};
 
+use crate::args::ModeArg;
 use crate::report::{
     DocumentFormat, Outcome, ReportFormat, fail, out, outln, print_json, unreadable,
     write_atomically,
@@ -158,24 +159,6 @@ pub(crate) enum AuditCommand {
         #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
         format: ReportFormat,
     },
-}
-
-/// `--mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum ModeArg {
-    Blocking,
-    Guidance,
-    Audit,
-}
-
-impl From<ModeArg> for Mode {
-    fn from(mode: ModeArg) -> Mode {
-        match mode {
-            ModeArg::Blocking => Mode::Blocking,
-            ModeArg::Guidance => Mode::Guidance,
-            ModeArg::Audit => Mode::Audit,
-        }
-    }
 }
 
 pub(crate) fn guard_command(command: GuardCommand) -> Outcome {

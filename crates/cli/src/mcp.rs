@@ -21,13 +21,13 @@ use wayline_mcp::{
 use wayline_registry::ToolConfigs;
 use wayline_store::Location;
 
+use crate::args::ModeArg;
 use crate::args::{LearnArgs, StoreArg, ToolsArgs};
+use crate::assemble::arazzo::ArazzoFlags;
 use crate::assemble::{
     Environment, engine_builder, load_tools_to_call, open_knowledge, open_store, runtime,
 };
-use crate::guard::ModeArg;
 use crate::report::{Outcome, fail, unreadable};
-use crate::run::arazzo::ArazzoFlags;
 
 /// `wayline mcp ...`
 #[derive(Debug, clap::Subcommand)]
@@ -382,8 +382,9 @@ fn serve(args: ServeArgs) -> Result<Outcome, Outcome> {
             allow_read: &args.allow_read,
             servers: &args.servers,
         };
-        let runner = crate::run::arazzo::runner(document, path, &text, &flags)?;
-        let mut engine = crate::run::arazzo::engine_builder(&runner, &args.tools.network, &env)?;
+        let runner = crate::assemble::arazzo::runner(document, path, &text, &flags)?;
+        let mut engine =
+            crate::assemble::arazzo::engine_builder(&runner, &args.tools.network, &env)?;
         // The document's runs are recorded, decided and learned from as the others are.
         if let Some(runs) = &run_store {
             engine = engine.run_store(Arc::clone(runs));

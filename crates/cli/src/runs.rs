@@ -11,6 +11,7 @@ use wayline_store::Lifecycle;
 use wayline_store::queue::{Cancellation, InFlight, QueueState, Submission};
 
 use crate::args::{ModelArgs, StoreArg, ToolsArgs};
+use crate::assemble::open_queue;
 use crate::assemble::{
     Environment, cancellable, engine_builder, load_tools_to_call, open_existing_store, open_store,
     run_inputs, runtime, with_decider,
@@ -18,7 +19,6 @@ use crate::assemble::{
 use crate::report::{
     Outcome, ReportFormat, engine_error, fail, out, outln, print_json, report_run, unreadable,
 };
-use crate::worker::open_queue;
 
 /// `wayline runs ...`
 #[derive(Debug, clap::Subcommand)]

@@ -12,12 +12,12 @@ use wayline_store::Lifecycle;
 use wayline_store::schedule::{Firing, Schedule, load_triggers, read_triggers, run_triggers};
 
 use crate::args::{ModelArgs, NotifyArgs, StoreArg, ToolsArgs};
+use crate::assemble::open_queue;
 use crate::assemble::{
     Environment, announce, engine_builder, load_tools_to_call, notifications, open_store, runtime,
     with_decider_for_later,
 };
 use crate::report::{Outcome, ReportFormat, fail, outln, print_json};
-use crate::worker::open_queue;
 
 /// `wayline schedule ...`
 #[derive(Debug, clap::Subcommand)]

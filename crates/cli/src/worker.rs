@@ -5,18 +5,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use wayline_store::Stores;
-use wayline_store::queue::{QueueStats, RunQueue, WorkerInfo};
+use wayline_store::queue::{QueueStats, WorkerInfo};
 use wayline_worker::{Worker, WorkerOptions, default_name};
 
 use wayline_knowledge::Recorder;
 
 use crate::args::{LearnArgs, ModelArgs, StoreArg, ToolsArgs, parse_duration};
 use crate::assemble::{
-    Environment, engine_builder, load_tools_to_call, open_knowledge, open_store, runtime,
+    Environment, engine_builder, load_tools_to_call, open_knowledge, open_queue, runtime,
     store_location, with_decider_for_later,
 };
-use crate::report::{Outcome, ReportFormat, fail, outln, print_json, unreadable};
+use crate::report::{Outcome, ReportFormat, fail, outln, print_json};
 
 /// `wayline worker` arguments.
 #[derive(Debug, clap::Args)]
@@ -75,19 +74,6 @@ pub(crate) enum WorkersCommand {
         #[command(flatten)]
         store: StoreArg,
     },
-}
-
-/// The stores `store` names and their run queue; a store without one is refused with what to
-/// use instead.
-pub(crate) fn open_queue(store: &StoreArg) -> Result<(Stores, Arc<dyn RunQueue>), Outcome> {
-    let stores = open_store(store)?;
-    match stores.queue.clone() {
-        Some(queue) => Ok((stores, queue)),
-        None => Err(unreadable(format!(
-            "{} has no run queue: workers share a PostgreSQL store; pass --store postgres://USER:PASSWORD@HOST/DATABASE (or set WAYLINE_STORE)",
-            store_location(store)?
-        ))),
-    }
 }
 
 pub(crate) fn worker_command(args: WorkerArgs) -> Outcome {

@@ -16,55 +16,35 @@
 //!
 //! The example under [`Engine`] runs a one-step workflow against a scripted transport.
 
-mod assertion;
+mod call;
 mod cancel;
-mod command;
-mod context;
-mod digest;
-mod dry_run;
-pub mod durable;
-mod engine;
 mod error;
-mod eval;
-pub mod extract;
-pub mod flow;
-#[cfg(feature = "http")]
-mod http;
-mod middleware;
-mod mock;
-mod prepare;
-mod progress;
-mod ready;
-mod record;
-mod redact;
-mod request;
-mod resolve;
-mod response;
-mod retry;
-mod scheduler;
-mod schema;
-mod step;
+mod run;
 #[cfg(feature = "testing")]
 pub mod testing;
-mod token;
-mod tool_call;
-mod validation;
+mod values;
 
-pub use cancel::CancelToken;
-pub use context::StoreFailure;
-pub use digest::DigestTransport;
-pub use dry_run::{PlannedStep, dry_run};
-pub use durable::{ResumeOptions, UnknownSteps};
-pub use engine::{DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_PARALLEL, Engine, EngineBuilder, RunOptions};
-pub use error::Error;
-pub use eval::{ExpressionBudget, MAX_BUILT_BYTES, MAX_EVALUATION_TIME, MAX_ITERATIONS};
+pub use run::durable;
+pub use run::flow;
+pub use values::extract;
+
+pub use call::digest::DigestTransport;
 #[cfg(feature = "http")]
-pub use http::{ReqwestTransport, ReqwestTransportBuilder};
-pub use middleware::{StepContext, StepMiddleware};
-pub use mock::ScriptedTransport;
-pub use prepare::PreparedWorkflow;
-pub use progress::{Progress, ProgressStyle, summary};
-pub use record::{Exchange, RecordingTransport};
-pub use redact::{Redactor, is_credential_response_header};
-pub use request::{BuiltRequest, build_request};
-pub use retry::parse_retry_after;
+pub use call::http::{ReqwestTransport, ReqwestTransportBuilder};
+pub use call::mock::ScriptedTransport;
+pub use call::record::{Exchange, RecordingTransport};
+pub use call::request::{BuiltRequest, build_request};
+pub use call::retry::parse_retry_after;
+pub use cancel::CancelToken;
+pub use error::Error;
+pub use run::context::StoreFailure;
+pub use run::dry_run::{PlannedStep, dry_run};
+pub use run::durable::{ResumeOptions, UnknownSteps};
+pub use run::engine::{
+    DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_PARALLEL, Engine, EngineBuilder, RunOptions,
+};
+pub use run::middleware::{StepContext, StepMiddleware};
+pub use run::prepare::PreparedWorkflow;
+pub use run::progress::{Progress, ProgressStyle, summary};
+pub use values::eval::{ExpressionBudget, MAX_BUILT_BYTES, MAX_EVALUATION_TIME, MAX_ITERATIONS};
+pub use values::redact::{Redactor, is_credential_response_header};

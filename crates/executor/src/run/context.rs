@@ -18,10 +18,10 @@ use wayline_core::{
     ToolCatalog, ToolConfig, Transport,
 };
 
-use crate::eval::ExpressionBudget;
-use crate::middleware::StepMiddleware;
-use crate::prepare::Defaults;
-use crate::redact::{
+use crate::run::middleware::StepMiddleware;
+use crate::run::prepare::Defaults;
+use crate::values::eval::ExpressionBudget;
+use crate::values::redact::{
     Redactor, credential_parts, is_credential_header, is_credential_response_header,
 };
 

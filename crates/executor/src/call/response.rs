@@ -14,8 +14,8 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use wayline_core::{HttpResponse, ToolDefinition};
 
-use crate::extract::{Path, PathError};
-use crate::redact::cut;
+use crate::values::extract::{Path, PathError};
+use crate::values::redact::cut;
 
 /// How much of an error body goes into a step error.
 const MAX_ERROR_BODY: usize = 1_000;

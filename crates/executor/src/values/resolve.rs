@@ -5,7 +5,7 @@ use serde_json::Value;
 use wayline_core::reference::segments;
 use wayline_core::{Reference, Step};
 
-use crate::extract::walk;
+use crate::values::extract::walk;
 
 /// Where step outputs come from while resolving.
 pub(crate) trait Outputs {

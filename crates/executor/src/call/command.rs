@@ -13,7 +13,7 @@ use tokio::process::Command;
 use wayline_core::template::{self, Mode};
 use wayline_core::{CommandConfig, HttpResponse, TransportError, TransportErrorKind};
 
-use crate::redact::cut;
+use crate::values::redact::cut;
 
 /// The arguments, environment and directory of a command with `inputs` filled in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub(crate) fn invocation(
 ) -> Result<Invocation, String> {
     let render = |what: &str, text: &str| {
         template::render_str(text, inputs, Mode::Strict)
-            .map(|value| crate::request::text(&value))
+            .map(|value| crate::values::text(&value))
             .map_err(|error| format!("{what}: {error}"))
     };
     let args = command

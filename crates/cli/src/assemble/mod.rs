@@ -3,6 +3,8 @@
 //! stores, notifications, run inputs, and a run that Ctrl-C cancels. Every failure is printed
 //! here and comes back as the [`Outcome`] it deserves.
 
+pub(crate) mod arazzo;
+
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use wayline_sandbox::{
     BayClient, BayConfig, CodeRouter, LocalConfig, LocalProvider, SandboxCodeRunner,
     SandboxProvider,
 };
+use wayline_store::queue::RunQueue;
 use wayline_store::{ConsoleNotifier, Location, Notifications, Stores, WebhookNotifier};
 
 use crate::args::{
@@ -600,6 +603,19 @@ pub(crate) fn open_store(store: &StoreArg) -> Result<Stores, Outcome> {
 }
 
 /// Opens the store `store` names, or the configured one, for a command that only reads:
+/// The stores `store` names and their run queue; a store without one is refused with what to
+/// use instead.
+pub(crate) fn open_queue(store: &StoreArg) -> Result<(Stores, Arc<dyn RunQueue>), Outcome> {
+    let stores = open_store(store)?;
+    match stores.queue.clone() {
+        Some(queue) => Ok((stores, queue)),
+        None => Err(unreadable(format!(
+            "{} has no run queue: workers share a PostgreSQL store; pass --store postgres://USER:PASSWORD@HOST/DATABASE (or set WAYLINE_STORE)",
+            store_location(store)?
+        ))),
+    }
+}
+
 /// `None` (and nothing made) when there is no store there yet.
 pub(crate) fn open_existing_store(store: &StoreArg) -> Result<Option<(Stores, Location)>, Outcome> {
     let location = store_location(store)?;

@@ -7,8 +7,8 @@
 use serde_json::Value;
 use wayline_core::{AssertionResult, ToolDefinition};
 
-use crate::assertion::MAX_SHOWN;
-use crate::redact::cut;
+use crate::values::assertion::MAX_SHOWN;
+use crate::values::redact::cut;
 
 /// At most this many violations are listed for one response.
 const MAX_VIOLATIONS: usize = 10;

@@ -10,8 +10,8 @@ use std::time::Duration;
 use tokio::process::Command;
 use wayline_core::{CommandLine, Secret, ToolConfig};
 
-use crate::command::finish;
-use crate::redact::cut;
+use crate::call::command::finish;
+use crate::values::redact::cut;
 
 /// How long a token command may take.
 pub(crate) const TOKEN_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);

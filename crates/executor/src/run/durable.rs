@@ -18,8 +18,8 @@ use wayline_core::{Run, RunStatus, StepResult, StepStatus};
 use crate::Engine;
 use crate::Error;
 use crate::cancel::CancelToken;
-use crate::prepare::PreparedWorkflow;
-use crate::scheduler::Scheduler;
+use crate::run::prepare::PreparedWorkflow;
+use crate::run::scheduler::Scheduler;
 
 /// What to do with steps whose outcome is unknown and which are not safe to repeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,7 +86,7 @@ impl ResumeOptions {
 
 impl Engine {
     /// Finishes run `run_id`, an interrupted run of `prepared` in the engine's run store, with
-    /// the inputs it was started with. See the [module documentation](crate::durable).
+    /// the inputs it was started with. See the [module documentation](crate::run::durable).
     pub async fn resume(
         &self,
         prepared: &PreparedWorkflow,
@@ -220,9 +220,9 @@ impl Engine {
     }
 
     /// Continues `run_id`, a stored flow run of `prepared` that was interrupted, as `flow`
-    /// directs ([`crate::flow`]). Executions that finished are not repeated: they are replayed
+    /// directs ([`crate::run::flow`]). Executions that finished are not repeated: they are replayed
     /// in the order they finished (the flow restores its state from each through
-    /// [`Flow::restore`](crate::flow::Flow::restore), and the jumps they took are taken
+    /// [`Flow::restore`](crate::run::flow::Flow::restore), and the jumps they took are taken
     /// again), and the run goes on from there. An execution in flight when the run stopped
     /// runs again when that is safe (as [`Engine::resume`] decides); otherwise
     /// `options.unknown` decides: stop (the default), run it again, or hand it to the flow as
@@ -231,13 +231,13 @@ impl Engine {
     pub async fn resume_flow(
         &self,
         prepared: &PreparedWorkflow,
-        flow: &mut dyn crate::flow::Flow,
+        flow: &mut dyn crate::run::flow::Flow,
         run_id: &str,
         options: ResumeOptions,
     ) -> Result<Run, Error> {
         let (store, mut record) = self.stored_run(prepared, run_id).await?;
         if let Some(unknown) = record.step_results.iter().find(|result| {
-            let (step, _) = crate::flow::parse_execution_id(&result.step_id);
+            let (step, _) = crate::run::flow::parse_execution_id(&result.step_id);
             !prepared.index.contains_key(step)
         }) {
             return Err(Error::Resume {
@@ -250,7 +250,7 @@ impl Engine {
         }
         let mut unsafe_unknown = Vec::new();
         for result in &mut record.step_results {
-            let (step, _) = crate::flow::parse_execution_id(&result.step_id);
+            let (step, _) = crate::run::flow::parse_execution_id(&result.step_id);
             let position = prepared.index[step];
             let in_flight = matches!(result.status, StepStatus::Running | StepStatus::Cancelled)
                 || (result.status == StepStatus::UnknownOutcome && result.finished_at.is_none());
@@ -295,7 +295,7 @@ impl Engine {
             let shared = self
                 .shared(prepared, run_id.to_owned(), inputs, options.masked)
                 .await;
-            crate::flow::FlowRun::resumed(prepared, &shared, flow, record)
+            crate::run::flow::FlowRun::resumed(prepared, &shared, flow, record)
                 .run(options.cancel, options.deadline)
                 .await
         }

@@ -1,6 +1,6 @@
 //! The engine's public face: [`Engine`] (prepare, run), its settings and plug-ins
 //! ([`EngineBuilder`]) and the options of one run ([`RunOptions`]). A run itself is the
-//! scheduler's (`scheduler.rs`); one step is `step.rs`'s.
+//! scheduler's (`scheduler.rs`); one step is `step`'s (`run/step/`).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -20,13 +20,13 @@ use wayline_core::{
 
 use crate::Error;
 use crate::cancel::CancelToken;
-use crate::context::{EngineInner, RunShared, StoreFailure};
-use crate::eval::ExpressionBudget;
-use crate::flow::{Flow, FlowRun};
-use crate::middleware::StepMiddleware;
-use crate::prepare::{Defaults, PreparedWorkflow, prepare};
-use crate::redact::Redactor;
-use crate::scheduler::Scheduler;
+use crate::run::context::{EngineInner, RunShared, StoreFailure};
+use crate::run::flow::{Flow, FlowRun};
+use crate::run::middleware::StepMiddleware;
+use crate::run::prepare::{Defaults, PreparedWorkflow, prepare};
+use crate::run::scheduler::Scheduler;
+use crate::values::eval::ExpressionBudget;
+use crate::values::redact::Redactor;
 
 /// Runs workflows. Cheap to clone; share one per process.
 ///
@@ -159,7 +159,7 @@ impl Engine {
 
     /// Runs a prepared workflow as a [`Flow`] directs: the flow gives each execution's inputs
     /// (the steps' mappings and `when` are not read) and decides what follows each step, so a
-    /// step can run more than once ([`crate::flow`]). The options' inputs are recorded as the
+    /// step can run more than once ([`crate::run::flow`]). The options' inputs are recorded as the
     /// run's. An `Err` means nothing ran, or the run store failed.
     pub async fn run_flow(
         &self,
@@ -252,7 +252,7 @@ impl Engine {
                 .map_err(|error| error.to_string());
             configs.insert(tool.id.clone(), config);
         }
-        crate::token::resolve(&mut configs).await;
+        crate::call::token::resolve(&mut configs).await;
         configs
     }
 }
@@ -450,13 +450,13 @@ impl EngineBuilder {
 fn default_transport() -> Arc<dyn Transport> {
     match crate::ReqwestTransport::new() {
         Ok(transport) => Arc::new(transport),
-        Err(error) => Arc::new(crate::mock::Unavailable(error.to_string())),
+        Err(error) => Arc::new(crate::call::mock::Unavailable(error.to_string())),
     }
 }
 
 #[cfg(not(feature = "http"))]
 fn default_transport() -> Arc<dyn Transport> {
-    Arc::new(crate::mock::Unavailable(
+    Arc::new(crate::call::mock::Unavailable(
         "no transport: enable the `http` feature or set one with `EngineBuilder::transport`"
             .to_owned(),
     ))

@@ -5,8 +5,8 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use crate::context::RunShared;
-use crate::prepare::PreparedWorkflow;
+use crate::run::context::RunShared;
+use crate::run::prepare::PreparedWorkflow;
 
 /// The ready steps of one run, and the calls in flight per host.
 pub(crate) struct ReadyQueue<'r> {

@@ -18,7 +18,8 @@ use wayline_core::tool::CodePath;
 use wayline_core::{AuthType, Header, HttpRequest, ToolConfig, ToolDefinition};
 
 use crate::Error;
-use crate::redact::is_credential_header;
+use crate::values::redact::is_credential_header;
+use crate::values::text;
 
 /// The content type that selects a form-encoded body.
 const FORM: &str = "application/x-www-form-urlencoded";
@@ -316,14 +317,6 @@ fn set_header(headers: &mut Vec<Header>, name: &str, value: &str, sensitive: boo
             };
         }
         None => headers.push(header),
-    }
-}
-
-/// A value as request text: strings raw, everything else as JSON text.
-pub(crate) fn text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
     }
 }
 

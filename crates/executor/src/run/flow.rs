@@ -30,11 +30,11 @@ use wayline_core::{HttpResponse, Jump, Run, RunEvent, RunStatus, StepResult, Ste
 
 use crate::Error;
 use crate::cancel::{CancelToken, RunStop};
-use crate::context::{RunShared, StoreFailure};
-use crate::prepare::PreparedWorkflow;
-use crate::ready::ReadyQueue;
-use crate::scheduler::{close_record, interrupted, open_record, stop_record};
-use crate::step::{self, StepDone, StepJob};
+use crate::run::context::{RunShared, StoreFailure};
+use crate::run::prepare::PreparedWorkflow;
+use crate::run::ready::ReadyQueue;
+use crate::run::scheduler::{close_record, interrupted, open_record, stop_record};
+use crate::run::step::{self, StepDone, StepJob};
 
 /// Where control goes after a step.
 #[derive(Debug, Clone, PartialEq, Eq)]

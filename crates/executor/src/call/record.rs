@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use wayline_core::{Header, HttpRequest, HttpResponse, Transport, TransportError};
 
-use crate::redact::{Redactor, is_credential_header, is_credential_response_header};
+use crate::values::redact::{Redactor, is_credential_header, is_credential_response_header};
 
 /// What a masked credential reads as.
 const MASK: &str = "***";
@@ -142,7 +142,7 @@ mod tests {
     use wayline_core::{Secret, ToolConfig};
 
     use super::*;
-    use crate::mock::ScriptedTransport;
+    use crate::call::mock::ScriptedTransport;
 
     #[tokio::test]
     async fn exchanges_are_kept_with_every_secret_masked() {

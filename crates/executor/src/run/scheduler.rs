@@ -21,12 +21,12 @@ use wayline_core::{Run, RunEvent, RunStatus, Severity, StepResult, StepStatus, S
 
 use crate::Error;
 use crate::cancel::{CancelToken, RunStop};
-use crate::context::{RunShared, StoreFailure};
-use crate::eval::{self, Scope};
-use crate::prepare::PreparedWorkflow;
-use crate::ready::ReadyQueue;
-use crate::resolve::{self, Outputs, Unresolved};
-use crate::step::{self, StepDone, StepJob};
+use crate::run::context::{RunShared, StoreFailure};
+use crate::run::prepare::PreparedWorkflow;
+use crate::run::ready::ReadyQueue;
+use crate::run::step::{self, StepDone, StepJob};
+use crate::values::eval::{self, Scope};
+use crate::values::resolve::{self, Outputs, Unresolved};
 
 type StepFuture<'r> = Pin<Box<dyn Future<Output = (usize, StepDone)> + 'r>>;
 

@@ -10,11 +10,11 @@ use wayline_core::workflow::ExpressionField;
 use wayline_core::{Expression, RetryPolicy, StepKind, ToolCatalog, ToolDefinition, Workflow};
 
 use crate::Error;
-use crate::assertion::Assertions;
-use crate::extract::Path;
-use crate::response::{Extraction, path_outputs};
-use crate::schema::ResponseSchemas;
-use crate::validation::Validation;
+use crate::call::response::{Extraction, path_outputs};
+use crate::values::assertion::Assertions;
+use crate::values::extract::Path;
+use crate::values::schema::ResponseSchemas;
+use crate::values::validation::Validation;
 
 /// Engine settings a prepared step takes its defaults from.
 #[derive(Debug, Clone, Copy)]

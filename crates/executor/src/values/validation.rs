@@ -10,7 +10,7 @@ use serde_json::Value;
 use wayline_core::StepValidation;
 use wayline_core::reference::segments;
 
-use crate::extract::walk;
+use crate::values::extract::walk;
 
 /// Which data a validation looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +137,7 @@ impl Validation {
             },
             (Check::Regex(_), None) => format!("'{field}' is null (expected to match /{value}/)"),
             (Check::Regex(regex), Some(found)) => {
-                if regex.is_match(&crate::request::text(found)) {
+                if regex.is_match(&crate::values::text(found)) {
                     return None;
                 }
                 format!("'{field}' does not match /{value}/")

@@ -10,9 +10,9 @@ use serde_json::Value;
 use wayline_core::expect::{Check, Expect, JsonType, StatusSet};
 use wayline_core::{AssertionResult, Expression};
 
-use crate::eval::{self, ResponseView, Scope};
-use crate::extract::Path;
-use crate::redact::cut;
+use crate::values::eval::{self, ResponseView, Scope};
+use crate::values::extract::Path;
+use crate::values::redact::cut;
 
 /// The most of a value an assertion result shows.
 pub(crate) const MAX_SHOWN: usize = 120;

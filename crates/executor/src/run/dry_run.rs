@@ -6,11 +6,12 @@ use serde_json::Value;
 use wayline_core::tool::ToolKind;
 use wayline_core::{RequestSummary, StepKind, ToolConfig};
 
-use crate::engine::{Engine, check_inputs};
-use crate::redact::Redactor;
-use crate::request::build_request;
-use crate::resolve::{self, Outputs, Unresolved};
-use crate::{Error, PreparedWorkflow, command};
+use crate::call::command;
+use crate::call::request::build_request;
+use crate::run::engine::{Engine, check_inputs};
+use crate::values::redact::Redactor;
+use crate::values::resolve::{self, Outputs, Unresolved};
+use crate::{Error, PreparedWorkflow};
 
 /// What one step would do.
 #[derive(Debug, Clone, PartialEq, Serialize)]
