@@ -550,7 +550,7 @@ fn fuzz_arazzo_documents() {
             let _ = wayline::arazzo::validate(&document);
             for workflow in &document.workflows {
                 if let Ok(plan) =
-                    wayline::arazzo::flow::Plan::of(workflow, document.components.as_ref())
+                    wayline::arazzo::waits::Waits::of(workflow, document.components.as_ref())
                 {
                     let _ = wayline::arazzo::view::render(
                         workflow,

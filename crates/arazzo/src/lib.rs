@@ -15,7 +15,7 @@
 //! [`validate`] checks what structure cannot: ids, references, expressions, cycles;
 //! [`sources`] reads the OpenAPI descriptions and checks the operations steps call in them.
 //! [`runtime`] gives expressions their values while a document runs, [`criteria`] decides
-//! whether a criterion holds, [`actions`] what follows a step, and [`flow`] which steps may run
+//! whether a criterion holds, [`actions`] what follows a step, and [`waits`] which steps may run
 //! at the same time; [`view`] draws that plan. [`export`] writes a wayline workflow as Arazzo
 //! (with OpenAPI descriptions of its tools) and [`import`] reads one back where the mapping is
 //! exact. [`run`] runs a document's workflows on wayline's engine.
@@ -28,7 +28,6 @@ mod cycles;
 mod error;
 pub mod export;
 pub mod expression;
-pub mod flow;
 pub mod import;
 mod input_schema;
 mod load;
@@ -40,6 +39,7 @@ pub mod runtime;
 pub mod sources;
 mod validate;
 pub mod view;
+pub mod waits;
 mod xpath;
 
 pub use error::Error;

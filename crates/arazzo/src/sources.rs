@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use indexmap::IndexMap;
 use wayline_core::document::{Limits, nearest};
 use wayline_durable::read::ReadScope;
-use wayline_registry::openapi::{ApiSpec, Location, Operation};
+use wayline_registry::openapi::{self, ApiSpec, Operation};
 
 use crate::model::{ArazzoDocument, ParameterLocation, Reusable, SourceKind, Step, StepTarget};
 use crate::problem::{Problem, Rule};
@@ -463,14 +463,14 @@ fn parameters(problems: &mut Vec<Problem>, at: &str, step: &Step, resolved: Reso
             continue;
         };
         let location = match parameter.location {
-            Some(ParameterLocation::Path) => Location::Path,
-            Some(ParameterLocation::Query) => Location::Query,
-            Some(ParameterLocation::Header) => Location::Header,
-            Some(ParameterLocation::Cookie) => Location::Cookie,
+            Some(ParameterLocation::Path) => openapi::ParameterLocation::Path,
+            Some(ParameterLocation::Query) => openapi::ParameterLocation::Query,
+            Some(ParameterLocation::Header) => openapi::ParameterLocation::Header,
+            Some(ParameterLocation::Cookie) => openapi::ParameterLocation::Cookie,
             _ => continue,
         };
         let same = |name: &str| {
-            if location == Location::Header {
+            if location == openapi::ParameterLocation::Header {
                 name.eq_ignore_ascii_case(&parameter.name)
             } else {
                 name == parameter.name
@@ -482,7 +482,9 @@ fn parameters(problems: &mut Vec<Problem>, at: &str, step: &Step, resolved: Reso
             .any(|candidate| candidate.location == location && same(&candidate.name));
         // Headers an operation's security sends (`Authorization`) are not among its
         // parameters; a header is only reported when the operation declares none like it.
-        if taken || (location == Location::Header && !operation.security.is_empty()) {
+        if taken
+            || (location == openapi::ParameterLocation::Header && !operation.security.is_empty())
+        {
             continue;
         }
         let known = operation
@@ -491,9 +493,9 @@ fn parameters(problems: &mut Vec<Problem>, at: &str, step: &Step, resolved: Reso
             .filter(|candidate| candidate.location == location)
             .map(|candidate| candidate.name.as_str());
         let where_ = match location {
-            Location::Path => "path",
-            Location::Query => "query",
-            Location::Header => "header",
+            openapi::ParameterLocation::Path => "path",
+            openapi::ParameterLocation::Query => "query",
+            openapi::ParameterLocation::Header => "header",
             _ => "cookie",
         };
         problems.push(
@@ -550,7 +552,7 @@ fn path_filled(
     for needed in operation
         .parameters
         .iter()
-        .filter(|parameter| parameter.location == Location::Path)
+        .filter(|parameter| parameter.location == openapi::ParameterLocation::Path)
     {
         let sent = given.iter().any(|(name, location)| {
             *name == needed.name && *location == Some(ParameterLocation::Path)

@@ -890,7 +890,7 @@ impl Validator<'_> {
             // No loop among what steps read and name: one through a control point (a step
             // reading one that runs only after a `goto`/`end` point after it) is still a loop.
             let components = self.document.components.as_ref();
-            if let Err(deadlock) = crate::flow::Plan::of(workflow, components) {
+            if let Err(deadlock) = crate::waits::Waits::of(workflow, components) {
                 let first = workflow
                     .steps
                     .iter()

@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use crate::flow::Plan;
 use crate::model::{Step, StepTarget, Workflow};
+use crate::waits::Waits;
 
 /// The views.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub enum View {
 }
 
 /// `workflow` drawn from its `plan`.
-pub fn render(workflow: &Workflow, plan: &Plan, view: View) -> String {
+pub fn render(workflow: &Workflow, plan: &Waits, view: View) -> String {
     let direct = direct_waits(plan, workflow.steps.len());
     let id = |step: usize| workflow.steps[step].step_id.as_str();
     match view {
@@ -150,7 +150,7 @@ fn calls(step: &Step) -> String {
 
 /// Each step's waits that no other of its waits already implies (the plan's waits point
 /// backwards or form no loop, so earlier steps' reductions are complete when a step is read).
-fn direct_waits(plan: &Plan, steps: usize) -> Vec<BTreeSet<usize>> {
+fn direct_waits(plan: &Waits, steps: usize) -> Vec<BTreeSet<usize>> {
     // Everything each step waits for, directly or not, in an order where waits come first.
     let order: Vec<usize> = plan.levels().into_iter().flatten().collect();
     let mut reach: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); steps];
@@ -186,7 +186,7 @@ mod tests {
         let text = "arazzo: 1.1.0\ninfo: {title: T, version: '1'}\nsourceDescriptions: [{name: api, url: ./api.yaml}]\nworkflows:\n  - workflowId: w\n    steps:\n      - {stepId: a, operationId: getA}\n      - {stepId: b, operationId: getB}\n      - {stepId: gate, operationId: check, onSuccess: [{name: stop, type: end, criteria: [{condition: $statusCode == 204}]}]}\n      - {stepId: c, operationId: getC}\n";
         let document = crate::load(text, "t.arazzo.yaml").unwrap();
         let workflow = &document.workflows[0];
-        let plan = Plan::of(workflow, None).unwrap();
+        let plan = Waits::of(workflow, None).unwrap();
         render(workflow, &plan, view)
     }
 

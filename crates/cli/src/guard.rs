@@ -8,7 +8,7 @@ use chrono::Utc;
 use wayline_core::document::{self, Format};
 use wayline_durable::LockFile;
 use wayline_guard::audit::{self, AuditLog, Verification};
-use wayline_guard::{Decision, Guard, Mode, Policy, Scope, Session, ToolCall, suite};
+use wayline_guard::{Guard, GuardVerdict, Mode, Policy, Scope, Session, ToolCall, suite};
 
 use crate::args::ModeArg;
 use crate::report::{
@@ -299,7 +299,7 @@ fn check(args: &CheckArgs) -> Result<Outcome, Outcome> {
     // never blocks: there the lost entry is reported.
     let unaudited = audit.is_some_and(|log| report_unaudited(&log, args.mode == Mode::Audit));
     Ok(match decision {
-        Decision::Block { .. } => Outcome::Failed,
+        GuardVerdict::Block { .. } => Outcome::Failed,
         _ if unaudited && args.mode != Mode::Audit => Outcome::Failed,
         _ => Outcome::Ok,
     })
@@ -574,15 +574,15 @@ fn save_session(path: &Path, session: &Session) -> Result<(), Outcome> {
     write_atomically(path, &text)
 }
 
-fn print_decision(decision: &Decision, session: &Session) {
+fn print_decision(decision: &GuardVerdict, session: &Session) {
     match decision {
-        Decision::Allow { notes } => {
+        GuardVerdict::Allow { notes } => {
             outln!("allow");
             for note in notes {
                 outln!("  {note}");
             }
         }
-        Decision::Warn { message, signals } => {
+        GuardVerdict::Warn { message, signals } => {
             outln!("warn: {message}");
             for signal in signals {
                 outln!(
@@ -593,7 +593,7 @@ fn print_decision(decision: &Decision, session: &Session) {
                 );
             }
         }
-        Decision::Block {
+        GuardVerdict::Block {
             reason,
             calming_message,
             recommended_actions,

@@ -8,12 +8,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 // Shared by the commands, and using none of them: flag groups, what commands build from
-// them, how results and errors are reported, and a test suite's reports.
+// them, how results and errors are reported, and what `wayline test` found with its reports.
 mod args;
 mod assemble;
 mod logging;
 mod report;
-mod suite;
+mod test_results;
 
 // One module per command.
 mod completions;

@@ -20,7 +20,7 @@ use crate::assemble::{
     EngineParts, Environment, cancellable, load_tools_to_call, run_inputs, runtime, with_decider,
 };
 use crate::report::{Outcome, ReportFormat, outln, print_json, unreadable, write_atomically};
-use crate::suite::{Case, Suite, Verdict, github, har, junit, tap};
+use crate::test_results::{Case, CaseStatus, TestResults, github, har, junit, tap};
 
 /// `wayline test` arguments.
 #[derive(Debug, clap::Args)]
@@ -156,14 +156,14 @@ fn run_tests(args: TestArgs) -> Result<Outcome, Outcome> {
                         Case::not_run(
                             &prepared.shown,
                             &prepared.id,
-                            Verdict::Skipped,
+                            CaseStatus::Skipped,
                             "not run: an earlier workflow did not pass (--fail-fast)".to_owned(),
                         )
                     } else {
                         run_case(prepared, parts, args, recording, cancel.clone()).await
                     };
                     if args.fail_fast
-                        && matches!(case.verdict, Verdict::Failed | Verdict::Errored)
+                        && matches!(case.verdict, CaseStatus::Failed | CaseStatus::Errored)
                         && !stop.swap(true, Ordering::SeqCst)
                     {
                         cancel.cancel();
@@ -179,27 +179,27 @@ fn run_tests(args: TestArgs) -> Result<Outcome, Outcome> {
     });
     let mut cases = cases;
     cases.sort_by_key(|(index, _)| *index);
-    let suite = Suite {
+    let results = TestResults {
         cases: cases.into_iter().map(|(_, case)| case).collect(),
         started_at,
         duration: clock.elapsed(),
     };
     match args.format {
-        ReportFormat::Text => outln!("{}", suite.summary()),
-        ReportFormat::Json => print_json(&suite.json()),
+        ReportFormat::Text => outln!("{}", results.summary()),
+        ReportFormat::Json => print_json(&results.json()),
     }
     for report in &reports {
         match report {
-            Report::Junit(path) => write_atomically(path, &junit::render(&suite))?,
-            Report::Tap(path) => write_atomically(path, &tap::render(&suite))?,
-            Report::Json(path) => write_json(path, &suite.json())?,
-            Report::Github => crate::report::out!("{}", github::render(&suite)),
+            Report::Junit(path) => write_atomically(path, &junit::render(&results))?,
+            Report::Tap(path) => write_atomically(path, &tap::render(&results))?,
+            Report::Json(path) => write_json(path, &results.json())?,
+            Report::Github => crate::report::out!("{}", github::render(&results)),
         }
     }
     if let Some(path) = &args.har {
-        write_json(path, &har::render(&suite))?;
+        write_json(path, &har::render(&results))?;
     }
-    Ok(if suite.passed() {
+    Ok(if results.passed() {
         Outcome::Ok
     } else {
         Outcome::Failed
@@ -280,7 +280,7 @@ async fn run_case(
     let (workflow, inputs) = match loaded {
         Ok(loaded) => loaded,
         Err(reason) => {
-            let mut case = Case::not_run(&shown, &id, Verdict::Errored, reason);
+            let mut case = Case::not_run(&shown, &id, CaseStatus::Errored, reason);
             case.source = text;
             return case;
         }
@@ -300,7 +300,7 @@ async fn run_case(
         Some(recorder) => Arc::new(recorder.clone()),
         None => Arc::clone(&parts.transport),
     };
-    let mut case = Case::not_run(&shown, &id, Verdict::Errored, String::new());
+    let mut case = Case::not_run(&shown, &id, CaseStatus::Errored, String::new());
     case.name = workflow.name.clone();
     case.source = text;
     let builder = parts

@@ -325,7 +325,7 @@ fn graph_arazzo(path: &Path, text: &str, only: Option<&str>, format: GraphFormat
     let mut outcome = Outcome::Ok;
     let mut drawn = Vec::new();
     for workflow in workflows {
-        match wayline_arazzo::flow::Plan::of(workflow, document.components.as_ref()) {
+        match wayline_arazzo::waits::Waits::of(workflow, document.components.as_ref()) {
             Ok(plan) => drawn.push(wayline_arazzo::view::render(workflow, &plan, view)),
             Err(deadlock) => {
                 eprintln!("error: workflow `{}`: {deadlock}", workflow.workflow_id);

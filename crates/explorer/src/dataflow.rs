@@ -11,7 +11,7 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
-use wayline_registry::openapi::{ApiSpec, LinkSource, Location, Operation};
+use wayline_registry::openapi::{ApiSpec, LinkSource, Operation, ParameterLocation};
 
 use crate::names;
 
@@ -110,7 +110,10 @@ fn required_inputs(operation: &Operation) -> Vec<String> {
         .iter()
         .filter(|parameter| {
             parameter.required
-                && matches!(parameter.location, Location::Path | Location::Body)
+                && matches!(
+                    parameter.location,
+                    ParameterLocation::Path | ParameterLocation::Body
+                )
                 && !parameter.read_only
         })
         .map(|parameter| parameter.name.clone())
@@ -127,10 +130,9 @@ pub fn infer(spec: &ApiSpec) -> DataFlow {
     for consumer in &spec.operations {
         for input in &flow.needs[&consumer.id] {
             let field = field_of(input);
-            let path_parameter = consumer
-                .parameters
-                .iter()
-                .any(|parameter| parameter.name == *input && parameter.location == Location::Path);
+            let path_parameter = consumer.parameters.iter().any(|parameter| {
+                parameter.name == *input && parameter.location == ParameterLocation::Path
+            });
             let linked_producers = linked(spec, consumer, input);
             // Only identifiers are produced by other operations; a name or a size is the
             // caller's to give (a response that echoes a `displayName` does not provide one),

@@ -18,7 +18,7 @@ use wayline_executor::{Engine, RunOptions};
 use wayline_knowledge::learn::{AttemptSeen, RunObservation, StepSeen};
 use wayline_knowledge::model::{Expect, PatternStep, RequestTemplate, SaveRule};
 use wayline_knowledge::{Knowledge, KnowledgeStore, Queries};
-use wayline_registry::openapi::{ApiSpec, Location, Operation};
+use wayline_registry::openapi::{ApiSpec, Operation, ParameterLocation};
 
 use crate::Error;
 use crate::command::{CommandStep, command_step};
@@ -82,7 +82,7 @@ impl Explorer {
             .operations
             .iter_mut()
             .flat_map(|operation| operation.parameters.iter_mut())
-            .filter(|parameter| parameter.location == Location::Body)
+            .filter(|parameter| parameter.location == ParameterLocation::Body)
         {
             parameter.required = false;
         }
@@ -508,7 +508,7 @@ impl Explorer {
             return pattern_step;
         };
         let sent = step.request.get("inputs").and_then(Value::as_object);
-        let inputs_at = |location: Location| -> Vec<String> {
+        let inputs_at = |location: ParameterLocation| -> Vec<String> {
             operation
                 .parameters
                 .iter()
@@ -520,8 +520,8 @@ impl Explorer {
         let mut template = RequestTemplate::default();
         template.method = Some(operation.method.clone());
         template.path = Some(operation.path.clone());
-        template.path_params = inputs_at(Location::Path);
-        template.body_keys = inputs_at(Location::Body);
+        template.path_params = inputs_at(ParameterLocation::Path);
+        template.body_keys = inputs_at(ParameterLocation::Body);
         pattern_step.request_template = Some(template);
         let resource = operation_resource(operation);
         for name in &step.saved_variables {
@@ -664,7 +664,7 @@ impl Explorer {
                 && operation.is_some_and(|operation| {
                     intent::operation_verb(operation) == intent::Verb::Create
                         && operation.parameters.iter().any(|parameter| {
-                            parameter.name == name && parameter.location == Location::Body
+                            parameter.name == name && parameter.location == ParameterLocation::Body
                         })
                 })
         };

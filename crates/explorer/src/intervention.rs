@@ -162,19 +162,19 @@ impl Action {
 /// The action and the matrix line that chose it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct Decision {
+pub struct ChosenAction {
     /// What to do.
     pub action: Action,
     /// Why, in words.
     pub reason: String,
 }
 
-fn decision(action: Action, reason: String) -> Decision {
-    Decision { action, reason }
+fn decision(action: Action, reason: String) -> ChosenAction {
+    ChosenAction { action, reason }
 }
 
 /// The matrix: what to do with a suggestion assessed as `assessment`.
-pub fn decide(assessment: &Assessment, thresholds: &Thresholds) -> Decision {
+pub fn decide(assessment: &Assessment, thresholds: &Thresholds) -> ChosenAction {
     let confidence = assessment.confidence;
     let percent = (confidence * 100.0).round();
     if assessment.source == Source::NoMatch || confidence < thresholds.choose {

@@ -58,7 +58,7 @@ pub mod testing;
 pub use error::Error;
 pub use explore::Explorer;
 pub use intervention::{
-    Action, Assessment, Decision, ScriptedInterventor, Source, Thresholds, decide,
+    Action, Assessment, ChosenAction, ScriptedInterventor, Source, Thresholds, decide,
 };
 pub use output::Scenario;
 pub use session::{Session, SessionStatus};

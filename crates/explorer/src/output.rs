@@ -14,7 +14,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use wayline_core::workflow::{Edge, Poll, Severity, Step, StepKind, Workflow};
-use wayline_registry::openapi::{ApiSpec, Location, Operation};
+use wayline_registry::openapi::{ApiSpec, Operation, ParameterLocation};
 
 use crate::Error;
 use crate::intent::{self, CLI_METHOD, Verb, operation_resource, operation_verb};
@@ -327,14 +327,14 @@ impl Scenario {
                     .find(|(_, id)| names::id_text(value).as_deref() == Some(id.as_str()))
                     .map(|(name, _)| name.clone());
                 match (parameter.location, variable) {
-                    (Location::Path, Some(variable)) => {
+                    (ParameterLocation::Path, Some(variable)) => {
                         path_params.insert(parameter.name.clone(), Value::from(variable));
                     }
-                    (Location::Path, None) => {
+                    (ParameterLocation::Path, None) => {
                         path_params
                             .insert(parameter.name.clone(), Value::from(parameter.name.clone()));
                     }
-                    (Location::Body, Some(variable)) => {
+                    (ParameterLocation::Body, Some(variable)) => {
                         body.insert(
                             parameter.name.clone(),
                             Value::from(format!("{{{variable}}}")),
@@ -342,15 +342,15 @@ impl Scenario {
                         body_params.insert(variable.clone(), Value::from(variable));
                     }
                     // A secret is never written out: it becomes a value to give at run time.
-                    (Location::Body, None) if is_secret_name(&parameter.name) => {
+                    (ParameterLocation::Body, None) if is_secret_name(&parameter.name) => {
                         let input = parameter.input.clone();
                         body.insert(parameter.name.clone(), Value::from(format!("{{{input}}}")));
                         body_params.insert(input.clone(), Value::from(input));
                     }
-                    (Location::Body, None) => {
+                    (ParameterLocation::Body, None) => {
                         body.insert(parameter.name.clone(), value.clone());
                     }
-                    (Location::Query, _) => {
+                    (ParameterLocation::Query, _) => {
                         query.insert(parameter.name.clone(), value.clone());
                     }
                     _ => {}

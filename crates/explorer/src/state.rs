@@ -5,7 +5,7 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use wayline_registry::openapi::{ApiSpec, Location, Operation, Parameter, STATE_FIELDS};
+use wayline_registry::openapi::{ApiSpec, Operation, Parameter, ParameterLocation, STATE_FIELDS};
 
 use crate::intent::{Verb, operation_resource, operation_verb};
 use crate::lifecycle::changing_state;
@@ -202,7 +202,7 @@ impl ExploreState {
         if let Some(value) = self.answered_value(&parameter.name) {
             return Some(value);
         }
-        if parameter.location == Location::Path
+        if parameter.location == ParameterLocation::Path
             && let Some(owner) = names::path_parameter_resource(&operation.path, &parameter.name)
             && let Some(id) = self.latest_id(&owner)
         {
@@ -269,7 +269,7 @@ impl ExploreState {
         let id_in_path = operation
             .parameters
             .iter()
-            .rfind(|parameter| parameter.location == Location::Path)
+            .rfind(|parameter| parameter.location == ParameterLocation::Path)
             .and_then(|parameter| inputs.get(&parameter.input))
             .and_then(names::id_text);
         // A create's parent is the resource its path ends in (`/clusters/{clusterId}/branches`).

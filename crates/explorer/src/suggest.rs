@@ -8,7 +8,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
 use wayline_knowledge::Queries;
-use wayline_registry::openapi::{ApiSpec, LinkSource, Location, Operation, Parameter};
+use wayline_registry::openapi::{ApiSpec, LinkSource, Operation, Parameter, ParameterLocation};
 
 use crate::dataflow::DataFlow;
 use crate::intent::{self, Goal, Verb, operation_resource};
@@ -572,9 +572,9 @@ impl<'a> Suggester<'a> {
 fn literal_id(goal: Option<&Goal>, operation: &Operation, parameter: &Parameter) -> Option<Value> {
     let goal = goal?;
     let owner = match parameter.location {
-        Location::Path => names::path_parameter_resource(&operation.path, &parameter.name)
+        ParameterLocation::Path => names::path_parameter_resource(&operation.path, &parameter.name)
             .or_else(|| names::id_kind(&parameter.name)),
-        Location::Body | Location::Query => names::id_kind(&parameter.name),
+        ParameterLocation::Body | ParameterLocation::Query => names::id_kind(&parameter.name),
         _ => None,
     }?;
     let owner = names::normalize(&owner);

@@ -93,7 +93,7 @@ impl<'a> ToolCall<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum Decision {
+pub enum GuardVerdict {
     /// Go ahead.
     Allow {
         /// Notes (a break-glass grant in use, what audit mode would have done).
@@ -125,21 +125,21 @@ pub enum Decision {
     },
 }
 
-impl Decision {
+impl GuardVerdict {
     /// `allow`, `warn` or `block`.
     pub fn name(&self) -> &'static str {
         match self {
-            Decision::Allow { .. } => "allow",
-            Decision::Warn { .. } => "warn",
-            Decision::Block { .. } => "block",
+            GuardVerdict::Allow { .. } => "allow",
+            GuardVerdict::Warn { .. } => "warn",
+            GuardVerdict::Block { .. } => "block",
         }
     }
 
     /// The signals raised.
     pub fn signals(&self) -> &[PanicSignal] {
         match self {
-            Decision::Allow { .. } => &[],
-            Decision::Warn { signals, .. } | Decision::Block { signals, .. } => signals,
+            GuardVerdict::Allow { .. } => &[],
+            GuardVerdict::Warn { signals, .. } | GuardVerdict::Block { signals, .. } => signals,
         }
     }
 }
@@ -223,7 +223,7 @@ impl Guard {
         session: &mut Session,
         call: ToolCall<'_>,
         now: DateTime<Utc>,
-    ) -> Decision {
+    ) -> GuardVerdict {
         let policy = &*self.policy;
         // Time alone may have met the current state's requirements since the last call.
         self.advance_automatically(session, now);
@@ -276,7 +276,7 @@ impl Guard {
                 grant.id, grant.request.approver, grant.expires_at
             )];
             notes.extend(signals.iter().map(|signal| signal.description.clone()));
-            Decision::Allow { notes }
+            GuardVerdict::Allow { notes }
         } else if signals.iter().any(|signal| signal.severity.blocks()) {
             self.intervention(session, &signals)
         } else if let Some(reason) = gate.refusal {
@@ -296,7 +296,7 @@ impl Guard {
             {
                 actions.push(format!("Allowed here: {}", config.allowed_tools.join(", ")));
             }
-            Decision::Block {
+            GuardVerdict::Block {
                 reason,
                 calming_message: None,
                 recommended_actions: actions,
@@ -304,7 +304,7 @@ impl Guard {
                 signals: signals.clone(),
             }
         } else if !signals.is_empty() {
-            Decision::Warn {
+            GuardVerdict::Warn {
                 message: format!(
                     "I notice we might be moving quickly ({}). Let's make sure we have enough evidence.",
                     signals
@@ -316,14 +316,14 @@ impl Guard {
                 signals: signals.clone(),
             }
         } else {
-            Decision::Allow { notes: Vec::new() }
+            GuardVerdict::Allow { notes: Vec::new() }
         };
         let underlying = (self.mode != Mode::Blocking && decided.name() != "allow")
             .then(|| serde_json::to_value(&decided).unwrap_or_default());
         let decision = self.enforce(decided);
         if let (
             Mode::Blocking,
-            Decision::Block {
+            GuardVerdict::Block {
                 forced_state: Some(to),
                 ..
             },
@@ -380,24 +380,29 @@ impl Guard {
     /// A decision whose audit entry could not be written: in blocking and guidance modes the
     /// call is refused (nothing runs unaudited); in audit mode, which never blocks, the
     /// decision stands with a note saying the entry is missing.
-    fn unaudited(&self, session: &mut Session, decision: Decision, error: &Error) -> Decision {
+    fn unaudited(
+        &self,
+        session: &mut Session,
+        decision: GuardVerdict,
+        error: &Error,
+    ) -> GuardVerdict {
         if self.mode == Mode::Audit {
-            let Decision::Allow { mut notes } = decision else {
+            let GuardVerdict::Allow { mut notes } = decision else {
                 return decision;
             };
             notes.push(format!(
                 "the audit entry of this decision was not written: {error}"
             ));
-            return Decision::Allow { notes };
+            return GuardVerdict::Allow { notes };
         }
         let signals = match decision {
-            Decision::Warn { signals, .. } | Decision::Block { signals, .. } => signals,
-            Decision::Allow { .. } => Vec::new(),
+            GuardVerdict::Warn { signals, .. } | GuardVerdict::Block { signals, .. } => signals,
+            GuardVerdict::Allow { .. } => Vec::new(),
         };
         if let Some(call) = session.history.last_mut() {
             call.decision = "block".to_owned();
         }
-        Decision::Block {
+        GuardVerdict::Block {
             reason: format!(
                 "the decision could not be written to the audit log ({error}), and nothing runs unaudited"
             ),
@@ -455,7 +460,7 @@ impl Guard {
 
     /// The block a blocking panic signal deserves: the calming message, the ADR's actions,
     /// and a move back to the policy's forced state (never forward).
-    fn intervention(&self, session: &Session, signals: &[PanicSignal]) -> Decision {
+    fn intervention(&self, session: &Session, signals: &[PanicSignal]) -> GuardVerdict {
         let mut message = String::from(
             "Hold on - I'm detecting some concerning patterns in our troubleshooting approach.\n\nIt looks like we might be:",
         );
@@ -478,7 +483,7 @@ impl Guard {
             (Some(to), Some(now)) if to < now => Some(forced.clone()),
             _ => None,
         };
-        Decision::Block {
+        GuardVerdict::Block {
             reason: signals
                 .iter()
                 .filter(|signal| signal.severity.blocks())
@@ -493,24 +498,24 @@ impl Guard {
     }
 
     /// The decision as the mode enforces it.
-    fn enforce(&self, decision: Decision) -> Decision {
+    fn enforce(&self, decision: GuardVerdict) -> GuardVerdict {
         match (self.mode, decision) {
             (
                 Mode::Guidance,
-                Decision::Block {
+                GuardVerdict::Block {
                     reason,
                     calming_message,
                     signals,
                     ..
                 },
-            ) => Decision::Warn {
+            ) => GuardVerdict::Warn {
                 message: match calming_message {
                     Some(calming) => format!("{GUIDANCE_BLOCK}{reason}\n{calming}"),
                     None => format!("{GUIDANCE_BLOCK}{reason}"),
                 },
                 signals,
             },
-            (Mode::Audit, decided) if decided.name() != "allow" => Decision::Allow {
+            (Mode::Audit, decided) if decided.name() != "allow" => GuardVerdict::Allow {
                 notes: vec![format!("audit mode: would {}", decided.name())],
             },
             (_, decided) => decided,

@@ -6,7 +6,7 @@
 //!
 //! - [`Policy`]: the state machine as data (YAML), checked before use;
 //!   [`Policy::default_policy`] is the table of MCP-ocs's ADR-005.
-//! - [`Guard`] decides a [`ToolCall`] in a [`Session`]: [`Decision`] Allow, Warn or Block, in
+//! - [`Guard`] decides a [`ToolCall`] in a [`Session`]: [`GuardVerdict`] Allow, Warn or Block, in
 //!   [`Mode`] blocking, guidance or audit.
 //! - [`GuardPolicy`] plugs the guard into the executor as a `StepPolicy`; a host that gates
 //!   its own tool calls (an MCP server, an agent loop) calls [`Guard::decide`] directly.
@@ -17,12 +17,12 @@
 //! ```
 //! use std::sync::Arc;
 //! use chrono::Utc;
-//! use wayline_guard::{Decision, Guard, Mode, Policy, ToolCall};
+//! use wayline_guard::{GuardVerdict, Guard, Mode, Policy, ToolCall};
 //!
 //! let guard = Guard::new(Arc::new(Policy::default_policy()), Mode::Blocking);
 //! let now = Utc::now();
 //! let mut session = guard.start("incident-42", now);
-//! assert!(matches!(guard.decide(&mut session, ToolCall::new("oc_read_logs"), now), Decision::Allow { .. }));
+//! assert!(matches!(guard.decide(&mut session, ToolCall::new("oc_read_logs"), now), GuardVerdict::Allow { .. }));
 //! let scale = guard.decide(&mut session, ToolCall::new("oc_write_scale"), now);
 //! assert_eq!(scale.name(), "block");
 //! ```
@@ -43,7 +43,7 @@ pub mod suite;
 pub use breakglass::{BreakGlassRequest, Grant, PendingRequest, Scope};
 pub use error::Error;
 pub use glob::Glob;
-pub use guard::{Ask, Decision, GUIDANCE_BLOCK, Guard, Mode, ToolCall};
+pub use guard::{Ask, GUIDANCE_BLOCK, Guard, GuardVerdict, Mode, ToolCall};
 pub use policy::{
     BreakGlassConfig, DEFAULT_POLICY, EvidenceRequirement, Hints, PanicConfig, Policy, PolicyFile,
     StateConfig, ToolClass,

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use wayline_core::{StepPolicy, StepRequest, Verdict};
 
-use crate::guard::{Decision, Guard, ToolCall};
+use crate::guard::{Guard, GuardVerdict, ToolCall};
 use crate::session::Session;
 
 /// A [`Guard`] and the session it keeps, as a [`StepPolicy`]: each step is decided as a tool
@@ -62,9 +62,9 @@ impl StepPolicy for GuardPolicy {
         }
         let mut session = self.lock();
         match self.guard.decide(&mut session, call, (self.clock)()) {
-            Decision::Allow { .. } => Verdict::Allow,
-            Decision::Warn { message, .. } => Verdict::Warn(message),
-            Decision::Block {
+            GuardVerdict::Allow { .. } => Verdict::Allow,
+            GuardVerdict::Warn { message, .. } => Verdict::Warn(message),
+            GuardVerdict::Block {
                 reason,
                 recommended_actions,
                 ..

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use wayline_core::document::{self, Format};
 
 use crate::Error;
-use crate::guard::{Decision, GUIDANCE_BLOCK, Guard, Mode, ToolCall};
+use crate::guard::{GUIDANCE_BLOCK, Guard, GuardVerdict, Mode, ToolCall};
 use crate::policy::Policy;
 use crate::session::{Call, Session};
 
@@ -185,10 +185,10 @@ pub fn run(suite: &Suite, policy: &std::sync::Arc<Policy>) -> Vec<CaseResult> {
                 .filter(|wanted| !signals.contains(wanted))
                 .collect();
             let would_hold = case.would.as_ref().is_none_or(|would| match &decision {
-                Decision::Allow { notes } => notes
+                GuardVerdict::Allow { notes } => notes
                     .iter()
                     .any(|note| *note == format!("audit mode: would {would}")),
-                Decision::Warn { message, .. } => {
+                GuardVerdict::Warn { message, .. } => {
                     message.starts_with(GUIDANCE_BLOCK) == (would == "block")
                 }
                 _ => false,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use wayline_core::StoreError;
 use wayline_core::store::{StoreErrorKind, check_id};
 use wayline_durable::postgres::deadpool_postgres::{Client, GenericClient};
-use wayline_durable::postgres::{Database, Schema, tokio_postgres};
+use wayline_durable::postgres::{Database, Tables, tokio_postgres};
 
 use crate::model::Knowledge;
 use crate::store::{Change, KnowledgeStore};
@@ -31,7 +31,7 @@ pub struct PostgresKnowledge {
 
 #[derive(Debug)]
 struct Inner {
-    schema: Schema,
+    tables: Tables,
 }
 
 impl PostgresKnowledge {
@@ -47,18 +47,18 @@ impl PostgresKnowledge {
     pub fn on(database: Database) -> Self {
         PostgresKnowledge {
             inner: Arc::new(Inner {
-                schema: database.schema("knowledge", MIGRATIONS),
+                tables: database.tables("knowledge", MIGRATIONS),
             }),
         }
     }
 
     /// The database (its pool, and its URL with the password masked).
     pub fn database(&self) -> &Database {
-        self.inner.schema.database()
+        self.inner.tables.database()
     }
 
     async fn client(&self) -> Result<Client, StoreError> {
-        self.inner.schema.client().await.map_err(unavailable)
+        self.inner.tables.client().await.map_err(unavailable)
     }
 
     fn error(&self, error: &tokio_postgres::Error) -> StoreError {

@@ -1,7 +1,7 @@
 //! A document's workflows in the engine's prepared form: one wayline step per Arazzo step, each
 //! calling a tool made from the operation it names (method, path, server from the OpenAPI
 //! description; the parameters the step sends, where it sends them; the body as one input), and
-//! edges from the concurrency plan ([`crate::flow::Plan`]).
+//! edges from the concurrency plan ([`crate::waits::Waits`]).
 
 use std::collections::HashMap;
 
@@ -10,11 +10,11 @@ use serde_json::{Map, Value, json};
 use wayline_core::{MemoryCatalog, Step as CoreStep, ToolDefinition, Workflow as CoreWorkflow};
 use wayline_registry::openapi::ApiSpec;
 
-use crate::flow::Plan;
 use crate::model::{
     ArazzoDocument, Components, Parameter, ParameterLocation, Reusable, Step, Workflow,
 };
 use crate::sources::{Source, Sources, source_reference};
+use crate::waits::Waits;
 
 /// The input that carries a step's request body.
 pub(crate) const BODY: &str = "body";
@@ -196,7 +196,7 @@ pub(crate) fn compile(
             actions.push(action);
         }
         // A plan that deadlocks was reported by validation; the steps then keep their order.
-        let plan = Plan::of(workflow, components).ok();
+        let plan = Waits::of(workflow, components).ok();
         for position in 0..workflow.steps.len() {
             let waits: Vec<usize> = match &plan {
                 Some(plan) => plan.waits(position).iter().copied().collect(),

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use wayline_core::{HttpResponse, Jump, Run, StepStatus};
-use wayline_executor::flow::{Call, Finished, Flow, Next as EngineNext, Starting, Verdict};
+use wayline_executor::flow::{Call, Finished, Flow, Next as EngineNext, Settled, Starting};
 use wayline_executor::{CancelToken, Engine, RunOptions, parse_retry_after};
 
 use super::compile::{Action, BODY, Compiled, step_parameters};
@@ -516,9 +516,9 @@ impl Flow for Control<'_> {
         }
     }
 
-    fn settle(&mut self, finished: Finished<'_>) -> Verdict {
+    fn settle(&mut self, finished: Finished<'_>) -> Settled {
         let Some(&position) = self.positions.get(finished.step_id) else {
-            return Verdict::failure(format!("no step `{}` in the workflow", finished.step_id));
+            return Settled::failure(format!("no step `{}` in the workflow", finished.step_id));
         };
         let workflow = self.workflow;
         let step = &workflow.steps[position];
@@ -541,8 +541,8 @@ impl Flow for Control<'_> {
                         .and_then(|chosen| self.follow(chosen, position)),
                 };
                 match next {
-                    Ok(next) => Verdict::success(Value::Object(outputs)).then(next),
-                    Err(reason) => Verdict::failure(reason),
+                    Ok(next) => Settled::success(Value::Object(outputs)).then(next),
+                    Err(reason) => Settled::failure(reason),
                 }
             }
             Err(reason) => {
@@ -554,8 +554,8 @@ impl Flow for Control<'_> {
                     .map_err(|error| format!("failure action: {error}"))
                     .and_then(|chosen| self.follow(chosen, position));
                 match next {
-                    Ok(next) => Verdict::failure(reason).then(next),
-                    Err(also) => Verdict::failure(format!("{reason}; {also}")),
+                    Ok(next) => Settled::failure(reason).then(next),
+                    Err(also) => Settled::failure(format!("{reason}; {also}")),
                 }
             }
         };
@@ -581,9 +581,9 @@ impl Control<'_> {
     /// The verdict on the run of a workflow a retry ran before the step: on to the step's
     /// retry at once when it succeeded (its values kept for `$workflows.ID.…`), the end of
     /// the workflow when it did not.
-    fn after_first(&mut self, finished: &Finished<'_>) -> Verdict {
+    fn after_first(&mut self, finished: &Finished<'_>) -> Settled {
         let Some(ran) = called_run(&self.calls, finished) else {
-            return Verdict::failure(format!(
+            return Settled::failure(format!(
                 "the workflow a retry runs first did not run: {}",
                 finished
                     .result
@@ -594,12 +594,12 @@ impl Control<'_> {
         };
         remember(&mut self.values, &ran);
         if !ran.succeeded() {
-            return Verdict::failure(format!(
+            return Settled::failure(format!(
                 "workflow `{}`, which a retry runs first, failed (run {})",
                 ran.workflow_id, ran.run.id
             ));
         }
-        Verdict::success(json!({"ran_first": ran.workflow_id, "run_id": ran.run.id}))
+        Settled::success(json!({"ran_first": ran.workflow_id, "run_id": ran.run.id}))
             .then(EngineNext::Retry(std::time::Duration::ZERO))
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! [`Runner::new`] compiles every workflow once: each step becomes a wayline step calling a tool
 //! made from its operation (read from the source descriptions through wayline's OpenAPI
-//! importer), and the steps wait for each other as [`crate::flow::Plan`] says. A run is an
+//! importer), and the steps wait for each other as [`crate::waits::Waits`] says. A run is an
 //! engine flow run ([`wayline_executor::flow`]): the engine sends the requests (its transport,
 //! transient retries, policies such as the guard, observers such as the knowledge recorder, the
 //! run store), and this module renders each step's parameters and body from the values so far,

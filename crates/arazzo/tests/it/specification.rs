@@ -245,7 +245,7 @@ fn every_published_workflow_has_a_plan() {
     for file in files {
         let document = load_file(&file).unwrap();
         for workflow in &document.workflows {
-            let plan = wayline_arazzo::flow::Plan::of(workflow, document.components.as_ref())
+            let plan = wayline_arazzo::waits::Waits::of(workflow, document.components.as_ref())
                 .unwrap_or_else(|error| panic!("{}: {error}", file.display()));
             let placed: usize = plan.levels().iter().map(Vec::len).sum();
             assert_eq!(placed, workflow.steps.len(), "{}", file.display());
@@ -259,6 +259,6 @@ fn every_published_workflow_has_a_plan() {
         .iter()
         .find(|workflow| workflow.workflow_id == "apply-coupon")
         .unwrap();
-    let plan = wayline_arazzo::flow::Plan::of(apply, document.components.as_ref()).unwrap();
+    let plan = wayline_arazzo::waits::Waits::of(apply, document.components.as_ref()).unwrap();
     assert_eq!(plan.levels(), [vec![0], vec![1], vec![2]]);
 }

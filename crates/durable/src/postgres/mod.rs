@@ -29,7 +29,7 @@ mod tls;
 
 #[cfg(feature = "postgres")]
 pub use pool::{
-    DEFAULT_MAX_CONNECTIONS, Database, Schema, deadpool_postgres, describe, tokio_postgres,
+    DEFAULT_MAX_CONNECTIONS, Database, Tables, deadpool_postgres, describe, tokio_postgres,
 };
 
 /// Whether `text` names a PostgreSQL database (`postgres://…` or `postgresql://…`).
@@ -245,13 +245,13 @@ mod pool {
             }
         }
 
-        /// The schema of `component` in this database (see [`Schema`]).
-        pub fn schema(
+        /// The tables of `component` in this database (see [`Tables`]).
+        pub fn tables(
             &self,
             component: &'static str,
             migrations: &'static [&'static str],
-        ) -> Schema {
-            Schema {
+        ) -> Tables {
+            Tables {
                 database: self.clone(),
                 component,
                 migrations,
@@ -330,14 +330,14 @@ mod pool {
     /// without a runtime or a server, and the first call connects and migrates (once, however
     /// many calls race; a failure is tried again by the next call).
     #[derive(Debug)]
-    pub struct Schema {
+    pub struct Tables {
         database: Database,
         component: &'static str,
         migrations: &'static [&'static str],
         migrated: tokio::sync::OnceCell<()>,
     }
 
-    impl Schema {
+    impl Tables {
         /// The database.
         pub fn database(&self) -> &Database {
             &self.database

@@ -51,9 +51,9 @@ pub enum Next {
     Retry(Duration),
 }
 
-/// A flow's judgement of one finished execution.
+/// How one finished execution settled, as the flow judged it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Verdict {
+pub struct Settled {
     /// Whether the step succeeded.
     pub succeeded: bool,
     /// The output the record keeps (secrets are masked before it is kept).
@@ -64,10 +64,10 @@ pub struct Verdict {
     pub next: Next,
 }
 
-impl Verdict {
+impl Settled {
     /// A success with `output`, going on.
-    pub fn success(output: Value) -> Verdict {
-        Verdict {
+    pub fn success(output: Value) -> Settled {
+        Settled {
             succeeded: true,
             output,
             error: None,
@@ -76,8 +76,8 @@ impl Verdict {
     }
 
     /// A failure for `reason`, ending the run.
-    pub fn failure(reason: impl Into<String>) -> Verdict {
-        Verdict {
+    pub fn failure(reason: impl Into<String>) -> Settled {
+        Settled {
             succeeded: false,
             output: Value::Null,
             error: Some(reason.into()),
@@ -86,7 +86,7 @@ impl Verdict {
     }
 
     /// The same verdict, going to `next`.
-    pub fn then(mut self, next: Next) -> Verdict {
+    pub fn then(mut self, next: Next) -> Settled {
         self.next = next;
         self
     }
@@ -154,7 +154,7 @@ pub trait Flow {
     fn call(&mut self, starting: Starting<'_>) -> Result<Call, String>;
 
     /// Judges a finished execution.
-    fn settle(&mut self, finished: Finished<'_>) -> Verdict;
+    fn settle(&mut self, finished: Finished<'_>) -> Settled;
 
     /// Takes in an execution that finished before the run was interrupted, as its record has
     /// it (the verdict applied, `jump` saying where control went), when the run is resumed

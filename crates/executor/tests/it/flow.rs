@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use serde_json::json;
 use tokio::time::Instant;
 use wayline_core::{HttpResponse, MemoryCatalog, RunStatus, StepStatus, ToolDefinition, Workflow};
-use wayline_executor::flow::{Call, Finished, Flow, Next, Starting, Verdict};
+use wayline_executor::flow::{Call, Finished, Flow, Next, Settled, Starting};
 use wayline_executor::{Engine, RunOptions, ScriptedTransport};
 
 use crate::support::{Events, workflow};
@@ -97,7 +97,7 @@ impl Flow for Script {
         )])))
     }
 
-    fn settle(&mut self, finished: Finished<'_>) -> Verdict {
+    fn settle(&mut self, finished: Finished<'_>) -> Settled {
         let seen = finished.reply.map(|reply| {
             (
                 reply.status,
@@ -109,12 +109,12 @@ impl Flow for Script {
             finished.step_id, finished.execution, seen
         ));
         if finished.result.output_data == json!({"own": true}) {
-            return Verdict::success(finished.result.output_data.clone());
+            return Settled::success(finished.result.output_data.clone());
         }
         let verdict = match finished.reply {
-            Some(reply) if reply.status < 400 => Verdict::success(json!({"status": reply.status})),
-            Some(reply) => Verdict::failure(format!("status {}", reply.status)),
-            None => Verdict::failure(finished.result.error.clone().unwrap_or_default()),
+            Some(reply) if reply.status < 400 => Settled::success(json!({"status": reply.status})),
+            Some(reply) => Settled::failure(format!("status {}", reply.status)),
+            None => Settled::failure(finished.result.error.clone().unwrap_or_default()),
         };
         match self
             .nexts
@@ -380,7 +380,7 @@ impl Flow for Restoring {
         self.0.call(starting)
     }
 
-    fn settle(&mut self, finished: Finished<'_>) -> Verdict {
+    fn settle(&mut self, finished: Finished<'_>) -> Settled {
         self.0.settle(finished)
     }
 

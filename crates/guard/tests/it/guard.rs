@@ -6,7 +6,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use wayline_guard::audit::{self, AuditLog, Verification};
 use wayline_guard::{
-    Ask, BreakGlassRequest, Decision, Guard, Hints, Mode, PanicKind, Policy, Scope, ToolCall,
+    Ask, BreakGlassRequest, Guard, GuardVerdict, Hints, Mode, PanicKind, Policy, Scope, ToolCall,
     ToolClass, suite,
 };
 
@@ -125,7 +125,7 @@ fn panic_signals_block_with_a_calming_message_and_send_the_session_back() {
         session.record_evidence("symptoms", format!("s{index}"), None, t0());
     }
     let decision = guard.decide(&mut session, ToolCall::new("oc_delete_pod"), t0());
-    let Decision::Block {
+    let GuardVerdict::Block {
         reason,
         calming_message,
         recommended_actions,
@@ -146,7 +146,7 @@ fn panic_signals_block_with_a_calming_message_and_send_the_session_back() {
     // Two destructive calls within 30 s: rapid fire, a calming intervention, back to analyzing.
     let later = t0() + Duration::seconds(10);
     let decision = guard.decide(&mut session, ToolCall::new("oc_delete_pod"), later);
-    let Decision::Block {
+    let GuardVerdict::Block {
         calming_message,
         forced_state,
         signals,
@@ -212,7 +212,7 @@ fn modes_change_enforcement_not_the_decision() {
         assert_eq!(decision.name(), expected, "{mode:?}");
         assert_eq!(session.history[0].decision, expected);
         if mode == Mode::Audit {
-            let Decision::Allow { notes } = &decision else {
+            let GuardVerdict::Allow { notes } = &decision else {
                 unreachable!()
             };
             assert_eq!(notes, &["audit mode: would block"]);
@@ -260,7 +260,7 @@ fn break_glass_needs_a_second_person_works_in_scope_expires_and_is_audited() {
 
     let inside = t0() + Duration::minutes(5);
     let decision = guard.decide(&mut session, ToolCall::new("oc_write_scale"), inside);
-    let Decision::Allow { notes } = &decision else {
+    let GuardVerdict::Allow { notes } = &decision else {
         panic!("{decision:?}")
     };
     assert!(notes[0].contains("under break-glass grant"), "{notes:?}");
@@ -601,14 +601,14 @@ fn a_decision_that_cannot_be_audited_is_never_silent() {
     for mode in [Mode::Blocking, Mode::Guidance] {
         let guard = guard(mode).audit(log.clone());
         let decision = guard.decide(&mut session, ToolCall::new("oc_read_logs"), t0());
-        let Decision::Block { reason, .. } = &decision else {
+        let GuardVerdict::Block { reason, .. } = &decision else {
             panic!("{mode:?}: {decision:?}");
         };
         assert!(reason.contains("audit log"), "{reason}");
         assert_eq!(session.history.last().unwrap().decision, "block");
     }
     let audit_mode = guard(Mode::Audit).audit(log.clone());
-    let Decision::Allow { notes } =
+    let GuardVerdict::Allow { notes } =
         audit_mode.decide(&mut session, ToolCall::new("oc_read_logs"), t0())
     else {
         panic!("audit mode never blocks");

@@ -38,7 +38,7 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use wayline_core::mcp::McpServer;
-use wayline_guard::{Decision, Guard, ToolCall};
+use wayline_guard::{Guard, GuardVerdict, ToolCall};
 use wayline_listen::Principal;
 
 use self::rounds::{Rounds, Running, Task};
@@ -449,8 +449,10 @@ impl GatewayHandler {
             Err(error) => return Started::Answered(tool_error(error.to_string())),
         };
         let warning = match &decision {
-            Decision::Block { .. } => return Started::Answered(tool_error(guidance(&decision))),
-            Decision::Warn { message, .. } => Some(message.clone()),
+            GuardVerdict::Block { .. } => {
+                return Started::Answered(tool_error(guidance(&decision)));
+            }
+            GuardVerdict::Warn { message, .. } => Some(message.clone()),
             _ => None,
         };
         let Some(upstream) = self.shared.upstreams.get(&exposed.server) else {
@@ -622,8 +624,8 @@ fn tool_error(text: String) -> CallToolResponse {
 
 /// What a blocked agent reads: the reason, the calming words when panic was seen, and what to
 /// do instead.
-fn guidance(decision: &Decision) -> String {
-    let Decision::Block {
+fn guidance(decision: &GuardVerdict) -> String {
+    let GuardVerdict::Block {
         reason,
         calming_message,
         recommended_actions,

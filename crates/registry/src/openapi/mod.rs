@@ -51,7 +51,7 @@ pub enum SpecVersion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum Location {
+pub enum ParameterLocation {
     /// A `{name}` in the path.
     Path,
     /// The query string.
@@ -74,7 +74,7 @@ pub struct Parameter {
     /// characters a template key cannot hold, the name with those made `_`).
     pub input: String,
     /// Where it goes.
-    pub location: Location,
+    pub location: ParameterLocation,
     /// Whether the operation needs it.
     pub required: bool,
     /// Its JSON type (`string`, `integer`, `object`, ...), when the spec says.

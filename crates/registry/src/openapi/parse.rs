@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::refs::{Resolver, spec_error};
 use super::{
-    ApiSpec, Body, Link, LinkSource, Location, Operation, Parameter, Security, SpecVersion,
+    ApiSpec, Body, Link, LinkSource, Operation, Parameter, ParameterLocation, Security, SpecVersion,
 };
 use crate::Error;
 
@@ -443,10 +443,10 @@ impl Reader<'_> {
                 parameter
             };
             let location = match place.as_str() {
-                "path" => Location::Path,
-                "query" => Location::Query,
-                "header" => Location::Header,
-                "cookie" => Location::Cookie,
+                "path" => ParameterLocation::Path,
+                "query" => ParameterLocation::Query,
+                "header" => ParameterLocation::Header,
+                "cookie" => ParameterLocation::Cookie,
                 "body" => {
                     body = Some(self.body_of(
                         &schema,
@@ -469,11 +469,12 @@ impl Reader<'_> {
                     continue;
                 }
             };
-            let input = if location == Location::Path || location == Location::Query {
-                name.clone()
-            } else {
-                input_name(&name)
-            };
+            let input =
+                if location == ParameterLocation::Path || location == ParameterLocation::Query {
+                    name.clone()
+                } else {
+                    input_name(&name)
+                };
             parameters.push(Parameter {
                 input,
                 location,
@@ -646,7 +647,7 @@ impl Reader<'_> {
             parameters.push(Parameter {
                 name: name.to_owned(),
                 input: input.clone(),
-                location: Location::Body,
+                location: ParameterLocation::Body,
                 required,
                 kind: schema
                     .get("type")
@@ -676,7 +677,7 @@ impl Reader<'_> {
             parameters.push(Parameter {
                 name: field.clone(),
                 input,
-                location: Location::Body,
+                location: ParameterLocation::Body,
                 required: needed.contains(&field.as_str()) && !read_only,
                 kind: property
                     .get("type")

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 use wayline_core::ToolDefinition;
 
-use super::{ApiSpec, Body, Location, Operation, Security};
+use super::{ApiSpec, Body, Operation, ParameterLocation, Security};
 
 /// Where a tool goes when neither the caller nor the spec names a base URL.
 const FALLBACK_BASE_URL: &str = "http://localhost";
@@ -151,7 +151,7 @@ fn describe(operation: &Operation) -> String {
 }
 
 fn request(operation: &Operation, warnings: &mut Vec<String>) -> Value {
-    let inputs = |location: Location| -> Vec<&str> {
+    let inputs = |location: ParameterLocation| -> Vec<&str> {
         operation
             .parameters
             .iter()
@@ -160,23 +160,26 @@ fn request(operation: &Operation, warnings: &mut Vec<String>) -> Value {
             .collect()
     };
     let mut request = Map::new();
-    request.insert("path_params".into(), json!(inputs(Location::Path)));
-    request.insert("query_params".into(), json!(inputs(Location::Query)));
+    request.insert("path_params".into(), json!(inputs(ParameterLocation::Path)));
+    request.insert(
+        "query_params".into(),
+        json!(inputs(ParameterLocation::Query)),
+    );
     let mut headers = Map::new();
     for parameter in &operation.parameters {
         match parameter.location {
-            Location::Header if parameter.required => {
+            ParameterLocation::Header if parameter.required => {
                 headers.insert(
                     parameter.name.clone(),
                     Value::from(format!("{{{{{}}}}}", parameter.input)),
                 );
             }
             // A template header is always sent, so only required ones are in the tool.
-            Location::Header => warnings.push(format!(
+            ParameterLocation::Header => warnings.push(format!(
                 "`{}`: the optional header `{}` is left out",
                 operation.id, parameter.name
             )),
-            Location::Cookie => warnings.push(format!(
+            ParameterLocation::Cookie => warnings.push(format!(
                 "`{}`: the cookie `{}` is left out (tools send no cookies)",
                 operation.id, parameter.name
             )),
@@ -211,7 +214,7 @@ fn body_template(operation: &Operation, body: &Body) -> Value {
     let members: Map<String, Value> = operation
         .parameters
         .iter()
-        .filter(|parameter| parameter.location == Location::Body && !parameter.read_only)
+        .filter(|parameter| parameter.location == ParameterLocation::Body && !parameter.read_only)
         .map(|parameter| {
             let marker = if parameter.required { "" } else { "?" };
             (

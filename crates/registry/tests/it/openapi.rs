@@ -7,7 +7,9 @@ use std::path::Path;
 use serde_json::{Value, json};
 use wayline_core::ToolCatalog;
 use wayline_registry::ToolRegistry;
-use wayline_registry::openapi::{ApiSpec, LinkSource, Location, Security, SpecVersion, tool_yaml};
+use wayline_registry::openapi::{
+    ApiSpec, LinkSource, ParameterLocation, Security, SpecVersion, tool_yaml,
+};
 use wayline_testkit::{fixture, read_json, testdata};
 
 /// Writes the spec's tools as YAML files into a fresh directory and loads them back.
@@ -22,12 +24,12 @@ fn round_trip(spec: &ApiSpec, base_url: Option<&str>) -> (tempfile::TempDir, Too
     (dir, report.registry)
 }
 
-fn location_name(location: Location) -> &'static str {
+fn location_name(location: ParameterLocation) -> &'static str {
     match location {
-        Location::Path => "path",
-        Location::Query => "query",
-        Location::Header => "header",
-        Location::Cookie => "cookie",
+        ParameterLocation::Path => "path",
+        ParameterLocation::Query => "query",
+        ParameterLocation::Header => "header",
+        ParameterLocation::Cookie => "cookie",
         _ => "body",
     }
 }
@@ -55,7 +57,7 @@ fn the_tidbx_swagger_imports_its_20_operations_as_the_golden_list_says() {
         let parameters: Vec<Value> = operation
             .parameters
             .iter()
-            .filter(|parameter| parameter.location != Location::Body)
+            .filter(|parameter| parameter.location != ParameterLocation::Body)
             .map(|parameter| {
                 json!({"name": parameter.name, "in": location_name(parameter.location), "required": parameter.required})
             })
@@ -64,13 +66,15 @@ fn the_tidbx_swagger_imports_its_20_operations_as_the_golden_list_says() {
         let fields: BTreeSet<&str> = operation
             .parameters
             .iter()
-            .filter(|parameter| parameter.location == Location::Body && !parameter.read_only)
+            .filter(|parameter| {
+                parameter.location == ParameterLocation::Body && !parameter.read_only
+            })
             .map(|parameter| parameter.name.as_str())
             .collect();
         let required: BTreeSet<&str> = operation
             .parameters
             .iter()
-            .filter(|parameter| parameter.location == Location::Body && parameter.required)
+            .filter(|parameter| parameter.location == ParameterLocation::Body && parameter.required)
             .map(|parameter| parameter.name.as_str())
             .collect();
         match expected["body"].as_object() {
@@ -189,7 +193,7 @@ fn bays_openapi_31_spec_imports_every_operation() {
             .iter()
             .any(|parameter| parameter.name == "Idempotency-Key"
                 && parameter.input == "Idempotency_Key"
-                && parameter.location == Location::Header),
+                && parameter.location == ParameterLocation::Header),
         "{:#?}",
         create.parameters
     );
@@ -239,7 +243,7 @@ fn a_spec_split_over_files_with_a_recursive_schema_imports() {
         list.parameters[0].name, "limit",
         "a parameter from the other file"
     );
-    assert_eq!(list.parameters[0].location, Location::Query);
+    assert_eq!(list.parameters[0].location, ParameterLocation::Query);
     let add = &spec.operations[1];
     let required: Vec<&str> = add
         .required_inputs()
@@ -290,7 +294,7 @@ fn path_items_and_operations_in_other_files_import_whole() {
     assert_eq!(get.summary, "Read a post");
     assert_eq!(
         (get.parameters[0].name.as_str(), get.parameters[0].location),
-        ("postId", Location::Path),
+        ("postId", ParameterLocation::Path),
         "a parameter the operation's file refers to, relative to that file"
     );
     assert_eq!(get.parameters[0].kind.as_deref(), Some("integer"));

@@ -165,7 +165,7 @@ type SharedRuntime = Arc<Runtime>;
 
 /// A sandbox's running session: its id and its runtime.
 #[derive(Debug)]
-struct Session {
+struct SandboxSession {
     id: String,
     runtime: SharedRuntime,
 }
@@ -174,7 +174,7 @@ struct Session {
 struct State {
     persisted: Persisted,
     /// Sandboxes with a running session.
-    sessions: HashMap<String, Session>,
+    sessions: HashMap<String, SandboxSession>,
 }
 
 #[derive(Debug)]
@@ -735,7 +735,7 @@ impl LocalProvider {
         let session = state.sessions.entry(id.to_owned()).or_insert_with(|| {
             let id = format!("sess-{}", random_hex());
             let scratch = self.inner.config.data_dir.join("scratch").join(&id);
-            Session {
+            SandboxSession {
                 id,
                 runtime: Arc::new(Runtime::new(scratch)),
             }

@@ -19,7 +19,7 @@ use wayline_core::store::{
 };
 use wayline_core::{Run, RunStatus, StepResult};
 use wayline_durable::postgres::deadpool_postgres::{Client, GenericClient};
-use wayline_durable::postgres::{Database, Schema, tokio_postgres};
+use wayline_durable::postgres::{Database, Tables, tokio_postgres};
 
 use crate::records::{self, timestamp, to_json};
 
@@ -143,7 +143,7 @@ pub struct PostgresStore {
 
 #[derive(Debug)]
 pub(crate) struct Inner {
-    schema: Schema,
+    tables: Tables,
 }
 
 impl PostgresStore {
@@ -159,7 +159,7 @@ impl PostgresStore {
     pub fn on(database: Database) -> PostgresStore {
         PostgresStore {
             inner: Arc::new(Inner {
-                schema: database.schema("store", MIGRATIONS),
+                tables: database.tables("store", MIGRATIONS),
             }),
             fence: None,
         }
@@ -174,12 +174,12 @@ impl PostgresStore {
 
     /// The database (its pool, and its URL with the password masked).
     pub fn database(&self) -> &Database {
-        self.inner.schema.database()
+        self.inner.tables.database()
     }
 
     /// A pooled connection to an up-to-date schema.
     pub(crate) async fn client(&self) -> Result<Client, StoreError> {
-        self.inner.schema.client().await.map_err(unavailable)
+        self.inner.tables.client().await.map_err(unavailable)
     }
 
     /// `error` from this store's database, as a [`StoreError`].

@@ -2,7 +2,7 @@
 //! step (at its line in the workflow file when it can be found) and per workflow that could not
 //! run, so a pull request shows each failure beside the file.
 
-use super::{Suite, Verdict};
+use super::{CaseStatus, TestResults};
 
 /// A message escaped as GitHub's workflow commands want it.
 fn data(text: &str) -> String {
@@ -17,12 +17,12 @@ fn property(text: &str) -> String {
 }
 
 /// The annotations, one per line.
-pub(crate) fn render(suite: &Suite) -> String {
+pub(crate) fn render(results: &TestResults) -> String {
     let mut out = String::new();
-    for case in &suite.cases {
+    for case in &results.cases {
         match case.verdict {
-            Verdict::Passed | Verdict::Skipped => {}
-            Verdict::Errored => {
+            CaseStatus::Passed | CaseStatus::Skipped => {}
+            CaseStatus::Errored => {
                 out.push_str(&format!(
                     "::error file={},title={}::{}\n",
                     property(&case.path),
@@ -30,7 +30,7 @@ pub(crate) fn render(suite: &Suite) -> String {
                     data(case.reason.as_deref().unwrap_or("errored"))
                 ));
             }
-            Verdict::Failed => {
+            CaseStatus::Failed => {
                 let mut any = false;
                 for step in case.failed_steps() {
                     any = true;
@@ -62,7 +62,7 @@ pub(crate) fn render(suite: &Suite) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::tests::sample;
+    use crate::test_results::tests::sample;
 
     #[test]
     fn failures_are_annotated_at_their_step() {

@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 use wayline_core::{HttpRequest, HttpResponse};
 use wayline_executor::Exchange;
 
-use super::Suite;
+use super::TestResults;
 
 /// The archive.
-pub(crate) fn render(suite: &Suite) -> Value {
+pub(crate) fn render(results: &TestResults) -> Value {
     let mut pages = Vec::new();
     let mut entries = Vec::new();
-    for (index, case) in suite.cases.iter().enumerate() {
+    for (index, case) in results.cases.iter().enumerate() {
         if case.exchanges.is_empty() {
             continue;
         }

@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use wayline_core::{StepResult, StepStatus};
 
-use super::{Case, Suite, Verdict};
+use super::{Case, CaseStatus, TestResults};
 
 /// `text` safe in XML content and attribute values: markup escaped, and the characters XML
 /// 1.0 cannot hold (control characters but tab, newline and carriage return) dropped.
@@ -36,10 +36,10 @@ fn seconds(ms: u64) -> String {
 }
 
 /// The report.
-pub(crate) fn render(suite: &Suite) -> String {
+pub(crate) fn render(results: &TestResults) -> String {
     let mut totals = Counts::default();
     let mut body = String::new();
-    for (index, case) in suite.cases.iter().enumerate() {
+    for (index, case) in results.cases.iter().enumerate() {
         let (xml, counts) = render_case(case, index);
         totals.add(counts);
         body.push_str(&xml);
@@ -50,7 +50,7 @@ pub(crate) fn render(suite: &Suite) -> String {
         totals.failures,
         totals.errors,
         totals.skipped,
-        seconds(u64::try_from(suite.duration.as_millis()).unwrap_or(u64::MAX)),
+        seconds(u64::try_from(results.duration.as_millis()).unwrap_or(u64::MAX)),
     )
 }
 
@@ -86,7 +86,7 @@ fn render_case(case: &Case, index: usize) -> (String, Counts) {
         }
         None => {
             let reason = escape(case.reason.as_deref().unwrap_or("not run"));
-            let (element, name) = if case.verdict == Verdict::Skipped {
+            let (element, name) = if case.verdict == CaseStatus::Skipped {
                 counts.skipped = 1;
                 (format!("      <skipped>{reason}</skipped>\n"), "not run")
             } else {
@@ -174,7 +174,7 @@ fn step_case(step: &StepResult, classname: &str) -> (String, Counts) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::tests::sample;
+    use crate::test_results::tests::sample;
 
     #[test]
     fn every_step_is_a_testcase_and_the_counts_add_up() {

@@ -17,7 +17,7 @@ use wayline_executor::Exchange;
 
 /// How a workflow's test ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum CaseStatus {
     /// Its run succeeded.
     Passed,
     /// Its run failed (a step, an expectation) or was cancelled.
@@ -28,13 +28,13 @@ pub(crate) enum Verdict {
     Skipped,
 }
 
-impl Verdict {
+impl CaseStatus {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Verdict::Passed => "passed",
-            Verdict::Failed => "failed",
-            Verdict::Errored => "errored",
-            Verdict::Skipped => "skipped",
+            CaseStatus::Passed => "passed",
+            CaseStatus::Failed => "failed",
+            CaseStatus::Errored => "errored",
+            CaseStatus::Skipped => "skipped",
         }
     }
 }
@@ -49,7 +49,7 @@ pub(crate) struct Case {
     /// Its name.
     pub(crate) name: String,
     /// How it ended.
-    pub(crate) verdict: Verdict,
+    pub(crate) verdict: CaseStatus,
     /// Why it errored or was skipped.
     pub(crate) reason: Option<String>,
     /// Its run, when it ran.
@@ -66,7 +66,7 @@ pub(crate) struct Case {
 
 impl Case {
     /// A case that did not run, for `reason`.
-    pub(crate) fn not_run(path: &str, id: &str, verdict: Verdict, reason: String) -> Case {
+    pub(crate) fn not_run(path: &str, id: &str, verdict: CaseStatus, reason: String) -> Case {
         Case {
             path: path.to_owned(),
             id: id.to_owned(),
@@ -82,11 +82,11 @@ impl Case {
     }
 
     /// The verdict a run deserves.
-    pub(crate) fn verdict_of(run: &Run) -> Verdict {
+    pub(crate) fn verdict_of(run: &Run) -> CaseStatus {
         if run.status == RunStatus::Success {
-            Verdict::Passed
+            CaseStatus::Passed
         } else {
-            Verdict::Failed
+            CaseStatus::Failed
         }
     }
 
@@ -142,10 +142,10 @@ impl Case {
     /// One line for the terminal: `PASS  path (id, 3 steps, 120 ms)`.
     pub(crate) fn line(&self) -> String {
         let tag = match self.verdict {
-            Verdict::Passed => "PASS ",
-            Verdict::Failed => "FAIL ",
-            Verdict::Errored => "ERROR",
-            Verdict::Skipped => "SKIP ",
+            CaseStatus::Passed => "PASS ",
+            CaseStatus::Failed => "FAIL ",
+            CaseStatus::Errored => "ERROR",
+            CaseStatus::Skipped => "SKIP ",
         };
         let steps = self.run.as_ref().map_or(0, |run| run.step_results.len());
         let mut line = format!(
@@ -155,7 +155,7 @@ impl Case {
             if steps == 1 { "" } else { "s" },
             self.duration.as_millis()
         );
-        if self.verdict != Verdict::Passed
+        if self.verdict != CaseStatus::Passed
             && let Some(why) = self.why()
         {
             // The first line: a document error's snippet follows on the next ones.
@@ -173,7 +173,7 @@ impl Case {
             "status": self.verdict.as_str(),
             "started_at": self.started_at.to_rfc3339(),
             "duration_ms": u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
-            "error": if self.verdict == Verdict::Passed { None } else { self.why() },
+            "error": if self.verdict == CaseStatus::Passed { None } else { self.why() },
             "run": self.run,
         })
     }
@@ -181,7 +181,7 @@ impl Case {
 
 /// A whole `wayline test`.
 #[derive(Debug, Clone)]
-pub(crate) struct Suite {
+pub(crate) struct TestResults {
     /// The workflows, in the order they were found.
     pub(crate) cases: Vec<Case>,
     /// When it started.
@@ -205,15 +205,15 @@ impl Counts {
     }
 }
 
-impl Suite {
+impl TestResults {
     pub(crate) fn counts(&self) -> Counts {
         let mut counts = Counts::default();
         for case in &self.cases {
             match case.verdict {
-                Verdict::Passed => counts.passed += 1,
-                Verdict::Failed => counts.failed += 1,
-                Verdict::Errored => counts.errored += 1,
-                Verdict::Skipped => counts.skipped += 1,
+                CaseStatus::Passed => counts.passed += 1,
+                CaseStatus::Failed => counts.failed += 1,
+                CaseStatus::Errored => counts.errored += 1,
+                CaseStatus::Skipped => counts.skipped += 1,
             }
         }
         counts
@@ -223,7 +223,7 @@ impl Suite {
     pub(crate) fn passed(&self) -> bool {
         self.cases
             .iter()
-            .all(|case| case.verdict == Verdict::Passed)
+            .all(|case| case.verdict == CaseStatus::Passed)
     }
 
     /// `4 workflows: 3 passed, 1 failed (0.4 s)`.
@@ -271,8 +271,8 @@ impl Suite {
 pub(crate) mod tests {
     use super::*;
 
-    /// A suite of three: a pass, a failed expectation, a file that did not load.
-    pub(crate) fn sample() -> Suite {
+    /// Three results: a pass, a failed expectation, a file that did not load.
+    pub(crate) fn sample() -> TestResults {
         let run: Run = serde_json::from_value(json!({
             "id": "run-1", "workflow_id": "users", "status": "failed",
             "step_results": [
@@ -304,7 +304,7 @@ pub(crate) mod tests {
             exchanges: Vec::new(),
             source: Some(source.into()),
         };
-        Suite {
+        TestResults {
             cases: vec![
                 case(
                     "tests/health.yaml",
@@ -321,7 +321,7 @@ pub(crate) mod tests {
                 Case::not_run(
                     "tests/broken.yaml",
                     "broken",
-                    Verdict::Errored,
+                    CaseStatus::Errored,
                     "tests/broken.yaml:3:5: unknown field `stepz`".into(),
                 ),
             ],
@@ -332,22 +332,26 @@ pub(crate) mod tests {
 
     #[test]
     fn lines_and_summary_say_what_happened() {
-        let suite = sample();
+        let results = sample();
         assert_eq!(
-            suite.cases[0].line(),
+            results.cases[0].line(),
             "PASS  tests/health.yaml (health, 1 step, 42 ms)"
         );
-        assert!(suite.cases[1].line().starts_with(
+        assert!(results.cases[1].line().starts_with(
             "FAIL  tests/users.yaml (users, 3 steps, 42 ms): step `get`: expectation failed"
         ));
-        assert!(suite.cases[2].line().starts_with("ERROR tests/broken.yaml"));
+        assert!(
+            results.cases[2]
+                .line()
+                .starts_with("ERROR tests/broken.yaml")
+        );
         assert_eq!(
-            suite.summary(),
+            results.summary(),
             "3 workflows: 1 passed, 1 failed, 1 errored (1.2 s)"
         );
-        assert!(!suite.passed());
-        assert_eq!(suite.cases[1].step_line("get"), Some(6));
-        assert_eq!(suite.cases[1].step_line("nope"), None);
+        assert!(!results.passed());
+        assert_eq!(results.cases[1].step_line("get"), Some(6));
+        assert_eq!(results.cases[1].step_line("nope"), None);
     }
 
     #[test]

@@ -7,30 +7,30 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 use wayline_core::StepStatus;
 
-use super::{Suite, Verdict};
+use super::{CaseStatus, TestResults};
 
 /// The report.
-pub(crate) fn render(suite: &Suite) -> String {
-    let mut out = format!("TAP version 13\n1..{}\n", suite.cases.len());
-    for (index, case) in suite.cases.iter().enumerate() {
+pub(crate) fn render(results: &TestResults) -> String {
+    let mut out = format!("TAP version 13\n1..{}\n", results.cases.len());
+    for (index, case) in results.cases.iter().enumerate() {
         let number = index + 1;
         // A `#` would start a directive: keep it out of the description.
         let description = format!("{} ({})", case.path, case.id).replace('#', "\\#");
         match case.verdict {
-            Verdict::Passed => {
+            CaseStatus::Passed => {
                 let _ = writeln!(out, "ok {number} - {description}");
             }
-            Verdict::Skipped => {
+            CaseStatus::Skipped => {
                 let reason = case.reason.as_deref().unwrap_or("not run");
                 let _ = writeln!(out, "ok {number} - {description} # SKIP {reason}");
             }
-            Verdict::Failed | Verdict::Errored => {
+            CaseStatus::Failed | CaseStatus::Errored => {
                 let _ = writeln!(out, "not ok {number} - {description}");
                 let mut diagnostics = serde_json::Map::new();
                 diagnostics.insert("message".into(), json!(case.why().unwrap_or_default()));
                 diagnostics.insert(
                     "severity".into(),
-                    json!(if case.verdict == Verdict::Errored {
+                    json!(if case.verdict == CaseStatus::Errored {
                         "error"
                     } else {
                         "fail"
@@ -72,7 +72,7 @@ pub(crate) fn render(suite: &Suite) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::tests::sample;
+    use crate::test_results::tests::sample;
 
     #[test]
     fn each_workflow_is_a_test_point_with_diagnostics_when_it_failed() {

@@ -27,7 +27,7 @@ use crate::model::{
 
 /// What each step of a workflow waits for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
+pub struct Waits {
     waits: Vec<BTreeSet<usize>>,
     control: Vec<bool>,
 }
@@ -38,9 +38,9 @@ pub struct Plan {
 #[error("steps {} wait for each other", .0.join(" → "))]
 pub struct Deadlock(pub Vec<String>);
 
-impl Plan {
+impl Waits {
     /// The plan of `workflow` (with `components` for referenced actions).
-    pub fn of(workflow: &Workflow, components: Option<&Components>) -> Result<Plan, Deadlock> {
+    pub fn of(workflow: &Workflow, components: Option<&Components>) -> Result<Waits, Deadlock> {
         let steps = &workflow.steps;
         let index = |id: &str| steps.iter().position(|step| step.step_id == id);
         let everywhere = workflow_controls(workflow, components);
@@ -86,7 +86,7 @@ impl Plan {
                 waits[position].insert(barrier);
             }
         }
-        let plan = Plan { waits, control };
+        let plan = Waits { waits, control };
         if let Some(cycle) = crate::cycles::cycles(&plan.waits).into_iter().next() {
             return Err(Deadlock(
                 cycle
@@ -262,12 +262,12 @@ fn push_selectable<'a>(
 mod tests {
     use super::*;
 
-    fn plan_of(steps: &str) -> Result<Plan, Deadlock> {
+    fn plan_of(steps: &str) -> Result<Waits, Deadlock> {
         let text = format!(
             "arazzo: 1.1.0\ninfo: {{title: T, version: '1'}}\nsourceDescriptions: [{{name: api, url: ./api.yaml}}]\nworkflows:\n  - workflowId: w\n    steps:\n{steps}"
         );
         let document = crate::load(&text, "t.arazzo.yaml").unwrap();
-        Plan::of(&document.workflows[0], document.components.as_ref())
+        Waits::of(&document.workflows[0], document.components.as_ref())
     }
 
     #[test]
