@@ -15,18 +15,20 @@
 //! A JSON body must say it is JSON (`Content-Type: application/json`), so a page's
 //! `text/plain` "simple request" is not read as one; bodies are limited per route (a file's
 //! upload or write to [`ServeOptions::max_body_bytes`], anything else to
-//! [`ServeOptions::max_json_bytes`]).
+//! [`ServeOptions::max_json_bytes`]). A handler answers a `Reply`: what it made, or a
+//! `Failure`; one layer around them all puts the request's id on every answer and writes a
+//! failure out in Bay's envelope, which names it.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::multipart::MultipartRejection;
-use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::de::DeserializeOwned;
@@ -166,6 +168,7 @@ struct Api {
 type Shared = Arc<Api>;
 
 /// Why a request failed: a Bay error, or FastAPI's validation answer.
+#[derive(Clone)]
 enum Failure {
     Bay(SandboxError),
     Unprocessable(Vec<Value>),
@@ -177,8 +180,19 @@ impl From<SandboxError> for Failure {
     }
 }
 
+/// A handler's failure travels in its response's extensions until [`request_ids`] writes it
+/// out in Bay's envelope, which names the request's id.
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let mut response = StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        response.extensions_mut().insert(self);
+        response
+    }
+}
+
 impl Failure {
-    fn into_response(self, request_id: &str) -> Response {
+    /// The answer Bay gives for this failure of the request `request_id`.
+    fn answer(self, request_id: &str) -> Response {
         match self {
             Failure::Bay(error) => {
                 let status = StatusCode::from_u16(error.status())
@@ -307,12 +321,14 @@ fn with_request_id(mut response: Response, request_id: &str) -> Response {
     response
 }
 
-/// Runs `work` with Bay's request id around it (the gate checked auth before).
-async fn handle(headers: &HeaderMap, work: impl Future<Output = Reply>) -> Response {
-    let request_id = request_id(headers);
-    let response = work
-        .await
-        .unwrap_or_else(|failure| failure.into_response(&request_id));
+/// Around every handler (the gate checked auth before): Bay's request id on the answer, and a
+/// failure the handler answered ([`Reply`]'s `Err`) written out in Bay's envelope, naming it.
+async fn request_ids(request: Request, next: Next) -> Response {
+    let request_id = request_id(request.headers());
+    let mut response = next.run(request).await;
+    if let Some(failure) = response.extensions_mut().remove::<Failure>() {
+        response = failure.answer(&request_id);
+    }
     with_request_id(response, &request_id)
 }
 
@@ -326,7 +342,7 @@ fn refusal(refusal: &Refusal, headers: &HeaderMap) -> Response {
         Refusal::WrongToken => SandboxError::new(ErrorCode::Unauthorized, "Invalid API key"),
         other => SandboxError::new(ErrorCode::Forbidden, other.to_string()),
     };
-    with_request_id(Failure::Bay(error).into_response(&request_id), &request_id)
+    with_request_id(Failure::Bay(error).answer(&request_id), &request_id)
 }
 
 /// The routes, over `provider`, behind the gate `options` ask for: requests refused there are
@@ -368,14 +384,14 @@ pub fn router(provider: Arc<dyn SandboxProvider>, options: ServeOptions) -> Rout
         )
         .fallback(not_found_route)
         .layer(DefaultBodyLimit::max(max_json));
-    gate.layer(files.merge(control), refusal).with_state(api)
+    let routes = files
+        .merge(control)
+        .layer(axum::middleware::from_fn(request_ids));
+    gate.layer(routes, refusal).with_state(api)
 }
 
-async fn not_found_route(headers: HeaderMap) -> Response {
-    handle(&headers, async {
-        Err(SandboxError::new(ErrorCode::NotFound, "No such route").into())
-    })
-    .await
+async fn not_found_route() -> Reply {
+    Err(SandboxError::new(ErrorCode::NotFound, "No such route").into())
 }
 
 async fn health(State(api): State<Shared>) -> Response {
@@ -389,14 +405,11 @@ async fn health(State(api): State<Shared>) -> Response {
     axum::Json(body).into_response()
 }
 
-async fn profiles(State(api): State<Shared>, headers: HeaderMap) -> Response {
-    handle(&headers, async {
-        ok(
-            StatusCode::OK,
-            json!({"items": api.provider.profiles().await?}),
-        )
-    })
-    .await
+async fn profiles(State(api): State<Shared>) -> Reply {
+    ok(
+        StatusCode::OK,
+        json!({"items": api.provider.profiles().await?}),
+    )
 }
 
 fn idempotency_key(headers: &HeaderMap) -> Option<String> {
@@ -405,17 +418,14 @@ fn idempotency_key(headers: &HeaderMap) -> Option<String> {
         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
 }
 
-async fn create(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
-    handle(&headers, async {
-        let mut request: CreateSandbox = if bytes.is_empty() {
-            CreateSandbox::default()
-        } else {
-            body(&headers, &bytes)?
-        };
-        request.idempotency_key = idempotency_key(&headers);
-        ok(StatusCode::CREATED, api.provider.create(&request).await?)
-    })
-    .await
+async fn create(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Reply {
+    let mut request: CreateSandbox = if bytes.is_empty() {
+        CreateSandbox::default()
+    } else {
+        body(&headers, &bytes)?
+    };
+    request.idempotency_key = idempotency_key(&headers);
+    ok(StatusCode::CREATED, api.provider.create(&request).await?)
 }
 
 /// A list's `limit`, 1 to 200 (FastAPI's 422 otherwise).
@@ -452,71 +462,50 @@ fn out_of_range(location: &str, name: &str, value: i64, low: i64, high: i64) -> 
     })])
 }
 
-async fn create_cargo(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
-    handle(&headers, async {
-        let mut request: CreateCargo = if bytes.is_empty() {
-            CreateCargo::default()
-        } else {
-            body(&headers, &bytes)?
-        };
-        if let Some(size) = request
-            .size_limit_mb
-            .filter(|size| !(1..=MAX_CARGO_SIZE_MB).contains(size))
-        {
-            return Err(out_of_range(
-                "body",
-                "size_limit_mb",
-                i64::try_from(size).unwrap_or(i64::MAX),
-                1,
-                MAX_CARGO_SIZE_MB as i64,
-            ));
-        }
-        request.idempotency_key = idempotency_key(&headers);
-        ok(
-            StatusCode::CREATED,
-            api.provider.create_cargo(&request).await?,
-        )
-    })
-    .await
+async fn create_cargo(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Reply {
+    let mut request: CreateCargo = if bytes.is_empty() {
+        CreateCargo::default()
+    } else {
+        body(&headers, &bytes)?
+    };
+    if let Some(size) = request
+        .size_limit_mb
+        .filter(|size| !(1..=MAX_CARGO_SIZE_MB).contains(size))
+    {
+        return Err(out_of_range(
+            "body",
+            "size_limit_mb",
+            i64::try_from(size).unwrap_or(i64::MAX),
+            1,
+            MAX_CARGO_SIZE_MB as i64,
+        ));
+    }
+    request.idempotency_key = idempotency_key(&headers);
+    ok(
+        StatusCode::CREATED,
+        api.provider.create_cargo(&request).await?,
+    )
 }
 
 async fn list_cargos(
     State(api): State<Shared>,
-    headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    handle(&headers, async {
-        let list = CargoQuery {
-            limit: page_limit(&query)?,
-            managed: bool_query(&query, "managed")?,
-            cursor: query.get("cursor").filter(|c| !c.is_empty()).cloned(),
-        };
-        ok(StatusCode::OK, api.provider.list_cargos(&list).await?)
-    })
-    .await
+) -> Reply {
+    let list = CargoQuery {
+        limit: page_limit(&query)?,
+        managed: bool_query(&query, "managed")?,
+        cursor: query.get("cursor").filter(|c| !c.is_empty()).cloned(),
+    };
+    ok(StatusCode::OK, api.provider.list_cargos(&list).await?)
 }
 
-async fn get_cargo(
-    State(api): State<Shared>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    handle(&headers, async {
-        ok(StatusCode::OK, api.provider.get_cargo(&id).await?)
-    })
-    .await
+async fn get_cargo(State(api): State<Shared>, Path(id): Path<String>) -> Reply {
+    ok(StatusCode::OK, api.provider.get_cargo(&id).await?)
 }
 
-async fn delete_cargo(
-    State(api): State<Shared>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    handle(&headers, async {
-        api.provider.delete_cargo(&id).await?;
-        Ok(StatusCode::NO_CONTENT.into_response())
-    })
-    .await
+async fn delete_cargo(State(api): State<Shared>, Path(id): Path<String>) -> Reply {
+    api.provider.delete_cargo(&id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// Bay's `GCRunRequest`: the tasks to run, all when left out or `null`.
@@ -526,79 +515,52 @@ struct GcRequest {
     tasks: Option<Vec<String>>,
 }
 
-async fn run_gc(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
-    handle(&headers, async {
-        let request: GcRequest = if bytes.is_empty() || bytes.as_ref() == b"null" {
-            GcRequest::default()
-        } else {
-            body(&headers, &bytes)?
-        };
-        if let Some(tasks) = &request.tasks
-            && let Some((at, unknown)) = tasks
-                .iter()
-                .enumerate()
-                .find(|(_, task)| !GC_TASKS.contains(&task.as_str()))
-        {
-            return Err(Failure::Unprocessable(vec![json!({
-                "type": "value_error", "loc": ["body", "tasks", at],
-                "msg": format!("Value error, unknown task: {unknown}; known: {}", GC_TASKS.join(", ")),
-                "input": unknown,
-            })]));
-        }
-        ok(
-            StatusCode::OK,
-            api.provider.run_gc(request.tasks.as_deref()).await?,
-        )
-    })
-    .await
+async fn run_gc(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Reply {
+    let request: GcRequest = if bytes.is_empty() || bytes.as_ref() == b"null" {
+        GcRequest::default()
+    } else {
+        body(&headers, &bytes)?
+    };
+    if let Some(tasks) = &request.tasks
+        && let Some((at, unknown)) = tasks
+            .iter()
+            .enumerate()
+            .find(|(_, task)| !GC_TASKS.contains(&task.as_str()))
+    {
+        return Err(Failure::Unprocessable(vec![json!({
+            "type": "value_error", "loc": ["body", "tasks", at],
+            "msg": format!("Value error, unknown task: {unknown}; known: {}", GC_TASKS.join(", ")),
+            "input": unknown,
+        })]));
+    }
+    ok(
+        StatusCode::OK,
+        api.provider.run_gc(request.tasks.as_deref()).await?,
+    )
 }
 
-async fn gc_status(State(api): State<Shared>, headers: HeaderMap) -> Response {
-    handle(&headers, async {
-        ok(StatusCode::OK, api.provider.gc_status().await?)
-    })
-    .await
+async fn gc_status(State(api): State<Shared>) -> Reply {
+    ok(StatusCode::OK, api.provider.gc_status().await?)
 }
 
-async fn list(
-    State(api): State<Shared>,
-    headers: HeaderMap,
-    Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    handle(&headers, async {
-        let mut list = ListQuery::new();
-        list.limit = page_limit(&query)?;
-        list.cursor = query.get("cursor").filter(|c| !c.is_empty()).cloned();
-        // Bay ignores an unknown status.
-        list.status = query
-            .get("status")
-            .and_then(|status| serde_json::from_value::<Status>(json!(status)).ok());
-        ok(StatusCode::OK, api.provider.list(&list).await?)
-    })
-    .await
+async fn list(State(api): State<Shared>, Query(query): Query<HashMap<String, String>>) -> Reply {
+    let mut list = ListQuery::new();
+    list.limit = page_limit(&query)?;
+    list.cursor = query.get("cursor").filter(|c| !c.is_empty()).cloned();
+    // Bay ignores an unknown status.
+    list.status = query
+        .get("status")
+        .and_then(|status| serde_json::from_value::<Status>(json!(status)).ok());
+    ok(StatusCode::OK, api.provider.list(&list).await?)
 }
 
-async fn get_one(
-    State(api): State<Shared>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    handle(&headers, async {
-        ok(StatusCode::OK, api.provider.get(&id).await?)
-    })
-    .await
+async fn get_one(State(api): State<Shared>, Path(id): Path<String>) -> Reply {
+    ok(StatusCode::OK, api.provider.get(&id).await?)
 }
 
-async fn delete_one(
-    State(api): State<Shared>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    handle(&headers, async {
-        api.provider.delete(&id).await?;
-        Ok(StatusCode::NO_CONTENT.into_response())
-    })
-    .await
+async fn delete_one(State(api): State<Shared>, Path(id): Path<String>) -> Reply {
+    api.provider.delete(&id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 #[derive(serde::Deserialize)]
@@ -611,38 +573,25 @@ async fn extend_ttl(
     headers: HeaderMap,
     Path(id): Path<String>,
     bytes: Bytes,
-) -> Response {
-    handle(&headers, async {
-        let request: ExtendBody = body(&headers, &bytes)?;
-        let key = idempotency_key(&headers);
-        ok(
-            StatusCode::OK,
-            api.provider
-                .extend_ttl(&id, request.extend_by, key.as_deref())
-                .await?,
-        )
-    })
-    .await
+) -> Reply {
+    let request: ExtendBody = body(&headers, &bytes)?;
+    let key = idempotency_key(&headers);
+    ok(
+        StatusCode::OK,
+        api.provider
+            .extend_ttl(&id, request.extend_by, key.as_deref())
+            .await?,
+    )
 }
 
-async fn keepalive(
-    State(api): State<Shared>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    handle(&headers, async {
-        api.provider.keepalive(&id).await?;
-        ok(StatusCode::OK, json!({"status": "ok"}))
-    })
-    .await
+async fn keepalive(State(api): State<Shared>, Path(id): Path<String>) -> Reply {
+    api.provider.keepalive(&id).await?;
+    ok(StatusCode::OK, json!({"status": "ok"}))
 }
 
-async fn stop(State(api): State<Shared>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    handle(&headers, async {
-        api.provider.stop(&id).await?;
-        ok(StatusCode::OK, json!({"status": "stopped"}))
-    })
-    .await
+async fn stop(State(api): State<Shared>, Path(id): Path<String>) -> Reply {
+    api.provider.stop(&id).await?;
+    ok(StatusCode::OK, json!({"status": "stopped"}))
 }
 
 async fn python_exec(
@@ -650,16 +599,13 @@ async fn python_exec(
     headers: HeaderMap,
     Path(id): Path<String>,
     bytes: Bytes,
-) -> Response {
-    handle(&headers, async {
-        let request: PythonExec = body(&headers, &bytes)?;
-        check_timeout(request.timeout)?;
-        ok(
-            StatusCode::OK,
-            api.provider.python_exec(&id, &request).await?,
-        )
-    })
-    .await
+) -> Reply {
+    let request: PythonExec = body(&headers, &bytes)?;
+    check_timeout(request.timeout)?;
+    ok(
+        StatusCode::OK,
+        api.provider.python_exec(&id, &request).await?,
+    )
 }
 
 async fn shell_exec(
@@ -667,29 +613,22 @@ async fn shell_exec(
     headers: HeaderMap,
     Path(id): Path<String>,
     bytes: Bytes,
-) -> Response {
-    handle(&headers, async {
-        let request: ShellExec = body(&headers, &bytes)?;
-        check_timeout(request.timeout)?;
-        ok(
-            StatusCode::OK,
-            api.provider.shell_exec(&id, &request).await?,
-        )
-    })
-    .await
+) -> Reply {
+    let request: ShellExec = body(&headers, &bytes)?;
+    check_timeout(request.timeout)?;
+    ok(
+        StatusCode::OK,
+        api.provider.shell_exec(&id, &request).await?,
+    )
 }
 
 async fn read_file(
     State(api): State<Shared>,
-    headers: HeaderMap,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    handle(&headers, async {
-        let content = api.provider.read_file(&id, path_query(&query)?).await?;
-        ok(StatusCode::OK, json!({ "content": content }))
-    })
-    .await
+) -> Reply {
+    let content = api.provider.read_file(&id, path_query(&query)?).await?;
+    ok(StatusCode::OK, json!({ "content": content }))
 }
 
 #[derive(serde::Deserialize)]
@@ -703,103 +642,83 @@ async fn write_file(
     headers: HeaderMap,
     Path(id): Path<String>,
     bytes: Bytes,
-) -> Response {
-    handle(&headers, async {
-        let request: WriteBody = body(&headers, &bytes)?;
-        api.provider
-            .write_file(&id, &request.path, &request.content)
-            .await?;
-        ok(StatusCode::OK, json!({"status": "ok"}))
-    })
-    .await
+) -> Reply {
+    let request: WriteBody = body(&headers, &bytes)?;
+    api.provider
+        .write_file(&id, &request.path, &request.content)
+        .await?;
+    ok(StatusCode::OK, json!({"status": "ok"}))
 }
 
 async fn delete_file(
     State(api): State<Shared>,
-    headers: HeaderMap,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    handle(&headers, async {
-        api.provider.delete_file(&id, path_query(&query)?).await?;
-        ok(StatusCode::OK, json!({"status": "ok"}))
-    })
-    .await
+) -> Reply {
+    api.provider.delete_file(&id, path_query(&query)?).await?;
+    ok(StatusCode::OK, json!({"status": "ok"}))
 }
 
 async fn list_files(
     State(api): State<Shared>,
-    headers: HeaderMap,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    handle(&headers, async {
-        let path = query.get("path").map_or(".", String::as_str);
-        let entries = api.provider.list_files(&id, path).await?;
-        ok(StatusCode::OK, json!({ "entries": entries }))
-    })
-    .await
+) -> Reply {
+    let path = query.get("path").map_or(".", String::as_str);
+    let entries = api.provider.list_files(&id, path).await?;
+    ok(StatusCode::OK, json!({ "entries": entries }))
 }
 
 async fn upload(
     State(api): State<Shared>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    // Taken as a result, so that a body that is not multipart is answered after the auth
+    Path(id): Path<String>, // Taken as a result, so that a body that is not multipart is answered after the auth
     // check, as every other request is (a 401 before a 422).
     form: Result<Multipart, MultipartRejection>,
-) -> Response {
-    handle(&headers, async {
-        let mut form = form.map_err(|rejection| {
-            Failure::Unprocessable(vec![json!({
-                "type": "value_error", "loc": ["body"], "msg": rejection.body_text(), "input": null
-            })])
-        })?;
-        let mut file = None;
-        let mut path = None;
-        let unreadable = |error: axum::extract::multipart::MultipartError| {
-            Failure::Unprocessable(vec![json!({
-                "type": "value_error", "loc": ["body"], "msg": error.body_text(), "input": null
-            })])
-        };
-        while let Some(field) = form.next_field().await.map_err(unreadable)? {
-            match field.name() {
-                Some("file") => file = Some(field.bytes().await.map_err(unreadable)?),
-                Some("path") => path = Some(field.text().await.map_err(unreadable)?),
-                _ => {}
-            }
+) -> Reply {
+    let mut form = form.map_err(|rejection| {
+        Failure::Unprocessable(vec![json!({
+            "type": "value_error", "loc": ["body"], "msg": rejection.body_text(), "input": null
+        })])
+    })?;
+    let mut file = None;
+    let mut path = None;
+    let unreadable = |error: axum::extract::multipart::MultipartError| {
+        Failure::Unprocessable(vec![json!({
+            "type": "value_error", "loc": ["body"], "msg": error.body_text(), "input": null
+        })])
+    };
+    while let Some(field) = form.next_field().await.map_err(unreadable)? {
+        match field.name() {
+            Some("file") => file = Some(field.bytes().await.map_err(unreadable)?),
+            Some("path") => path = Some(field.text().await.map_err(unreadable)?),
+            _ => {}
         }
-        let file = file.ok_or_else(|| missing("body", "file"))?;
-        let path = path.ok_or_else(|| missing("body", "path"))?;
-        ok(
-            StatusCode::OK,
-            api.provider.upload(&id, &path, file.to_vec()).await?,
-        )
-    })
-    .await
+    }
+    let file = file.ok_or_else(|| missing("body", "file"))?;
+    let path = path.ok_or_else(|| missing("body", "path"))?;
+    ok(
+        StatusCode::OK,
+        api.provider.upload(&id, &path, file.to_vec()).await?,
+    )
 }
 
 async fn download(
     State(api): State<Shared>,
-    headers: HeaderMap,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    handle(&headers, async {
-        let path = path_query(&query)?;
-        let bytes = api.provider.download(&id, path).await?;
-        let name = path.rsplit('/').next().unwrap_or(path);
-        Ok((
-            StatusCode::OK,
-            [
-                (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
-                (header::CONTENT_DISPOSITION, attachment(name)),
-            ],
-            bytes,
-        )
-            .into_response())
-    })
-    .await
+) -> Reply {
+    let path = path_query(&query)?;
+    let bytes = api.provider.download(&id, path).await?;
+    let name = path.rsplit('/').next().unwrap_or(path);
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+            (header::CONTENT_DISPOSITION, attachment(name)),
+        ],
+        bytes,
+    )
+        .into_response())
 }
 
 /// A `Content-Disposition` for a download named `name`, in ASCII as a header must be: each
@@ -885,49 +804,38 @@ fn bool_query(query: &HashMap<String, String>, name: &str) -> Result<Option<bool
 
 async fn history(
     State(api): State<Shared>,
-    headers: HeaderMap,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    handle(&headers, async {
-        let query = history_query(&query)?;
-        ok(StatusCode::OK, api.provider.history(&id, &query).await?)
-    })
-    .await
+) -> Reply {
+    let query = history_query(&query)?;
+    ok(StatusCode::OK, api.provider.history(&id, &query).await?)
 }
 
 async fn history_last(
     State(api): State<Shared>,
-    headers: HeaderMap,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    handle(&headers, async {
-        let mut query = history_query(&query)?;
-        query.limit = Some(1);
-        query.offset = 0;
-        let page = api.provider.history(&id, &query).await?;
-        let last =
-            page.entries.into_iter().next().ok_or_else(|| {
-                SandboxError::new(ErrorCode::NotFound, "No execution history found")
-            })?;
-        ok(StatusCode::OK, last)
-    })
-    .await
+) -> Reply {
+    let mut query = history_query(&query)?;
+    query.limit = Some(1);
+    query.offset = 0;
+    let page = api.provider.history(&id, &query).await?;
+    let last = page
+        .entries
+        .into_iter()
+        .next()
+        .ok_or_else(|| SandboxError::new(ErrorCode::NotFound, "No execution history found"))?;
+    ok(StatusCode::OK, last)
 }
 
 async fn execution(
     State(api): State<Shared>,
-    headers: HeaderMap,
     Path((id, execution)): Path<(String, String)>,
-) -> Response {
-    handle(&headers, async {
-        ok(
-            StatusCode::OK,
-            api.provider.execution(&id, &execution).await?,
-        )
-    })
-    .await
+) -> Reply {
+    ok(
+        StatusCode::OK,
+        api.provider.execution(&id, &execution).await?,
+    )
 }
 
 async fn annotate(
@@ -935,15 +843,12 @@ async fn annotate(
     headers: HeaderMap,
     Path((id, execution)): Path<(String, String)>,
     bytes: Bytes,
-) -> Response {
-    handle(&headers, async {
-        let annotation: Annotation = body(&headers, &bytes)?;
-        ok(
-            StatusCode::OK,
-            api.provider.annotate(&id, &execution, &annotation).await?,
-        )
-    })
-    .await
+) -> Reply {
+    let annotation: Annotation = body(&headers, &bytes)?;
+    ok(
+        StatusCode::OK,
+        api.provider.annotate(&id, &execution, &annotation).await?,
+    )
 }
 
 /// A server running in this process (on a background task) until shut down or dropped.

@@ -11,11 +11,10 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::json;
 
-use super::{Failure, Shared, body, bool_query, handle, ok, out_of_range};
+use super::{Failure, Reply, Shared, body, bool_query, ok, out_of_range};
 use crate::skills::{
     CandidateQuery, CandidateStatus, Evaluation, MAX_PAGE, NewCandidate, NewPayload, Promotion,
     ReleaseQuery, ReleaseStage,
@@ -52,53 +51,40 @@ fn wrong_field(name: &str, kind: &str, message: &str, input: serde_json::Value) 
     })])
 }
 
-async fn create_payload(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
-    handle(&headers, async {
-        let payload: NewPayload = body(&headers, &bytes)?;
-        if !(payload.payload.is_object() || payload.payload.is_array()) {
-            return Err(wrong_field(
-                "payload",
-                "model_type",
-                "Input should be a valid dictionary or list",
-                payload.payload,
-            ));
-        }
-        if payload.kind.is_empty() {
-            return Err(wrong_field(
-                "kind",
-                "string_too_short",
-                "String should have at least 1 character",
-                json!(""),
-            ));
-        }
-        ok(
-            StatusCode::CREATED,
-            api.provider.create_payload(&payload).await?,
-        )
-    })
-    .await
+async fn create_payload(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Reply {
+    let payload: NewPayload = body(&headers, &bytes)?;
+    if !(payload.payload.is_object() || payload.payload.is_array()) {
+        return Err(wrong_field(
+            "payload",
+            "model_type",
+            "Input should be a valid dictionary or list",
+            payload.payload,
+        ));
+    }
+    if payload.kind.is_empty() {
+        return Err(wrong_field(
+            "kind",
+            "string_too_short",
+            "String should have at least 1 character",
+            json!(""),
+        ));
+    }
+    ok(
+        StatusCode::CREATED,
+        api.provider.create_payload(&payload).await?,
+    )
 }
 
-async fn payload(
-    State(api): State<Shared>,
-    headers: HeaderMap,
-    Path(payload_ref): Path<String>,
-) -> Response {
-    handle(&headers, async {
-        ok(StatusCode::OK, api.provider.payload(&payload_ref).await?)
-    })
-    .await
+async fn payload(State(api): State<Shared>, Path(payload_ref): Path<String>) -> Reply {
+    ok(StatusCode::OK, api.provider.payload(&payload_ref).await?)
 }
 
-async fn create_candidate(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Response {
-    handle(&headers, async {
-        let candidate: NewCandidate = body(&headers, &bytes)?;
-        ok(
-            StatusCode::CREATED,
-            api.provider.create_candidate(&candidate).await?,
-        )
-    })
-    .await
+async fn create_candidate(State(api): State<Shared>, headers: HeaderMap, bytes: Bytes) -> Reply {
+    let candidate: NewCandidate = body(&headers, &bytes)?;
+    ok(
+        StatusCode::CREATED,
+        api.provider.create_candidate(&candidate).await?,
+    )
 }
 
 /// A query value, an empty one being none (as Bay's `if status:`).
@@ -135,33 +121,22 @@ fn paging(query: &HashMap<String, String>) -> Result<(Option<u32>, u32), Failure
 
 async fn candidates(
     State(api): State<Shared>,
-    headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    handle(&headers, async {
-        let (limit, offset) = paging(&query)?;
-        let list = CandidateQuery {
-            status: text_query(&query, "status")
-                .map(CandidateStatus::parse)
-                .transpose()?,
-            skill_key: text_query(&query, "skill_key").map(str::to_owned),
-            limit,
-            offset,
-        };
-        ok(StatusCode::OK, api.provider.candidates(&list).await?)
-    })
-    .await
+) -> Reply {
+    let (limit, offset) = paging(&query)?;
+    let list = CandidateQuery {
+        status: text_query(&query, "status")
+            .map(CandidateStatus::parse)
+            .transpose()?,
+        skill_key: text_query(&query, "skill_key").map(str::to_owned),
+        limit,
+        offset,
+    };
+    ok(StatusCode::OK, api.provider.candidates(&list).await?)
 }
 
-async fn candidate(
-    State(api): State<Shared>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    handle(&headers, async {
-        ok(StatusCode::OK, api.provider.candidate(&id).await?)
-    })
-    .await
+async fn candidate(State(api): State<Shared>, Path(id): Path<String>) -> Reply {
+    ok(StatusCode::OK, api.provider.candidate(&id).await?)
 }
 
 /// Bay's `SkillDeleteRequest`, which may be left out.
@@ -184,17 +159,14 @@ async fn delete_candidate(
     headers: HeaderMap,
     Path(id): Path<String>,
     bytes: Bytes,
-) -> Response {
-    handle(&headers, async {
-        let request = delete_body(&headers, &bytes)?;
-        ok(
-            StatusCode::OK,
-            api.provider
-                .delete_candidate(&id, request.reason.as_deref())
-                .await?,
-        )
-    })
-    .await
+) -> Reply {
+    let request = delete_body(&headers, &bytes)?;
+    ok(
+        StatusCode::OK,
+        api.provider
+            .delete_candidate(&id, request.reason.as_deref())
+            .await?,
+    )
 }
 
 async fn evaluate(
@@ -202,15 +174,12 @@ async fn evaluate(
     headers: HeaderMap,
     Path(id): Path<String>,
     bytes: Bytes,
-) -> Response {
-    handle(&headers, async {
-        let evaluation: Evaluation = body(&headers, &bytes)?;
-        ok(
-            StatusCode::OK,
-            api.provider.evaluate(&id, &evaluation).await?,
-        )
-    })
-    .await
+) -> Reply {
+    let evaluation: Evaluation = body(&headers, &bytes)?;
+    ok(
+        StatusCode::OK,
+        api.provider.evaluate(&id, &evaluation).await?,
+    )
 }
 
 /// Bay's `SkillPromotionRequest` as it comes: the stage is any string until checked (an
@@ -232,44 +201,37 @@ async fn promote(
     headers: HeaderMap,
     Path(id): Path<String>,
     bytes: Bytes,
-) -> Response {
-    handle(&headers, async {
-        let request: PromotionBody = body(&headers, &bytes)?;
-        let promotion = Promotion {
-            stage: request
-                .stage
-                .as_deref()
-                .map(ReleaseStage::parse)
-                .transpose()?
-                .unwrap_or_default(),
-            upgrade_of_release_id: request.upgrade_of_release_id,
-            upgrade_reason: request.upgrade_reason,
-            change_summary: request.change_summary,
-        };
-        ok(StatusCode::OK, api.provider.promote(&id, &promotion).await?)
-    })
-    .await
+) -> Reply {
+    let request: PromotionBody = body(&headers, &bytes)?;
+    let promotion = Promotion {
+        stage: request
+            .stage
+            .as_deref()
+            .map(ReleaseStage::parse)
+            .transpose()?
+            .unwrap_or_default(),
+        upgrade_of_release_id: request.upgrade_of_release_id,
+        upgrade_reason: request.upgrade_reason,
+        change_summary: request.change_summary,
+    };
+    ok(StatusCode::OK, api.provider.promote(&id, &promotion).await?)
 }
 
 async fn releases(
     State(api): State<Shared>,
-    headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    handle(&headers, async {
-        let (limit, offset) = paging(&query)?;
-        let list = ReleaseQuery {
-            skill_key: text_query(&query, "skill_key").map(str::to_owned),
-            active_only: bool_query(&query, "active_only")?.unwrap_or(false),
-            stage: text_query(&query, "stage")
-                .map(ReleaseStage::parse)
-                .transpose()?,
-            limit,
-            offset,
-        };
-        ok(StatusCode::OK, api.provider.releases(&list).await?)
-    })
-    .await
+) -> Reply {
+    let (limit, offset) = paging(&query)?;
+    let list = ReleaseQuery {
+        skill_key: text_query(&query, "skill_key").map(str::to_owned),
+        active_only: bool_query(&query, "active_only")?.unwrap_or(false),
+        stage: text_query(&query, "stage")
+            .map(ReleaseStage::parse)
+            .transpose()?,
+        limit,
+        offset,
+    };
+    ok(StatusCode::OK, api.provider.releases(&list).await?)
 }
 
 async fn delete_release(
@@ -277,33 +239,20 @@ async fn delete_release(
     headers: HeaderMap,
     Path(id): Path<String>,
     bytes: Bytes,
-) -> Response {
-    handle(&headers, async {
-        let request = delete_body(&headers, &bytes)?;
-        ok(
-            StatusCode::OK,
-            api.provider
-                .delete_release(&id, request.reason.as_deref())
-                .await?,
-        )
-    })
-    .await
+) -> Reply {
+    let request = delete_body(&headers, &bytes)?;
+    ok(
+        StatusCode::OK,
+        api.provider
+            .delete_release(&id, request.reason.as_deref())
+            .await?,
+    )
 }
 
-async fn health(State(api): State<Shared>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    handle(&headers, async {
-        ok(StatusCode::OK, api.provider.release_health(&id).await?)
-    })
-    .await
+async fn health(State(api): State<Shared>, Path(id): Path<String>) -> Reply {
+    ok(StatusCode::OK, api.provider.release_health(&id).await?)
 }
 
-async fn rollback(
-    State(api): State<Shared>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    handle(&headers, async {
-        ok(StatusCode::OK, api.provider.rollback(&id).await?)
-    })
-    .await
+async fn rollback(State(api): State<Shared>, Path(id): Path<String>) -> Reply {
+    ok(StatusCode::OK, api.provider.rollback(&id).await?)
 }
