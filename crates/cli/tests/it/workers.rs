@@ -178,8 +178,8 @@ async fn submit_runs(cluster: &Cluster, workflow: &str, runs: usize) -> Arc<Post
 /// moment and a fresh one takes its place. Every run finishes; no step is called again unless
 /// its first call was in flight in a worker that was then killed; a POST is never sent twice
 /// without the same idempotency key. A soak test (about 10 s on 2 cores, more on a slow
-/// PostgreSQL): `.ci/run` runs it in a step of its own (`cargo test -p wayline-cli --test it
-/// -- --ignored soak`).
+/// PostgreSQL): `.ci/run` runs it in a step of its own (`cargo test --workspace --tests --
+/// --ignored soak`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "soak: .ci/run runs it in its own step"]
 async fn soak_killed_workers_runs_finish_elsewhere_without_repeating_finished_steps() {
