@@ -20,11 +20,13 @@
 
 mod graph;
 mod problem;
+mod report;
 mod suspect;
 mod validate;
 mod view;
 
 pub use graph::{StepEdge, StepGraph};
 pub use problem::{MAX_ID_CHARS, Problem, ProblemKind};
-pub use validate::{ValidationReport, validate};
+pub use report::ValidationReport;
+pub use validate::validate;
 pub use view::{ViewFormat, render};

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use wayline_core::{StepKind, Workflow};
 
-use crate::validate::ValidationReport;
+use crate::report::ValidationReport;
 
 /// The view formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
