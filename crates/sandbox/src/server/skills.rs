@@ -14,7 +14,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use serde_json::json;
 
-use super::{Failure, Reply, Shared, body, bool_query, ok, out_of_range};
+use super::Shared;
+use super::reply::{Failure, Reply, body, bool_query, int_query, ok, out_of_range};
 use crate::skills::{
     CandidateQuery, CandidateStatus, Evaluation, MAX_PAGE, NewCandidate, NewPayload, Promotion,
     ReleaseQuery, ReleaseStage,
@@ -97,8 +98,7 @@ fn text_query<'a>(query: &'a HashMap<String, String>, name: &str) -> Option<&'a 
 
 /// `limit` (1..=500) and `offset` (≥ 0), FastAPI's 422 otherwise.
 fn paging(query: &HashMap<String, String>) -> Result<(Option<u32>, u32), Failure> {
-    let number =
-        |name: &str| -> Result<Option<i64>, Failure> { super::int_query::<i64>(query, name) };
+    let number = |name: &str| -> Result<Option<i64>, Failure> { int_query::<i64>(query, name) };
     let limit = number("limit")?;
     if let Some(limit) = limit.filter(|limit| !(1..=i64::from(MAX_PAGE)).contains(limit)) {
         return Err(out_of_range(
