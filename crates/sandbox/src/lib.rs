@@ -13,6 +13,9 @@
 //! [`SandboxCodeRunner`] makes any provider the engine's `CodeRunner`, so a workflow's `code`
 //! steps run in it.
 //!
+//! [`conformance`] is the public suite every provider passes: the contract checked through the
+//! trait alone.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), wayline_sandbox::SandboxError> {
 //! use std::sync::Arc;
@@ -32,6 +35,7 @@
 
 pub mod client;
 pub mod clock;
+pub mod conformance;
 pub mod error;
 pub mod idempotency;
 pub mod local;

@@ -37,6 +37,7 @@ macro_rules! both {
 mod client;
 mod code_step;
 mod common;
+mod conformance;
 mod errors;
 mod local;
 mod scenarios;
