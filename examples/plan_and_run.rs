@@ -24,8 +24,8 @@ use std::sync::Arc;
 use wayline::core::RunStatus;
 use wayline::executor::{Engine, RunOptions, summary};
 use wayline::planner::decide::ModelDecider;
-use wayline::planner::llm::ScriptedModel;
 use wayline::planner::plan::Planner;
+use wayline::planner::testing::ScriptedModel;
 use wayline::store::{Lifecycle, MemoryStore, Stores};
 
 /// The same tools as the `lifecycle` example (each example reads on its own).

@@ -539,7 +539,7 @@ fn fuzz_arazzo_documents() {
         wayline::core::MemoryCatalog::new(),
     ))
     .transport(std::sync::Arc::new(
-        wayline::executor::ScriptedTransport::new()
+        wayline::executor::testing::ScriptedTransport::new()
             .with_fallback(|_| Ok(wayline::core::HttpResponse::new(200, r#"{"id": 1}"#))),
     ))
     .max_executions(200)

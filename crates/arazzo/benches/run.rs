@@ -14,7 +14,8 @@ use serde_json::Map;
 use wayline_arazzo::run::Runner;
 use wayline_arazzo::sources::Sources;
 use wayline_core::{HttpResponse, MemoryCatalog, RunStatus, Step, ToolDefinition, Workflow};
-use wayline_executor::{Engine, RunOptions, ScriptedTransport};
+use wayline_executor::testing::ScriptedTransport;
+use wayline_executor::{Engine, RunOptions};
 
 const API: &str = "openapi: 3.1.0\ninfo: {title: Bench, version: '1'}\nservers: [{url: 'http://api.test'}]\npaths:\n  /echo:\n    get:\n      operationId: echo\n      parameters: [{name: previous, in: query, schema: {type: integer}}]\n      responses: {'200': {description: ok}}\n";
 

@@ -17,8 +17,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use wayline_core::{
     HttpResponse, MemoryCatalog, RunStatus, Step, StepStatus, ToolDefinition, Workflow,
 };
+use wayline_executor::testing::ScriptedTransport;
 use wayline_executor::testing::{MockServer, Reply};
-use wayline_executor::{Engine, PreparedWorkflow, ReqwestTransport, RunOptions, ScriptedTransport};
+use wayline_executor::{Engine, PreparedWorkflow, ReqwestTransport, RunOptions};
 
 fn chain(count: usize) -> Workflow {
     let mut workflow = Workflow::new("chain", "chain");

@@ -4,7 +4,7 @@
 //!   path priority; results never depend on timing ([`Engine`]).
 //! - **Requests** from tool definitions, legacy and config style ([`build_request`]), sent by a
 //!   [`Transport`](wayline_core::Transport): [`ReqwestTransport`] (feature `http`) or the
-//!   [`ScriptedTransport`] for tests.
+//!   [`testing::ScriptedTransport`] for tests.
 //! - **Retries** of transient failures with capped, jittered exponential backoff and
 //!   `Retry-After`; non-idempotent requests are not resent blindly. **Polling** until a CEL
 //!   condition holds, separate from retries.
@@ -20,7 +20,6 @@ mod call;
 mod cancel;
 mod error;
 mod run;
-#[cfg(feature = "testing")]
 pub mod testing;
 mod values;
 
@@ -31,7 +30,6 @@ pub use values::extract;
 pub use call::digest::DigestTransport;
 #[cfg(feature = "http")]
 pub use call::http::{ReqwestTransport, ReqwestTransportBuilder};
-pub use call::mock::ScriptedTransport;
 pub use call::record::{Exchange, RecordingTransport};
 pub use call::request::{BuiltRequest, build_request};
 pub use call::retry::parse_retry_after;

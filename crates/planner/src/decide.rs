@@ -142,7 +142,7 @@ mod tests {
 
     #[test]
     fn the_question_lists_the_choices_and_shortens_a_large_context() {
-        let decider = ModelDecider::new(Arc::new(crate::llm::ScriptedModel::new(
+        let decider = ModelDecider::new(Arc::new(crate::testing::ScriptedModel::new(
             Vec::<String>::new(),
         )))
         .context_budget(10);

@@ -13,7 +13,8 @@ use tokio::time::Instant;
 use wayline_arazzo::run::{Runner, WorkflowRun};
 use wayline_arazzo::sources::Sources;
 use wayline_core::{HttpRequest, HttpResponse, MemoryCatalog, RunStatus};
-use wayline_executor::{Engine, RunOptions, ScriptedTransport};
+use wayline_executor::testing::ScriptedTransport;
+use wayline_executor::{Engine, RunOptions};
 
 use crate::entries;
 

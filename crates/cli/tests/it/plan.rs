@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use wayline_planner::fake_model::FakeModel;
+use wayline_planner::testing::ModelServer;
 
 use super::{code, path, server_runtime, stdout_json, wayline};
 
@@ -36,7 +36,7 @@ fn tools(dir: &Path) -> String {
 }
 
 /// `wayline plan "the weather for a city" --tools TOOLS`, asking `model`, with `extra` flags.
-fn plan(model: &FakeModel, tools: &str, extra: &[&str]) -> std::process::Output {
+fn plan(model: &ModelServer, tools: &str, extra: &[&str]) -> std::process::Output {
     let mut args = vec!["plan", "the weather for a city", "--tools", tools];
     args.extend(["--model-url", model.url(), "--model", "fake"]);
     args.extend(extra);
@@ -56,7 +56,7 @@ fn last_message(request: &serde_json::Value) -> String {
 #[test]
 fn invalid_answers_are_repaired_and_answers_in_prose_or_fences_are_read() {
     let runtime = server_runtime();
-    let model = runtime.block_on(FakeModel::start([
+    let model = runtime.block_on(ModelServer::start([
         format!("Here you go:\n```json\n{CYCLE}\n```"),
         DANGLING.to_owned(),
         UNKNOWN_TOOL.to_owned(),
@@ -123,7 +123,7 @@ fn invalid_answers_are_repaired_and_answers_in_prose_or_fences_are_read() {
 #[test]
 fn a_model_that_never_answers_validly_stops_after_max_repairs_with_exit_1() {
     let runtime = server_runtime();
-    let model = runtime.block_on(FakeModel::start([
+    let model = runtime.block_on(ModelServer::start([
         UNKNOWN_TOOL,
         UNKNOWN_TOOL,
         UNKNOWN_TOOL,
@@ -167,7 +167,7 @@ fn a_model_that_never_answers_validly_stops_after_max_repairs_with_exit_1() {
 #[test]
 fn a_fitting_learned_pattern_is_the_plan_and_the_model_server_sees_no_call() {
     let runtime = server_runtime();
-    let model = runtime.block_on(FakeModel::start([VALID]));
+    let model = runtime.block_on(ModelServer::start([VALID]));
     let dir = tempfile::tempdir().unwrap();
     let tools = tools(dir.path());
     let knowledge = dir.path().join("store");
@@ -266,7 +266,7 @@ edges:
 #[test]
 fn run_answers_a_decision_step_with_the_model_and_refuses_an_answer_outside_the_choices() {
     let runtime = server_runtime();
-    let model = runtime.block_on(FakeModel::start([
+    let model = runtime.block_on(ModelServer::start([
         r#"{"choice": "noise", "reason": "42 errors is a normal day"}"#,
         r#"{"choice": "panic", "reason": "!"}"#,
     ]));
@@ -346,7 +346,7 @@ fn run_answers_a_decision_step_with_the_model_and_refuses_an_answer_outside_the_
 #[test]
 fn a_saved_workflow_with_a_decision_step_activates_with_a_model_and_not_without() {
     let runtime = server_runtime();
-    let model = runtime.block_on(FakeModel::start([
+    let model = runtime.block_on(ModelServer::start([
         r#"{"choice": "incident", "reason": "42 is too many"}"#,
     ]));
     let dir = tempfile::tempdir().unwrap();

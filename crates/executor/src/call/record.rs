@@ -142,7 +142,7 @@ mod tests {
     use wayline_core::{Secret, ToolConfig};
 
     use super::*;
-    use crate::call::mock::ScriptedTransport;
+    use crate::testing::ScriptedTransport;
 
     #[tokio::test]
     async fn exchanges_are_kept_with_every_secret_masked() {

@@ -35,7 +35,8 @@ use crate::values::redact::Redactor;
 /// use std::sync::Arc;
 /// use serde_json::json;
 /// use wayline_core::{HttpResponse, MemoryCatalog, RunStatus, Step, ToolDefinition, Workflow};
-/// use wayline_executor::{Engine, RunOptions, ScriptedTransport};
+/// use wayline_executor::testing::ScriptedTransport;
+/// use wayline_executor::{Engine, RunOptions};
 ///
 /// let catalog = MemoryCatalog::from_tools([ToolDefinition::new("geo", "http://api.test/geo")]);
 /// let transport = ScriptedTransport::new()
@@ -450,13 +451,13 @@ impl EngineBuilder {
 fn default_transport() -> Arc<dyn Transport> {
     match crate::ReqwestTransport::new() {
         Ok(transport) => Arc::new(transport),
-        Err(error) => Arc::new(crate::call::mock::Unavailable(error.to_string())),
+        Err(error) => Arc::new(crate::call::unavailable::Unavailable(error.to_string())),
     }
 }
 
 #[cfg(not(feature = "http"))]
 fn default_transport() -> Arc<dyn Transport> {
-    Arc::new(crate::call::mock::Unavailable(
+    Arc::new(crate::call::unavailable::Unavailable(
         "no transport: enable the `http` feature or set one with `EngineBuilder::transport`"
             .to_owned(),
     ))

@@ -32,7 +32,8 @@ impl Engine {
     /// use std::sync::Arc;
     /// use indexmap::IndexMap;
     /// use wayline_core::{HttpResponse, MemoryCatalog, ToolDefinition};
-    /// use wayline_executor::{Engine, ScriptedTransport};
+    /// use wayline_executor::Engine;
+    /// use wayline_executor::testing::ScriptedTransport;
     ///
     /// let catalog = MemoryCatalog::from_tools([ToolDefinition::new("ping", "http://api.test")]);
     /// let transport = ScriptedTransport::new().then_respond(HttpResponse::new(200, r#"{"pong":1}"#));

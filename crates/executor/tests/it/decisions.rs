@@ -9,7 +9,8 @@ use wayline_core::{
     Decision, HttpResponse, MemoryCatalog, MemorySecrets, RunStatus, ScriptedDecider, Secret,
     StepStatus, ToolConfig, ToolDefinition,
 };
-use wayline_executor::{Engine, RunOptions, ScriptedTransport};
+use wayline_executor::testing::ScriptedTransport;
+use wayline_executor::{Engine, RunOptions};
 
 use crate::support::workflow;
 

@@ -401,7 +401,7 @@ async fn a_failing_store_fails_the_step_instead_of_losing_it() {
 async fn fifty_runs_in_parallel_lose_no_step_result_in_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(wayline_store::SqliteStore::open(dir.path().join("runs.db")).unwrap());
-    let transport = wayline_executor::ScriptedTransport::new()
+    let transport = wayline_executor::testing::ScriptedTransport::new()
         .with_fallback(|_| Ok(HttpResponse::new(200, r#"{"n": 1}"#)));
     let engine = Engine::builder(Arc::new(MemoryCatalog::from_tools([ToolDefinition::new(
         "echo",

@@ -11,7 +11,8 @@ use serde_json::json;
 use tokio::time::Instant;
 use wayline_core::{HttpResponse, MemoryCatalog, RunStatus, StepStatus, ToolDefinition, Workflow};
 use wayline_executor::flow::{Call, Finished, Flow, Next, Settled, Starting};
-use wayline_executor::{Engine, RunOptions, ScriptedTransport};
+use wayline_executor::testing::ScriptedTransport;
+use wayline_executor::{Engine, RunOptions};
 
 use crate::support::{Events, workflow};
 

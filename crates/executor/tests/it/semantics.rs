@@ -8,8 +8,9 @@ use wayline_core::{
     HttpRequest, HttpResponse, MemoryCatalog, MemorySecrets, RunStatus, Secret, StepResult,
     StepStatus, ToolConfig, ToolDefinition,
 };
+use wayline_executor::testing::ScriptedTransport;
 use wayline_executor::testing::{MockServer, Reply};
-use wayline_executor::{Engine, Error, RunOptions, ScriptedTransport, StepContext, StepMiddleware};
+use wayline_executor::{Engine, Error, RunOptions, StepContext, StepMiddleware};
 
 use crate::support::{Events, engine, tool, workflow};
 

@@ -7,7 +7,8 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 use wayline_core::HttpResponse;
-use wayline_executor::{RunOptions, ScriptedTransport};
+use wayline_executor::RunOptions;
+use wayline_executor::testing::ScriptedTransport;
 
 use crate::support::workflow;
 

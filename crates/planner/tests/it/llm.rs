@@ -10,8 +10,8 @@ use serde_json::json;
 use wayline_executor::ReqwestTransport;
 use wayline_planner::llm::{
     CompletionRequest, LanguageModel, Message, ModelErrorKind, OpenAiConfig, OpenAiModel,
-    ScriptedModel,
 };
+use wayline_planner::testing::ScriptedModel;
 
 fn model(url: &str) -> OpenAiModel {
     OpenAiModel::new(

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use wayline_core::{MemoryCatalog, ToolDefinition};
 use wayline_planner::Error as PlanError;
-use wayline_planner::llm::{Role, ScriptedModel};
+use wayline_planner::llm::Role;
 use wayline_planner::plan::{PlanOptions, Planner};
+use wayline_planner::testing::ScriptedModel;
 
 fn catalog() -> Arc<MemoryCatalog> {
     let mut geocode = ToolDefinition::new("geocode", "https://geo.example.com");

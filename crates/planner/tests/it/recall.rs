@@ -10,9 +10,9 @@ use wayline_executor::{Engine, ReqwestTransport, RunOptions};
 use wayline_explorer::testing::{self as simulation, calls};
 use wayline_knowledge::Knowledge;
 use wayline_knowledge::model::PatternsFile;
-use wayline_planner::llm::ScriptedModel;
 use wayline_planner::plan::{PlanSource, Planner};
 use wayline_planner::recall::{Recall, recall};
+use wayline_planner::testing::ScriptedModel;
 use wayline_registry::openapi::ApiSpec;
 use wayline_testkit::fixture;
 

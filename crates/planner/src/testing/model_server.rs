@@ -1,4 +1,4 @@
-//! Test support (feature `testing`): a loopback server that speaks the OpenAI
+//! [`ModelServer`]: a loopback server that speaks the OpenAI
 //! chat-completions API and answers from a script, in order. It keeps every request body, so
 //! a test can see what was asked, or that nothing was. When the script runs out it refuses
 //! (HTTP 400) rather than make an answer up.
@@ -22,17 +22,17 @@ struct Script {
     requests: Vec<Value>,
 }
 
-/// A running fake model server.
+/// A running loopback model server.
 #[derive(Debug, Clone)]
-pub struct FakeModel {
+pub struct ModelServer {
     url: String,
     script: Arc<Mutex<Script>>,
 }
 
-impl FakeModel {
+impl ModelServer {
     /// Starts a server on a loopback port answering `answers` in order (panics when no
     /// loopback port can be bound: it is for tests).
-    pub async fn start<S: Into<String>>(answers: impl IntoIterator<Item = S>) -> FakeModel {
+    pub async fn start<S: Into<String>>(answers: impl IntoIterator<Item = S>) -> ModelServer {
         let script = Arc::new(Mutex::new(Script {
             answers: answers.into_iter().map(Into::into).collect(),
             requests: Vec::new(),
@@ -47,7 +47,7 @@ impl FakeModel {
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        FakeModel {
+        ModelServer {
             url: format!("http://{address}/v1"),
             script,
         }

@@ -1,4 +1,4 @@
-//! A loopback HTTP/1.1 server for tests, demos and benchmarks (feature `testing`).
+//! [`MockServer`]: a loopback HTTP/1.1 server for tests, demos and benchmarks.
 //!
 //! It records every request and answers from a handler that can also misbehave on purpose:
 //! delay, reset the connection, close it without answering, or never answer. It binds

@@ -1,4 +1,5 @@
-//! A scripted [`Transport`] for tests: answers from a queue or a function, records requests.
+//! [`ScriptedTransport`]: a [`Transport`] that answers from a queue or a function and records
+//! requests, in process.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -16,7 +17,7 @@ type Responder = dyn Fn(&HttpRequest) -> Result<HttpResponse, TransportError> + 
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use wayline_core::{HttpRequest, HttpResponse, Transport};
-/// use wayline_executor::ScriptedTransport;
+/// use wayline_executor::testing::ScriptedTransport;
 ///
 /// let transport = ScriptedTransport::new().then_respond(HttpResponse::new(200, r#"{"ok":true}"#));
 /// let response = transport.send(HttpRequest::new("GET", "http://api.test/x")).await.unwrap();
@@ -106,20 +107,5 @@ impl Transport for ScriptedTransport {
             state.script.pop_front()
         };
         scripted.unwrap_or_else(|| (self.fallback)(&request))
-    }
-}
-
-/// A transport that fails every request with the same explanation (used when no real transport
-/// is available).
-#[derive(Debug)]
-pub(crate) struct Unavailable(pub(crate) String);
-
-#[async_trait::async_trait]
-impl Transport for Unavailable {
-    async fn send(&self, _request: HttpRequest) -> Result<HttpResponse, TransportError> {
-        Err(TransportError::new(
-            wayline_core::TransportErrorKind::Other,
-            self.0.clone(),
-        ))
     }
 }
