@@ -11,8 +11,8 @@ use serde_json::json;
 use wayline_core::intervene::{Answer, AutoApprove, Interventor, Question, QuestionKind};
 use wayline_explorer::ScriptedInterventor;
 use wayline_explorer::auth::sut_transport;
+use wayline_explorer::exploration::ExplorationStatus;
 use wayline_explorer::explore::Explorer;
-use wayline_explorer::session::SessionStatus;
 use wayline_explorer::sut::SutConfig;
 use wayline_registry::openapi::ApiSpec;
 
@@ -202,7 +202,7 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
                 session.interventions,
                 output.display()
             );
-            if session.session.status == SessionStatus::InProgress {
+            if session.session.status == ExplorationStatus::InProgress {
                 outln!("resume it with --resume {}", session.session.id);
             }
         }
@@ -211,7 +211,7 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
         eprintln!("error: {error}");
         return Ok(Outcome::Failed);
     }
-    Ok(if session.session.status == SessionStatus::Completed {
+    Ok(if session.session.status == ExplorationStatus::Completed {
         Outcome::Ok
     } else {
         Outcome::Failed

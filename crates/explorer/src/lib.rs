@@ -17,7 +17,7 @@
 //! - [`suggest`]: the next step toward the target, with its confidence.
 //! - [`intervention`]: the intervention matrix (when to run a step alone, when to ask) and an
 //!   interventor that answers from a file.
-//! - [`explore`]: the explorer's loop; [`session`]: its session file.
+//! - [`explore`]: the explorer's loop; [`exploration`]: one exploration and its file.
 //! - [`output`]: the reusable scenario and its conversion into a workflow.
 //! - `testing` (feature `testing`): a loopback simulation of the fixture API, optionally
 //!   behind digest authentication.
@@ -41,6 +41,7 @@ pub mod auth;
 mod command;
 pub mod dataflow;
 mod error;
+pub mod exploration;
 pub mod explore;
 pub mod intent;
 pub mod intervention;
@@ -48,7 +49,6 @@ mod lifecycle;
 mod location;
 mod names;
 pub mod output;
-pub mod session;
 pub mod state;
 pub mod suggest;
 pub mod sut;
@@ -56,10 +56,10 @@ pub mod sut;
 pub mod testing;
 
 pub use error::Error;
+pub use exploration::{Exploration, ExplorationStatus};
 pub use explore::Explorer;
 pub use intervention::{
     Action, Assessment, ChosenAction, ScriptedInterventor, Source, Thresholds, decide,
 };
 pub use output::Scenario;
-pub use session::{Session, SessionStatus};
 pub use sut::{Auth, AuthKind, Credentials, Execution, SutConfig};

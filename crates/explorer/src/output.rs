@@ -17,9 +17,9 @@ use wayline_core::workflow::{Edge, Poll, Severity, Step, StepKind, Workflow};
 use wayline_registry::openapi::{ApiSpec, Operation, ParameterLocation};
 
 use crate::Error;
+use crate::exploration::Exploration;
 use crate::intent::{self, CLI_METHOD, Verb, operation_resource, operation_verb};
 use crate::names;
-use crate::session::Session;
 use crate::state::{id_path, is_secret_name};
 use crate::sut::SutConfig;
 
@@ -277,7 +277,7 @@ impl Scenario {
     /// The confirmed steps of `session` as a reusable scenario, for the SUT `sut` whose API
     /// `spec` describes. A value that a step took from an earlier step's saved id becomes a
     /// reference to its variable; a secret body field becomes a value to give at run time.
-    pub fn from_session(session: &Session, spec: &ApiSpec, sut: &SutConfig) -> Scenario {
+    pub fn from_session(session: &Exploration, spec: &ApiSpec, sut: &SutConfig) -> Scenario {
         let base = sut.base_url().unwrap_or_default();
         let mut steps = Vec::new();
         // Which variable holds each saved resource id, for later steps' parameters.

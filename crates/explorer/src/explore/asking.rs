@@ -5,10 +5,10 @@ use serde_json::{Value, json};
 use wayline_core::intervene::{Answer, Question, QuestionKind};
 use wayline_registry::openapi::ParameterLocation;
 
+use crate::exploration::{Exploration, ExplorationStatus, RejectedStep};
 use crate::intent::{self};
 use crate::intervention::Action;
 use crate::names;
-use crate::session::{RejectedStep, Session, SessionStatus};
 use crate::state::ExploreState;
 use crate::suggest::Suggestion;
 
@@ -25,7 +25,7 @@ impl Explorer {
     /// Asks about a suggestion; what to do next.
     pub(super) async fn ask(
         &self,
-        session: &mut Session,
+        session: &mut Exploration,
         suggestion: &Suggestion,
         action: Action,
         reason: &str,
@@ -90,7 +90,7 @@ impl Explorer {
     /// keeps in `generated`; anything else is asked for (as JSON, or for one input, as it is).
     pub(super) async fn fill_missing(
         &self,
-        session: &mut Session,
+        session: &mut Exploration,
         suggestion: &Suggestion,
     ) -> Asked {
         let mut missing: Vec<&String> = suggestion.missing.iter().collect();
@@ -210,9 +210,9 @@ impl Explorer {
         }
     }
 
-    fn stop(&self, session: &mut Session, why: &str) -> Asked {
+    fn stop(&self, session: &mut Exploration, why: &str) -> Asked {
         tracing::info!(why, "the session stops");
-        session.session.status = SessionStatus::Aborted;
+        session.session.status = ExplorationStatus::Aborted;
         Asked::Stop
     }
 }

@@ -8,8 +8,8 @@ use wayline_knowledge::model::{Expect, PatternStep, RequestTemplate, SaveRule};
 use wayline_registry::openapi::{Operation, ParameterLocation};
 
 use crate::Error;
+use crate::exploration::{ConfirmedStep, Exploration};
 use crate::intent::operation_resource;
-use crate::session::{ConfirmedStep, Session};
 use crate::state::id_path;
 
 use super::Explorer;
@@ -66,7 +66,7 @@ impl Explorer {
     /// A completed session as the pattern for its target: its confirmed steps, in order.
     pub(super) fn session_observation(
         &self,
-        session: &Session,
+        session: &Exploration,
         duration: std::time::Duration,
     ) -> RunObservation {
         let mut observation = RunObservation::default();
@@ -128,7 +128,7 @@ impl Explorer {
     /// A step's attempts and outcome as an observation (stats and pitfalls).
     pub(super) fn observe(
         &self,
-        session: &Session,
+        session: &Exploration,
         operation: &Operation,
         outcome: &StepSeen,
         seconds: f64,

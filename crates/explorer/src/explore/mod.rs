@@ -23,11 +23,11 @@ use wayline_registry::openapi::{ApiSpec, Operation, ParameterLocation};
 
 use crate::Error;
 use crate::dataflow::{self, DataFlow};
+use crate::exploration::{Exploration, ExplorationStatus};
 use crate::intent::CLI_METHOD;
 use crate::intervention::Thresholds;
 use crate::location::LocationTransport;
 use crate::output::Scenario;
-use crate::session::{Session, SessionStatus};
 use crate::sut::SutConfig;
 
 /// The explorer for one SUT and spec.
@@ -147,13 +147,13 @@ impl Explorer {
     }
 
     /// A new session for `target`, saved at once; preset variables are known from the start.
-    pub fn start(&self, target: &str) -> Result<Session, Error> {
+    pub fn start(&self, target: &str) -> Result<Exploration, Error> {
         let mode = if self.thresholds.auto {
             "auto"
         } else {
             "manual"
         };
-        let mut session = Session::new(&self.sut.name, target, mode, Utc::now());
+        let mut session = Exploration::new(&self.sut.name, target, mode, Utc::now());
         for (name, value) in &self.sut.preset_variables {
             if !value.is_null() {
                 session
@@ -166,9 +166,9 @@ impl Explorer {
         Ok(session)
     }
 
-    /// Session `id` from the session directory, to go on with.
-    pub fn resume(&self, id: &str) -> Result<Session, Error> {
-        let mut session = Session::load(&self.session_dir, id)?;
+    /// Exploration `id` from the session directory, to go on with.
+    pub fn resume(&self, id: &str) -> Result<Exploration, Error> {
+        let mut session = Exploration::load(&self.session_dir, id)?;
         // Secret variables are not saved; the SUT's presets give them again.
         for (name, value) in &self.sut.preset_variables {
             if !value.is_null() && !session.current_state.variables.contains_key(name) {
@@ -178,15 +178,15 @@ impl Explorer {
                     .insert(name.clone(), value.clone());
             }
         }
-        if session.session.status == SessionStatus::Aborted {
-            session.session.status = SessionStatus::InProgress;
+        if session.session.status == ExplorationStatus::Aborted {
+            session.session.status = ExplorationStatus::InProgress;
         }
         Ok(session)
     }
 
     /// The confirmed steps of `session` as the reusable scenario:
     /// [`Scenario::from_session`] over this explorer's spec and SUT.
-    pub fn output(&self, session: &Session) -> Scenario {
+    pub fn output(&self, session: &Exploration) -> Scenario {
         Scenario::from_session(session, &self.spec, &self.sut)
     }
 }

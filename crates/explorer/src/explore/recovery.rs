@@ -5,7 +5,7 @@ use serde_json::json;
 use wayline_core::intervene::{Answer, Question, QuestionKind};
 use wayline_registry::openapi::Operation;
 
-use crate::session::{RejectedStep, Session, SessionStatus};
+use crate::exploration::{Exploration, ExplorationStatus, RejectedStep};
 
 use super::Explorer;
 use super::asking::merge_variables;
@@ -25,7 +25,7 @@ impl Explorer {
     /// why). True when it did.
     pub(super) fn strike(
         &self,
-        session: &mut Session,
+        session: &mut Exploration,
         strikes: &mut std::collections::HashMap<String, u32>,
         operation: &str,
         what: &str,
@@ -40,7 +40,7 @@ impl Explorer {
             error: format!("{what} {MAX_STRIKES} times"),
             user_action: "the session stopped".to_owned(),
         });
-        session.session.status = SessionStatus::Failed;
+        session.session.status = ExplorationStatus::Failed;
         true
     }
 
@@ -49,7 +49,7 @@ impl Explorer {
     /// question.
     pub(super) async fn recover(
         &self,
-        session: &mut Session,
+        session: &mut Exploration,
         operation: &Operation,
         error: &str,
         status: Option<u16>,

@@ -17,9 +17,9 @@ use super::learning::ran_outcome;
 use super::recovery::{MAX_STRIKES, Recovery};
 use super::{Explorer, round};
 use crate::Error;
+use crate::exploration::{ConfirmedStep, Exploration, ExplorationStatus, RejectedStep};
 use crate::intent::{self, Goal};
 use crate::intervention::{Assessment, decide};
-use crate::session::{ConfirmedStep, RejectedStep, Session, SessionStatus};
 use crate::state::redact;
 use crate::suggest::{Suggester, Suggestion};
 
@@ -66,9 +66,9 @@ impl Explorer {
     /// the session is saved after every step. Knowledge that cannot be read stops it before
     /// the first call; knowledge that cannot be saved ends it with [`Error::KnowledgeUnsaved`] once
     /// the session is saved.
-    pub async fn run(&self, session: &mut Session) -> Result<(), Error> {
+    pub async fn run(&self, session: &mut Exploration) -> Result<(), Error> {
         let started = Instant::now();
-        let began_in_progress = session.session.status == SessionStatus::InProgress;
+        let began_in_progress = session.session.status == ExplorationStatus::InProgress;
         let mut pass = Pass {
             counts: Counts::default(),
             knowledge: self.load_knowledge().await?,
@@ -78,7 +78,7 @@ impl Explorer {
         };
         // After `max_steps` the session stays in progress: resume it.
         let mut steps = 0u32;
-        while session.session.status == SessionStatus::InProgress && steps < self.max_steps {
+        while session.session.status == ExplorationStatus::InProgress && steps < self.max_steps {
             steps += 1;
             if let Then::Stop = self.step(session, &mut pass).await? {
                 break;
@@ -87,7 +87,7 @@ impl Explorer {
         // The whole session, once, as a pattern for the target: when it was completed by this
         // call (a resumed completed session is not learned again) and no goal was skipped.
         if began_in_progress
-            && session.session.status == SessionStatus::Completed
+            && session.session.status == ExplorationStatus::Completed
             && session.rejected_steps.is_empty()
         {
             let observation = self.session_observation(session, started.elapsed());
@@ -100,7 +100,7 @@ impl Explorer {
 
     /// One step: the next suggestion, its missing inputs filled or its run confirmed, then
     /// the call and what it gave.
-    async fn step(&self, session: &mut Session, pass: &mut Pass) -> Result<Then, Error> {
+    async fn step(&self, session: &mut Exploration, pass: &mut Pass) -> Result<Then, Error> {
         if pass.target != session.session.target {
             pass.target = session.session.target.clone();
             pass.goals = intent::parse(&pass.target, &self.spec);
@@ -117,7 +117,7 @@ impl Explorer {
             let Some(suggestion) =
                 suggester.next(&session.current_state, &session.goals_done, &confirmed)
             else {
-                session.session.status = SessionStatus::Completed;
+                session.session.status = ExplorationStatus::Completed;
                 return Ok(Then::Stop);
             };
             session.confidences.push(round(suggestion.confidence));
@@ -143,7 +143,7 @@ impl Explorer {
     /// them end the session, as failures do. The step itself runs once they are known.
     async fn fill_inputs(
         &self,
-        session: &mut Session,
+        session: &mut Exploration,
         counts: &mut Counts,
         suggestion: &Suggestion,
     ) -> Result<Then, Error> {
@@ -164,7 +164,7 @@ impl Explorer {
                         ),
                         user_action: "the session stopped".to_owned(),
                     });
-                    session.session.status = SessionStatus::Failed;
+                    session.session.status = ExplorationStatus::Failed;
                     return Ok(Then::Stop);
                 }
             }
@@ -189,7 +189,7 @@ impl Explorer {
     /// person first, who may choose another candidate, decline it, or stop.
     async fn confirm(
         &self,
-        session: &mut Session,
+        session: &mut Exploration,
         counts: &mut Counts,
         suggester: &Suggester<'_>,
         suggestion: Suggestion,
@@ -245,12 +245,12 @@ impl Explorer {
     /// in flight) and records what it gave.
     async fn call(
         &self,
-        session: &mut Session,
+        session: &mut Exploration,
         pass: &mut Pass,
         suggestion: Suggestion,
     ) -> Result<Then, Error> {
         let Some(operation) = self.spec.operation(&suggestion.operation).cloned() else {
-            session.session.status = SessionStatus::Failed;
+            session.session.status = ExplorationStatus::Failed;
             return Ok(Then::Stop);
         };
         session.pending_step = Some(json!({
@@ -295,7 +295,7 @@ impl Explorer {
     /// confirmed, its numbers learned.
     async fn record_success(
         &self,
-        session: &mut Session,
+        session: &mut Exploration,
         pass: &mut Pass,
         operation: &Operation,
         suggestion: &Suggestion,
@@ -334,7 +334,7 @@ impl Explorer {
     /// its goal, or stop). [`Then::Stop`] when the failures ran out.
     async fn record_failure(
         &self,
-        session: &mut Session,
+        session: &mut Exploration,
         pass: &mut Pass,
         operation: &Operation,
         suggestion: &Suggestion,
@@ -367,7 +367,7 @@ impl Explorer {
                     error,
                     user_action: action,
                 });
-                session.session.status = SessionStatus::Aborted;
+                session.session.status = ExplorationStatus::Aborted;
             }
         }
         Then::Next

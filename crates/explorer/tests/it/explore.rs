@@ -9,8 +9,8 @@ use wayline_core::intervene::QuestionKind;
 use wayline_core::{MemoryCatalog, RunStatus};
 use wayline_executor::{Engine, ReqwestTransport, RunOptions};
 use wayline_explorer::ScriptedInterventor;
+use wayline_explorer::exploration::ExplorationStatus;
 use wayline_explorer::explore::Explorer;
-use wayline_explorer::session::SessionStatus;
 use wayline_explorer::sut::SutConfig;
 use wayline_knowledge::{KnowledgeStore, MemoryKnowledge};
 use wayline_registry::openapi::ApiSpec;
@@ -117,7 +117,11 @@ async fn explore_reaches_the_target_learns_and_asks_less_the_second_time() {
     .session_dir(dir.path());
     let mut first = explorer.start(TARGET).unwrap();
     explorer.run(&mut first).await.unwrap();
-    assert_eq!(first.session.status, SessionStatus::Completed, "{first:#?}");
+    assert_eq!(
+        first.session.status,
+        ExplorationStatus::Completed,
+        "{first:#?}"
+    );
     assert_eq!(
         first.confirmed_operations(),
         [
@@ -195,7 +199,7 @@ async fn explore_reaches_the_target_learns_and_asks_less_the_second_time() {
     .session_dir(dir.path());
     let mut second = explorer.start(TARGET).unwrap();
     explorer.run(&mut second).await.unwrap();
-    assert_eq!(second.session.status, SessionStatus::Completed);
+    assert_eq!(second.session.status, ExplorationStatus::Completed);
     assert_eq!(count(&sim, 400), 1, "the pitfall was not hit again");
     assert!(
         second_answers
@@ -244,7 +248,7 @@ async fn a_stopped_session_resumes_without_repeating_a_confirmed_step() {
         .max_steps(3);
     let mut session = explorer.start(TARGET).unwrap();
     explorer.run(&mut session).await.unwrap();
-    assert_eq!(session.session.status, SessionStatus::InProgress);
+    assert_eq!(session.session.status, ExplorationStatus::InProgress);
     assert_eq!(session.confirmed_steps.len(), 3);
     let id = session.session.id.clone();
     drop(session);
@@ -254,7 +258,7 @@ async fn a_stopped_session_resumes_without_repeating_a_confirmed_step() {
         .session_dir(dir.path());
     let mut resumed = explorer.resume(&id).unwrap();
     explorer.run(&mut resumed).await.unwrap();
-    assert_eq!(resumed.session.status, SessionStatus::Completed);
+    assert_eq!(resumed.session.status, ExplorationStatus::Completed);
     assert_eq!(resumed.confirmed_steps.len(), 6);
     assert_eq!(
         calls(&sim, "POST", "/clusters"),
@@ -305,7 +309,7 @@ async fn unclear_targets_are_asked_about_failing_steps_stop_and_secrets_stay_out
     explorer.run(&mut session).await.unwrap();
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     assert_eq!(clarify.asked()[0].kind, QuestionKind::Clarify);
@@ -346,7 +350,7 @@ async fn unclear_targets_are_asked_about_failing_steps_stop_and_secrets_stay_out
     let before = count(&sim, 400);
     let mut failing = explorer.start("create a cluster").unwrap();
     explorer.run(&mut failing).await.unwrap();
-    assert_eq!(failing.session.status, SessionStatus::Failed);
+    assert_eq!(failing.session.status, ExplorationStatus::Failed);
     assert_eq!(count(&sim, 400), before + 3);
     assert!(
         failing
@@ -379,7 +383,7 @@ async fn unclear_targets_are_asked_about_failing_steps_stop_and_secrets_stay_out
     let reads = calls(&sim, "GET", "/clusters/{id}");
     let mut session = explorer.start("create a cluster, then delete it").unwrap();
     explorer.run(&mut session).await.unwrap();
-    assert_eq!(session.session.status, SessionStatus::Aborted);
+    assert_eq!(session.session.status, ExplorationStatus::Aborted);
     assert_eq!(
         calls(&sim, "GET", "/clusters/{id}"),
         reads + simulation::POLLS as usize + 1,
@@ -424,7 +428,7 @@ async fn the_suts_command_line_tools_are_steps_too() {
     explorer.run(&mut session).await.unwrap();
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     let ran: Vec<&serde_json::Value> = session
@@ -480,7 +484,7 @@ async fn the_suts_command_line_tools_are_steps_too() {
     .session_dir(dir.path());
     let mut session = guarded.start("run echo").unwrap();
     guarded.run(&mut session).await.unwrap();
-    assert_eq!(session.session.status, SessionStatus::Completed);
+    assert_eq!(session.session.status, ExplorationStatus::Completed);
     let request = &session.confirmed_steps[0].request;
     assert_eq!(request["name"], "echo");
     assert_eq!(
@@ -528,7 +532,7 @@ async fn a_sut_behind_digest_auth_is_explored_with_one_challenge() {
     explorer.run(&mut session).await.unwrap();
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     assert_eq!(count(&sim, 401), 1, "one challenge, then answered at once");
@@ -536,7 +540,7 @@ async fn a_sut_behind_digest_auth_is_explored_with_one_challenge() {
     let wrong = explore("not-the-key");
     let mut refused = wrong.start("create a cluster").unwrap();
     wrong.run(&mut refused).await.unwrap();
-    assert_eq!(refused.session.status, SessionStatus::Aborted);
+    assert_eq!(refused.session.status, ExplorationStatus::Aborted);
     assert!(
         refused
             .rejected_steps
@@ -582,7 +586,7 @@ async fn a_required_field_nothing_gives_is_asked_for_before_the_call() {
     explorer.run(&mut session).await.unwrap();
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     assert_eq!(count(&sim, 400), 0, "no call was sent without the region");
@@ -600,4 +604,73 @@ async fn a_required_field_nothing_gives_is_asked_for_before_the_call() {
         session.confidences
     );
     assert_eq!(calls(&sim, "POST", "/clusters"), 1);
+}
+
+/// A transport that, before each request, reads the session file and notes the step it says
+/// is in flight: the session is saved with its pending step before the step's call.
+#[derive(Debug)]
+struct SessionWatcher {
+    inner: Arc<ReqwestTransport>,
+    dir: std::path::PathBuf,
+    pending: std::sync::Mutex<Vec<Option<String>>>,
+}
+
+#[async_trait::async_trait]
+impl wayline_core::Transport for SessionWatcher {
+    async fn send(
+        &self,
+        request: wayline_core::HttpRequest,
+    ) -> Result<wayline_core::HttpResponse, wayline_core::TransportError> {
+        let saved: Vec<_> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                name.strip_suffix(".yaml").map(str::to_owned)
+            })
+            .collect();
+        assert_eq!(saved.len(), 1, "one session file: {saved:?}");
+        let session =
+            wayline_explorer::exploration::Exploration::load(&self.dir, &saved[0]).unwrap();
+        let operation = session
+            .pending_step
+            .and_then(|pending| pending["operation_id"].as_str().map(str::to_owned));
+        self.pending.lock().unwrap().push(operation);
+        self.inner.send(request).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_is_saved_with_its_pending_step_before_each_call() {
+    let Some(Setup {
+        spec,
+        dir,
+        transport,
+        config,
+        ..
+    }) = setup().await
+    else {
+        return;
+    };
+    let watcher = Arc::new(SessionWatcher {
+        inner: transport,
+        dir: dir.path().to_owned(),
+        pending: std::sync::Mutex::default(),
+    });
+    let explorer = Explorer::new(config, spec, watcher.clone(), answers())
+        .unwrap()
+        .session_dir(dir.path())
+        .max_steps(3);
+    let mut session = explorer.start(TARGET).unwrap();
+    explorer.run(&mut session).await.unwrap();
+    let pending = watcher.pending.lock().unwrap().clone();
+    assert!(!pending.is_empty(), "the explorer sent requests");
+    assert!(
+        pending.iter().all(Option::is_some),
+        "every call was preceded by a save naming its step: {pending:?}"
+    );
+    assert_eq!(
+        session.pending_step, None,
+        "no step is pending once they all ran"
+    );
 }

@@ -12,8 +12,8 @@ use wayline_core::{StoreError, StoreErrorKind};
 use wayline_executor::ReqwestTransport;
 use wayline_executor::testing::{MockServer, RecordedRequest, Reply};
 use wayline_explorer::ScriptedInterventor;
+use wayline_explorer::exploration::{Exploration, ExplorationStatus};
 use wayline_explorer::explore::Explorer;
-use wayline_explorer::session::{Session, SessionStatus};
 use wayline_explorer::sut::SutConfig;
 use wayline_knowledge::{KnowledgeStore, MemoryKnowledge, YamlKnowledge, sut_key};
 use wayline_registry::openapi::ApiSpec;
@@ -311,7 +311,7 @@ async fn explore(
     presets: &str,
     target: &str,
     knowledge: Option<Arc<dyn KnowledgeStore>>,
-) -> (Session, Arc<ScriptedInterventor>) {
+) -> (Exploration, Arc<ScriptedInterventor>) {
     explore_answering(
         api,
         spec,
@@ -333,7 +333,7 @@ async fn explore_answering(
     knowledge: Option<Arc<dyn KnowledgeStore>>,
     answers: &str,
     mode: &str,
-) -> (Session, Arc<ScriptedInterventor>) {
+) -> (Exploration, Arc<ScriptedInterventor>) {
     let dir = tempfile::tempdir().unwrap();
     let answers = Arc::new(ScriptedInterventor::parse(answers, "answers.yaml").unwrap());
     let mut explorer = Explorer::new(
@@ -367,7 +367,7 @@ async fn create_update_delete_completes_on_an_api_without_states() {
     .await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     assert_eq!(
@@ -403,7 +403,7 @@ async fn a_declined_wait_is_not_offered_again() {
     .await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     let waits = answers
@@ -464,7 +464,7 @@ async fn a_sut_named_in_words_learns_and_a_lost_save_fails_the_run() {
     .knowledge(Arc::clone(&store));
     let mut session = explorer.start("create a post, then delete it").unwrap();
     explorer.run(&mut session).await.unwrap();
-    assert_eq!(session.session.status, SessionStatus::Completed);
+    assert_eq!(session.session.status, ExplorationStatus::Completed);
     assert_eq!(store.suts().await.unwrap(), ["Blog-API-v1-staging"]);
     let learned = store.load(&sut_key(&config.name)).await.unwrap();
     assert_eq!(learned.patterns.len(), 1, "{learned:#?}");
@@ -486,7 +486,7 @@ async fn a_sut_named_in_words_learns_and_a_lost_save_fails_the_run() {
         "what the session learned about `Blog API (v1, staging)` (stored as \
          `Blog-API-v1-staging`) was not saved: no space left on device"
     );
-    assert_eq!(session.session.status, SessionStatus::Completed);
+    assert_eq!(session.session.status, ExplorationStatus::Completed);
     let saved = explorer.resume(&session.session.id).unwrap();
     assert_eq!(saved.confirmed_steps.len(), 2, "the session file is whole");
 }
@@ -496,7 +496,7 @@ async fn explore_shape(
     shape: Shape,
     presets: &str,
     target: &str,
-) -> (Api, Session, Arc<ScriptedInterventor>) {
+) -> (Api, Exploration, Arc<ScriptedInterventor>) {
     let api = Api::shaped(shape).await;
     let (session, answers) = explore(&api, api.spec(), presets, target, None).await;
     (api, session, answers)
@@ -531,7 +531,7 @@ async fn the_four_crud_targets_complete_and_leave_the_data_they_say() {
             explore_shape(Shape::default(), "title: first post", target).await;
         assert_eq!(
             session.session.status,
-            SessionStatus::Completed,
+            ExplorationStatus::Completed,
             "{target}: {session:#?}"
         );
         assert_eq!(api.calls(), calls, "{target}");
@@ -565,7 +565,7 @@ async fn path_parameters_in_any_convention_take_the_created_id() {
             explore_shape(shape, &presets, "create a post, update it, then delete it").await;
         assert_eq!(
             session.session.status,
-            SessionStatus::Completed,
+            ExplorationStatus::Completed,
             "{parameter}: {session:#?}"
         );
         assert_eq!(
@@ -609,7 +609,7 @@ async fn body_fields_take_presets_named_in_another_convention() {
         let (api, session, _) = explore_shape(shape, presets, "create a post").await;
         assert_eq!(
             session.session.status,
-            SessionStatus::Completed,
+            ExplorationStatus::Completed,
             "{presets}"
         );
         assert_eq!(
@@ -636,7 +636,7 @@ async fn ids_answered_under_other_names_keep_their_type() {
         .await;
         assert_eq!(
             session.session.status,
-            SessionStatus::Completed,
+            ExplorationStatus::Completed,
             "{id_field}: {session:#?}"
         );
         assert_eq!(
@@ -656,7 +656,7 @@ async fn required_fields_nothing_gives_are_made_up_or_asked_for_never_sent_empty
     let (api, session, answers) = explore_shape(Shape::default(), "", "create a post").await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     assert!(answers.asked().is_empty());
@@ -672,7 +672,7 @@ async fn required_fields_nothing_gives_are_made_up_or_asked_for_never_sent_empty
     let (api, session, answers) = explore_shape(shape.clone(), "", "create a post").await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Aborted,
+        ExplorationStatus::Aborted,
         "{session:#?}"
     );
     assert!(api.calls().is_empty(), "nothing sent: {:?}", api.calls());
@@ -697,7 +697,7 @@ async fn required_fields_nothing_gives_are_made_up_or_asked_for_never_sent_empty
     .await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     assert_eq!(api.bodies("POST"), [json!({"category": "news"})]);
@@ -719,7 +719,7 @@ async fn required_fields_nothing_gives_are_made_up_or_asked_for_never_sent_empty
     .await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     assert_eq!(api.bodies("POST"), [json!({"category": 7})]);
@@ -749,7 +749,7 @@ async fn a_framework_error_body_names_the_missing_field_and_its_fix() {
     .await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     let asked = answers.asked();
@@ -786,7 +786,7 @@ async fn targets_worded_as_people_word_them() {
     .await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     assert_eq!(api.calls(), ["PUT /posts/344", "DELETE /posts/344"]);
@@ -805,7 +805,7 @@ async fn targets_worded_as_people_word_them() {
     .await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     assert_eq!(
@@ -826,7 +826,7 @@ async fn targets_worded_as_people_word_them() {
     .await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     assert_eq!(api.calls(), ["POST /posts", "PUT /posts/1"]);
@@ -848,7 +848,7 @@ async fn a_create_that_names_its_record_only_in_location_is_followed() {
     .await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     assert!(answers.asked().is_empty(), "{:?}", answers.asked());
@@ -870,7 +870,7 @@ async fn names_no_rule_links_are_asked_about_once_naming_both_sides() {
     .await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Aborted,
+        ExplorationStatus::Aborted,
         "{session:#?}"
     );
     assert_eq!(api.calls(), ["POST /posts"], "nothing sent without the id");
@@ -902,7 +902,7 @@ async fn a_record_answered_inside_an_envelope_is_found() {
     .await;
     assert_eq!(
         session.session.status,
-        SessionStatus::Completed,
+        ExplorationStatus::Completed,
         "{session:#?}"
     );
     assert_eq!(api.calls(), ["POST /posts", "DELETE /posts/1"]);

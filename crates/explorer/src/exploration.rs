@@ -1,6 +1,8 @@
-//! An exploration session, persisted as YAML after every step in the TiDB Cloud explorer's session
-//! format (`session`, `current_state`, `confirmed_steps`, `pending_step`, `rejected_steps`), so a
-//! killed session resumes where it stopped without repeating a confirmed step.
+//! An [`Exploration`]: one run of the explorer toward a target, persisted as YAML after every
+//! step in the TiDB Cloud explorer's session format (`session`, `current_state`,
+//! `confirmed_steps`, `pending_step`, `rejected_steps`), so a killed exploration resumes where
+//! it stopped without repeating a confirmed step. The file and the command line call it a
+//! session (`--session-dir`, `ses_…` ids, the `session:` block), as that format does.
 
 use std::path::{Path, PathBuf};
 
@@ -13,11 +15,11 @@ use crate::Error;
 use crate::intent::Goal;
 use crate::state::ExploreState;
 
-/// Where a session is.
+/// Where an exploration is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum SessionStatus {
+pub enum ExplorationStatus {
     /// Going on (or stopped before the end; resume it).
     InProgress,
     /// The target was reached.
@@ -28,22 +30,22 @@ pub enum SessionStatus {
     Failed,
 }
 
-impl SessionStatus {
+impl ExplorationStatus {
     /// The status as session files write it (`in_progress`, `completed`, `aborted`, `failed`).
     pub fn as_str(self) -> &'static str {
         match self {
-            SessionStatus::InProgress => "in_progress",
-            SessionStatus::Completed => "completed",
-            SessionStatus::Aborted => "aborted",
-            SessionStatus::Failed => "failed",
+            ExplorationStatus::InProgress => "in_progress",
+            ExplorationStatus::Completed => "completed",
+            ExplorationStatus::Aborted => "aborted",
+            ExplorationStatus::Failed => "failed",
         }
     }
 }
 
-/// The `session` block.
+/// The file's `session` block: the exploration's id, target, mode and status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct SessionInfo {
+pub struct ExplorationInfo {
     /// `ses_<hex>`.
     pub id: String,
     /// The SUT's name.
@@ -57,7 +59,7 @@ pub struct SessionInfo {
     /// When it was last saved.
     pub updated_at: DateTime<Utc>,
     /// Where it is.
-    pub status: SessionStatus,
+    pub status: ExplorationStatus,
 }
 
 /// A step that ran and was kept.
@@ -102,12 +104,12 @@ pub struct RejectedStep {
     pub user_action: String,
 }
 
-/// A session.
+/// One exploration, as its file holds it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct Session {
+pub struct Exploration {
     /// Who and what.
-    pub session: SessionInfo,
+    pub session: ExplorationInfo,
     /// Resources and variables.
     pub current_state: ExploreState,
     /// The steps kept, in order.
@@ -134,18 +136,18 @@ pub struct Session {
     pub generated: IndexMap<String, Value>,
 }
 
-impl Session {
+impl Exploration {
     /// A new session.
     pub fn new(sut: &str, target: &str, mode: &str, now: DateTime<Utc>) -> Self {
-        Session {
-            session: SessionInfo {
+        Exploration {
+            session: ExplorationInfo {
                 id: format!("ses_{:012x}", fastrand::u64(..) & 0xffff_ffff_ffff),
                 sut: sut.to_owned(),
                 target: target.to_owned(),
                 mode: mode.to_owned(),
                 created_at: now,
                 updated_at: now,
-                status: SessionStatus::InProgress,
+                status: ExplorationStatus::InProgress,
             },
             current_state: ExploreState::default(),
             confirmed_steps: Vec::new(),
@@ -175,7 +177,7 @@ impl Session {
     /// session as it was before this save or after it, never an empty file.
     pub fn save(&mut self, dir: &Path, now: DateTime<Utc>) -> Result<PathBuf, Error> {
         self.session.updated_at = now;
-        let path = Session::path(dir, &self.session.id);
+        let path = Exploration::path(dir, &self.session.id);
         // Secret variables stay in memory only (the SUT's presets give them on resume): they
         // are set aside while the session is written, not copied with the whole session.
         let all = std::mem::take(&mut self.current_state.variables);
@@ -194,7 +196,7 @@ impl Session {
     }
 
     /// Reads session `id` from `dir`.
-    pub fn load(dir: &Path, id: &str) -> Result<Session, Error> {
+    pub fn load(dir: &Path, id: &str) -> Result<Exploration, Error> {
         if id.is_empty()
             || !id
                 .chars()
@@ -202,7 +204,7 @@ impl Session {
         {
             return Err(Error::SessionId { id: id.to_owned() });
         }
-        let path = Session::path(dir, id);
+        let path = Exploration::path(dir, id);
         let text = wayline_durable::read::text(
             &path,
             wayline_core::document::Limits::configured().max_bytes,
