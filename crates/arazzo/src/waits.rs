@@ -42,7 +42,14 @@ impl Waits {
     /// The plan of `workflow` (with `components` for referenced actions).
     pub fn of(workflow: &Workflow, components: Option<&Components>) -> Result<Waits, Deadlock> {
         let steps = &workflow.steps;
-        let index = |id: &str| steps.iter().position(|step| step.step_id == id);
+        // Each step's position by id, the first of a repeated id (a scan per reference would
+        // cost the square of the workflow's length).
+        let mut positions: std::collections::HashMap<&str, usize> =
+            std::collections::HashMap::with_capacity(steps.len());
+        for (position, step) in steps.iter().enumerate() {
+            positions.entry(step.step_id.as_str()).or_insert(position);
+        }
+        let index = |id: &str| positions.get(id).copied();
         let everywhere = workflow_controls(workflow, components);
         let mut targets = BTreeSet::new();
         let mut control = vec![everywhere; steps.len()];

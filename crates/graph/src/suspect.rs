@@ -5,6 +5,7 @@
 //! brackets (`posts[0].id`, `posts.items[0].id`): references have none, so the first is sent
 //! as text and the second looks for a field named `items[0]`.
 
+use rustc_hash::FxHashSet;
 use wayline_core::document::nearest;
 use wayline_core::{Reference, ToolCatalog, Workflow};
 
@@ -12,6 +13,41 @@ use crate::problem::{Problem, ProblemKind};
 
 /// The reference prefixes, without their `$`.
 const PREFIXES: [&str; 3] = ["input", "inputs", "steps"];
+
+/// How many near-miss searches ("did you mean") one validation makes, for its warnings and, as
+/// many again, for its errors. Each search is as long as the workflow (or the catalog), so
+/// without a bound a workflow of many mistakes would cost the square of its size; past it,
+/// literals are no longer searched (nor warned of) and errors carry no hint.
+pub(crate) const MAX_NEAR_MISS_SEARCHES: usize = 256;
+
+/// What the checks of one workflow share: its step ids, indexed once (a lookup per literal
+/// would otherwise scan the steps, and a large workflow cost the square of its size), and the
+/// near-miss searches left.
+struct Steps<'a> {
+    workflow: &'a Workflow,
+    ids: FxHashSet<&'a str>,
+    searches_left: usize,
+}
+
+impl<'a> Steps<'a> {
+    fn new(workflow: &'a Workflow) -> Self {
+        Steps {
+            workflow,
+            ids: workflow.steps.iter().map(|step| step.id.as_str()).collect(),
+            searches_left: MAX_NEAR_MISS_SEARCHES,
+        }
+    }
+
+    fn has(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
+
+    /// The step id nearest to `id`, while searches are left.
+    fn nearest(&mut self, id: &str) -> Option<&'a str> {
+        self.searches_left = self.searches_left.checked_sub(1)?;
+        nearest(id, self.workflow.steps.iter().map(|step| step.id.as_str()))
+    }
+}
 
 fn identifier(segment: &str) -> bool {
     segment
@@ -24,7 +60,7 @@ fn identifier(segment: &str) -> bool {
 }
 
 /// Why `text` looks like a reference written wrong, if it does.
-fn suspicion(text: &str, workflow: &Workflow, catalog: &dyn ToolCatalog) -> Option<String> {
+fn suspicion(text: &str, steps: &mut Steps<'_>, catalog: &dyn ToolCatalog) -> Option<String> {
     let mut segments = text.split('.');
     let (first, second) = (segments.next()?, segments.next()?);
     if let Some(prefix) = first.strip_prefix('$') {
@@ -36,11 +72,12 @@ fn suspicion(text: &str, workflow: &Workflow, catalog: &dyn ToolCatalog) -> Opti
             "`${prefix}` is no reference prefix; did you mean `${near}`?"
         ));
     }
-    if !identifier(first) || !identifier(second) || workflow.step(first).is_some() {
+    if !identifier(first) || !identifier(second) || steps.has(first) {
         return None;
     }
     if catalog.tool(first).is_some() {
-        let callers: Vec<String> = workflow
+        let callers: Vec<String> = steps
+            .workflow
             .steps
             .iter()
             .filter(|caller| caller.tool_id == first)
@@ -61,7 +98,7 @@ fn suspicion(text: &str, workflow: &Workflow, catalog: &dyn ToolCatalog) -> Opti
     if first.chars().count() < 4 {
         return None;
     }
-    let near = nearest(first, workflow.steps.iter().map(|step| step.id.as_str()))?;
+    let near = steps.nearest(first)?;
     Some(format!(
         "there is no step `{first}`; did you mean `{near}`?"
     ))
@@ -69,12 +106,12 @@ fn suspicion(text: &str, workflow: &Workflow, catalog: &dyn ToolCatalog) -> Opti
 
 /// What is wrong with `text`, a step reference written with brackets (`posts[0].id`), if it
 /// is one.
-fn bracketed(text: &str, workflow: &Workflow) -> Option<String> {
+fn bracketed(text: &str, steps: &Steps<'_>) -> Option<String> {
     if !text.contains('[') {
         return None;
     }
     let dotted = without_brackets(text)?;
-    let is_step = |id: &str| workflow.step(id).is_some();
+    let is_step = |id: &str| steps.has(id);
     Reference::parse_str(&dotted, is_step).step()?;
     let as_written = match Reference::parse_str(text, is_step) {
         Reference::Step { .. } => "which looks for a field with brackets in its name",
@@ -116,11 +153,12 @@ fn without_brackets(text: &str) -> Option<String> {
 /// The mapping values of `workflow` that read like a reference written wrong.
 pub(crate) fn suspect_literals(workflow: &Workflow, catalog: &dyn ToolCatalog) -> Vec<Problem> {
     let mut found = Vec::new();
+    let mut steps = Steps::new(workflow);
     for step in &workflow.steps {
         for (input, value) in &step.input_mapping {
             let Some(text) = value.as_str() else { continue };
-            let why = bracketed(text, workflow).or_else(|| {
-                suspicion(text, workflow, catalog)
+            let why = bracketed(text, &steps).or_else(|| {
+                suspicion(text, &mut steps, catalog)
                     .map(|why| format!("which would be sent as that text: {why}"))
             });
             if let Some(why) = why {
@@ -141,6 +179,20 @@ mod tests {
     use wayline_core::{MemoryCatalog, ToolDefinition};
 
     use super::*;
+
+    #[test]
+    fn near_misses_are_searched_a_bounded_number_of_times() {
+        let catalog = MemoryCatalog::from_tools([]);
+        let mut workflow = Workflow::new("w", "W");
+        workflow.steps.push(Step::new("locate", "geocode"));
+        let mut step = Step::new("use", "geocode");
+        for n in 0..MAX_NEAR_MISS_SEARCHES + 50 {
+            step = step.map(format!("in{n}"), "locat.lon");
+        }
+        workflow.steps.push(step);
+        let found = suspect_literals(&workflow, &catalog);
+        assert_eq!(found.len(), MAX_NEAR_MISS_SEARCHES);
+    }
 
     #[test]
     fn tools_near_misses_and_misspelled_prefixes_are_suspect_other_dotted_text_is_not() {

@@ -14,6 +14,7 @@ use wayline_core::{Expression, Reference, StepKind, ToolCatalog, ToolDefinition,
 use crate::graph::{StepEdge, StepGraph};
 use crate::problem::{MAX_ID_CHARS, Problem, ProblemKind};
 use crate::report::ValidationReport;
+use crate::suspect::MAX_NEAR_MISS_SEARCHES;
 
 /// Validates a workflow against a tool catalog: infers edges, then reports every problem.
 ///
@@ -49,6 +50,9 @@ struct Validator<'a> {
     graph: StepGraph,
     seen_edges: FxHashSet<(usize, usize)>,
     errors: Vec<Problem>,
+    /// Near-miss searches left for "did you mean" hints: each scans every step or tool id, so
+    /// a workflow of many mistakes would otherwise cost the square of its size.
+    searches_left: Cell<usize>,
 }
 
 impl<'a> Validator<'a> {
@@ -66,6 +70,7 @@ impl<'a> Validator<'a> {
                 Default::default(),
             ),
             errors: Vec::new(),
+            searches_left: Cell::new(MAX_NEAR_MISS_SEARCHES),
         }
     }
 
@@ -415,7 +420,9 @@ impl<'a> Validator<'a> {
         let catalog: &'a dyn ToolCatalog = self.catalog;
         let tool = catalog.tool(&step.tool_id);
         if tool.is_none() {
-            let hint = nearest(&step.tool_id, catalog.tool_ids())
+            let hint = self
+                .search()
+                .and_then(|()| nearest(&step.tool_id, catalog.tool_ids()))
                 .map(|id| format!(" (did you mean `{id}`?)"))
                 .unwrap_or_default();
             self.report(
@@ -616,10 +623,17 @@ impl<'a> Validator<'a> {
     }
 
     fn did_you_mean_step(&self, id: &str) -> String {
-        // Only on the error path: a scan of all ids is fine here.
-        nearest(id, self.workflow.steps.iter().map(|step| step.id.as_str()))
+        self.search()
+            .and_then(|()| nearest(id, self.workflow.steps.iter().map(|step| step.id.as_str())))
             .map(|known| format!(" (did you mean `{known}`?)"))
             .unwrap_or_default()
+    }
+
+    /// Takes one near-miss search, if any is left (a hint past the bound is left out).
+    fn search(&self) -> Option<()> {
+        self.searches_left
+            .set(self.searches_left.get().checked_sub(1)?);
+        Some(())
     }
 }
 
@@ -692,6 +706,25 @@ mod tests {
 
     fn kinds(report: &ValidationReport) -> Vec<ProblemKind> {
         report.errors.iter().map(|problem| problem.kind).collect()
+    }
+
+    #[test]
+    fn did_you_mean_hints_are_searched_a_bounded_number_of_times() {
+        let mut workflow = Workflow::new("w", "W");
+        workflow.steps.push(Step::new("locate", "t"));
+        for _ in 0..MAX_NEAR_MISS_SEARCHES + 10 {
+            workflow
+                .edges
+                .push(wayline_core::workflow::Edge::new("locat", "locate"));
+        }
+        let report = validate(&workflow, &catalog());
+        let hinted = report
+            .errors
+            .iter()
+            .filter(|problem| problem.message.contains("did you mean `locate`"))
+            .count();
+        assert_eq!(report.errors.len(), MAX_NEAR_MISS_SEARCHES + 10);
+        assert_eq!(hinted, MAX_NEAR_MISS_SEARCHES);
     }
 
     #[test]
