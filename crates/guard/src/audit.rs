@@ -384,15 +384,25 @@ fn verify_chain(text: &str, anchor: Option<&str>) -> Verification {
     }
 }
 
+/// The largest audit file [`verify`] reads: 512 MiB, about two million entries. A longer log
+/// is refused with an error saying so (rotate it, and verify each file).
+pub const MAX_AUDIT_BYTES: usize = 512 * 1024 * 1024;
+
+/// The audit file a person named: a regular text file of at most [`MAX_AUDIT_BYTES`], read
+/// through the one reader of named documents (`wayline_durable::read`), so a FIFO or a device
+/// is refused instead of read for ever.
+fn read_log(path: &Path) -> Result<String, Error> {
+    wayline_durable::read::text(path, MAX_AUDIT_BYTES)
+        .map_err(|source| Error::io("read", path, source))
+}
+
 /// Checks the audit file at `path`.
 pub fn verify(path: &Path) -> Result<Verification, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::io("read", path, source))?;
-    Ok(verify_text(&text))
+    Ok(verify_text(&read_log(path)?))
 }
 
 /// Checks the audit file at `path`, and that the entry whose hash is `anchor` is in it
 /// ([`verify_anchored`]).
 pub fn verify_from_anchor(path: &Path, anchor: &str) -> Result<Verification, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::io("read", path, source))?;
-    Ok(verify_anchored(&text, anchor))
+    Ok(verify_anchored(&read_log(path)?, anchor))
 }

@@ -324,6 +324,15 @@ fn break_glass_needs_a_second_person_works_in_scope_expires_and_is_audited() {
         Verification::Broken { line: 1, .. }
     ));
 
+    // What is not a regular file is refused at once, never read for ever.
+    for path in [
+        log_path.parent().unwrap(),
+        std::path::Path::new("/dev/zero"),
+    ] {
+        let error = audit::verify(path).unwrap_err().to_string();
+        assert!(error.contains("not a document"), "{error}");
+    }
+
     // A log reopened continues the chain.
     let reopened = AuditLog::file(&log_path).unwrap();
     reopened
