@@ -1,4 +1,5 @@
-//! `wayline import openapi`: a spec's operations as tool files.
+//! `wayline import openapi` (a spec's operations as tool files) and `wayline import arazzo` (an
+//! Arazzo workflow read back as a wayline workflow).
 
 use std::path::{Path, PathBuf};
 

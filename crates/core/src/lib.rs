@@ -2,7 +2,8 @@
 //! CEL expressions, document parsing with actionable errors, and the plug-in traits hosts
 //! implement.
 //!
-//! This crate does no network I/O and starts no runtime; every other wayline crate builds on it.
+//! This crate does no network I/O and starts no runtime; the wayline crates above it
+//! build on it (`wayline-durable` and `wayline-listen` stand beside it, on nothing of wayline).
 //!
 //! ```
 //! use wayline_core::document::{parse, Format};

@@ -819,3 +819,28 @@ async fn a_server_without_a_token_starts_only_on_purpose_on_loopback() {
     .await;
     assert!(on_purpose.is_ok());
 }
+
+/// The local provider is not a security boundary, and the server says so: `/health` reports
+/// the isolation mode as the provider describes it.
+#[tokio::test]
+async fn health_reports_the_isolation_and_that_it_is_no_security_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = wayline_sandbox::clock::ManualClock::new(crate::common::start_time());
+    let local = crate::common::local_provider(dir.path(), &clock);
+    let server = wayline_sandbox::server::BayServer::loopback(
+        Arc::new(local.clone()),
+        wayline_sandbox::server::ServeOptions::default()
+            .token(TOKEN)
+            .isolation(local.isolation().describe()),
+    )
+    .await
+    .unwrap();
+    let raw = Raw {
+        base: server.url(),
+        transport: ReqwestTransport::new().unwrap(),
+    };
+    let health = json_of(&raw.send("GET", "/health", None, None).await);
+    let said = health["isolation"].as_str().unwrap_or_default();
+    assert_eq!(said, local.isolation().describe());
+    assert!(said.contains("not a security boundary"), "{said}");
+}
