@@ -1,4 +1,8 @@
-//! The `wayline` command: check, list and try tools; validate, draw and run workflows.
+//! The `wayline` command: check, list and try tools (`tools`); validate, draw, run and test
+//! workflows (`validate`, `graph`, `run`, `test`); keep them and their runs (`workflow`,
+//! `runs`, `schedule`), run them on workers (`worker`, `workers`); learn and guard (`knowledge`,
+//! `guard`); find or plan them (`explore`, `plan`); move them between formats (`import`,
+//! `export`, `schema`); sandboxes (`sandbox`); and MCP (`mcp gateway`, `mcp serve`).
 //!
 //! Exit codes: 0 ok; 1 the thing checked failed (a problem in a tool or workflow file, an invalid
 //! workflow); 2 bad usage or unreadable input (a missing file, an unknown flag). The contract is

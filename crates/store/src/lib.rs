@@ -7,7 +7,8 @@
 //!   any implementation against their contracts.
 //! - [`Lifecycle`] moves saved workflows through `Draft → Approved → Validated → Active →
 //!   Archived`, keeping every version.
-//! - With the `postgres` feature, `PostgresStore`: the store several hosts and workers share.
+//! - With the `postgres` feature, `PostgresStore`: the store several hosts and workers share,
+//!   with a [`queue::RunQueue`] workers claim runs from under leases.
 //! - [`open`] picks the store a [`Location`] names (`--store`, `WAYLINE_STORE`): a
 //!   `postgres://` URL is PostgreSQL, a `.db` file SQLite, anything else a directory of files.
 //! - [`schedule`]: interval and cron [`Trigger`](schedule::Trigger)s, read from a schedules
