@@ -2,7 +2,7 @@
 //! benchmarks as well as ours.
 //!
 //! - [`ScriptedTransport`]: in process, answers from a script and records the requests.
-//! - [`MockServer`] (feature `testing`): a loopback HTTP server that answers from a function,
+//! - `MockServer` (feature `testing`): a loopback HTTP server that answers from a function,
 //!   records the requests, and misbehaves on purpose when asked.
 
 mod scripted;

@@ -3,7 +3,7 @@
 //!
 //! - [`ScriptedModel`]: in process, a [`LanguageModel`](crate::llm::LanguageModel) that answers
 //!   from a script and keeps every request.
-//! - [`ModelServer`] (feature `testing`): a loopback server that speaks OpenAI's
+//! - `ModelServer` (feature `testing`): a loopback server that speaks OpenAI's
 //!   chat-completions API and answers from a script, for tests that go through HTTP (the CLI's
 //!   `plan`).
 
