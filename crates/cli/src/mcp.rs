@@ -486,7 +486,7 @@ impl Document for ServedArazzo {
         id: String,
         inputs: serde_json::Map<String, serde_json::Value>,
         options: RunOptions,
-    ) -> Pin<Box<dyn Future<Output = Result<DocumentRun, String>>>> {
+    ) -> Pin<Box<dyn Future<Output = Result<DocumentRun, String>> + Send>> {
         let runner = self.runner.clone();
         Box::pin(async move {
             let ran = runner

@@ -52,7 +52,7 @@ pub use expr::Expression;
 pub use intervene::{Answer, AutoApprove, Interventor, Question, QuestionKind};
 pub use mcp::{McpCall, McpClient, McpError, McpErrorKind, McpOutcome, McpServer};
 pub use notify::{FailedStep, NoticeKind, Notifier, NotifyError, NotifyErrorKind, RunNotice};
-pub use observer::{RunEvent, RunObserver};
+pub use observer::{OwnedRunEvent, RunEvent, RunObserver};
 pub use policy::{AllowAll, StepPolicy, StepRequest, Verdict};
 pub use reference::Reference;
 pub use run::{AssertionResult, Jump, RequestSummary, Run, RunStatus, StepResult, StepStatus};

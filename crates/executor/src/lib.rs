@@ -41,6 +41,7 @@ pub use run::durable::{ResumeOptions, UnknownSteps};
 pub use run::engine::{
     DEFAULT_MAX_EXECUTIONS, DEFAULT_MAX_PARALLEL, Engine, EngineBuilder, RunOptions,
 };
+pub use run::handle::{MAX_LOGGED_EVENTS, RunEvents, RunHandle};
 pub use run::middleware::{StepContext, StepMiddleware};
 pub use run::prepare::PreparedWorkflow;
 pub use run::progress::{Progress, ProgressStyle, summary};

@@ -5,11 +5,11 @@
 //! answers the run's step outputs as `structuredContent`. A caller that sends a progress
 //! token gets a progress notification as each step finishes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 use indexmap::IndexMap;
@@ -21,10 +21,10 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use wayline_core::observer::{RunEvent, RunObserver};
 use wayline_core::{Run, RunStatus, Step, ToolDefinition, Workflow};
-use wayline_executor::{Engine, EngineBuilder, RunOptions};
+use wayline_executor::{CancelToken, Engine, EngineBuilder, RunOptions};
 
 use crate::Error;
 
@@ -49,8 +49,8 @@ enum Runs {
         /// not (a code or MCP tool names none; a body tool sends what it is given).
         open: bool,
     },
-    /// A document's workflow, on the document's engine (`engine`, an index of the engine
-    /// thread's).
+    /// A document's workflow, on the document's engine (`engine`, an index of the server's
+    /// engines).
     Document {
         document: Arc<dyn Document>,
         engine: usize,
@@ -73,16 +73,16 @@ pub trait Document: Send + Sync + 'static {
     /// Its workflows as MCP tools: each one's id, description and input schema.
     fn tools(&self) -> Vec<DocumentTool>;
 
-    /// Runs workflow `id` with `inputs` on `engine` (`options` gives the run id): the
-    /// engine's record and the workflow's outputs, or why it did not start. The future runs
-    /// on the engine's thread, so it need not be `Send`.
+    /// Runs workflow `id` with `inputs` on `engine` (`options` gives the run id and an
+    /// observer of the run, which the run passes on): the engine's record and the workflow's
+    /// outputs, or why it did not start.
     fn run(
         &self,
         engine: Engine,
         id: String,
         inputs: JsonObject,
         options: RunOptions,
-    ) -> Pin<Box<dyn Future<Output = Result<DocumentRun, String>>>>;
+    ) -> Pin<Box<dyn Future<Output = Result<DocumentRun, String>> + Send>>;
 }
 
 /// A [`Document`]'s workflow as `mcp serve` lists it.
@@ -137,16 +137,15 @@ pub struct WaylineServer {
 
 #[derive(Debug)]
 struct Inner {
-    engine: EngineThread,
+    /// The server's engine, then each document's.
+    engines: Vec<Engine>,
     entries: BTreeMap<String, Entry>,
-    progress: Arc<ProgressRouter>,
     runs: AtomicU64,
 }
 
 impl WaylineServer {
     /// Serves `tools` (each callable alone) and `workflows` (with their saved version, if
-    /// any) on the engine `builder` makes, to which a progress observer is added. A tool and a
-    /// workflow of one name is an error.
+    /// any) on the engine `builder` makes. A tool and a workflow of one name is an error.
     pub fn new(
         builder: EngineBuilder,
         tools: Vec<ToolDefinition>,
@@ -156,16 +155,14 @@ impl WaylineServer {
     }
 
     /// As [`new`](WaylineServer::new), and the workflows of `documents` besides, each run on
-    /// the engine its builder makes (a progress observer added). A name served twice is an
-    /// error.
+    /// the engine its builder makes. A name served twice is an error.
     pub fn with_documents(
         builder: EngineBuilder,
         tools: Vec<ToolDefinition>,
         workflows: Vec<(Workflow, Option<u32>)>,
         documents: Vec<(EngineBuilder, Arc<dyn Document>)>,
     ) -> Result<WaylineServer, Error> {
-        let progress = Arc::new(ProgressRouter::default());
-        let mut engines = vec![builder.observer(progress.clone()).build()];
+        let mut engines = vec![builder.build()];
         let mut entries = BTreeMap::new();
         for tool in tools {
             let entry = tool_entry(&tool);
@@ -188,7 +185,7 @@ impl WaylineServer {
         }
         for (builder, document) in documents {
             let engine = engines.len();
-            engines.push(builder.observer(progress.clone()).build());
+            engines.push(builder.build());
             for served in document.tools() {
                 let tool = Tool::new(
                     served.name.clone(),
@@ -203,12 +200,10 @@ impl WaylineServer {
                 insert(&mut entries, served.name, entry, "document's workflow")?;
             }
         }
-        let engine = EngineThread::start(engines);
         Ok(WaylineServer {
             inner: Arc::new(Inner {
-                engine,
+                engines,
                 entries,
-                progress,
                 runs: AtomicU64::new(0),
             }),
         })
@@ -248,90 +243,126 @@ impl WaylineServer {
         crate::http::serve(move || Ok(server.clone()), options, shutdown).await
     }
 
-    /// Runs `entry` with `arguments`, telling `progress` of each finished step.
+    /// Runs `entry` with `arguments`, telling `progress` of each finished step; the run is
+    /// cancelled when `cancelled` completes (the client cancelled its request).
     async fn run(
         &self,
         entry: &Entry,
         arguments: JsonObject,
         progress: Option<(ProgressToken, rmcp::Peer<RoleServer>)>,
+        cancelled: impl Future<Output = ()>,
     ) -> CallToolResult {
         let n = self.inner.runs.fetch_add(1, Ordering::Relaxed) + 1;
         let run_id = format!("mcp-{}-{n}", Utc::now().format("%Y%m%dT%H%M%S%.3f"));
-        let options = RunOptions::new().run_id(run_id.clone());
-        let (work, total): (Work, Option<usize>) = match &entry.runs {
+        let stop = CancelToken::new();
+        let (finished, steps) = mpsc::unbounded_channel::<String>();
+        let options = RunOptions::new()
+            .run_id(run_id.clone())
+            .cancel(stop.clone())
+            .observer(Arc::new(FinishedSteps {
+                run_id: run_id.clone(),
+                sender: finished,
+            }));
+        let forwarding = progress.map(|(token, peer)| {
+            let total = match &entry.runs {
+                Runs::Workflow { workflow, .. } => Some(workflow.steps.len()),
+                Runs::Document { .. } => None,
+            };
+            tokio::spawn(forward_progress(steps, token, peer, total))
+        });
+        let running = match &entry.runs {
             Runs::Workflow {
                 workflow,
                 version,
                 open,
             } => {
-                let mut options =
-                    options.inputs(arguments.into_iter().collect::<IndexMap<String, Value>>());
-                if let Some(version) = version {
-                    options = options.workflow_version(*version);
-                }
-                let mut workflow = workflow.clone();
-                if *open && let Some(step) = workflow.steps.first_mut() {
-                    for name in options.inputs.keys() {
-                        if !step.input_mapping.contains_key(name) {
-                            step.input_mapping
-                                .insert(name.clone(), Value::String(format!("$input.{name}")));
-                            workflow.inputs.insert(name.clone(), Default::default());
-                        }
-                    }
-                }
-                let total = workflow.steps.len();
-                let work: Work = (
-                    0,
-                    Box::new(move |engine: Engine| {
-                        Box::pin(async move {
-                            engine
-                                .run(&workflow, options)
-                                .await
-                                .map(|run| DocumentRun::new(run, JsonObject::new()))
-                                .map_err(|error| error.to_string())
-                        })
+                let (workflow, options) =
+                    workflow_call(workflow, *version, *open, arguments, options);
+                match self.inner.engines[0].start(&workflow, options) {
+                    Ok(handle) => tokio::spawn(async move {
+                        handle
+                            .finish()
+                            .await
+                            .map(|run| DocumentRun::new(run, JsonObject::new()))
+                            .map_err(|error| error.to_string())
                     }),
-                );
-                (work, Some(total))
+                    Err(error) => tokio::spawn(std::future::ready(Err(error.to_string()))),
+                }
             }
             Runs::Document { document, engine } => {
-                let (document, id) = (Arc::clone(document), entry.tool.name.to_string());
-                let work: Work = (
-                    *engine,
-                    Box::new(move |engine: Engine| document.run(engine, id, arguments, options)),
-                );
-                (work, None)
+                let engine = self.inner.engines[*engine].clone();
+                let id = entry.tool.name.to_string();
+                tokio::spawn(document.run(engine, id, arguments, options))
             }
         };
-        let forwarding = progress.map(|(token, peer)| {
-            let (sender, mut events) = mpsc::unbounded_channel::<String>();
-            self.inner.progress.listen(&run_id, sender);
-            tokio::spawn(async move {
-                let mut done = 0u32;
-                while let Some(message) = events.recv().await {
-                    done += 1;
-                    let mut note = ProgressNotificationParam::new(token.clone(), f64::from(done))
-                        .with_message(message);
-                    if let Some(total) = total {
-                        note = note.with_total(total as f64);
-                    }
-                    if peer.notify_progress(note).await.is_err() {
-                        break;
-                    }
-                }
-            })
-        });
-        let ran = self.inner.engine.run(work).await;
-        self.inner.progress.forget(&run_id);
+        let ran = tokio::select! {
+            ran = running => ran,
+            () = cancelled => {
+                // The run ends `cancelled`, its record complete; nobody waits for the answer.
+                stop.cancel();
+                return CallToolResult::error(vec![ContentBlock::text("the run was cancelled")]);
+            }
+        };
         if let Some(task) = forwarding {
-            // The sender is gone: the task ends once it has sent what was queued.
+            // The run's observer is gone with it: the task ends once it has sent what was queued.
             let _ = task.await;
         }
         match ran {
-            Ok(ran) => run_result(&ran),
-            Err(reason) => CallToolResult::error(vec![ContentBlock::text(format!(
+            Ok(Ok(ran)) => run_result(&ran),
+            Ok(Err(reason)) => CallToolResult::error(vec![ContentBlock::text(format!(
                 "the run could not start: {reason}"
             ))]),
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(format!(
+                "the run ended without a record: {error}"
+            ))]),
+        }
+    }
+}
+
+/// The workflow a call of a served workflow or tool runs, and its options: the arguments are
+/// its inputs; a tool served alone (`open`) takes every argument as an input of its step.
+fn workflow_call(
+    workflow: &Workflow,
+    version: Option<u32>,
+    open: bool,
+    arguments: JsonObject,
+    options: RunOptions,
+) -> (Workflow, RunOptions) {
+    let mut options = options.inputs(arguments.into_iter().collect::<IndexMap<String, Value>>());
+    if let Some(version) = version {
+        options = options.workflow_version(version);
+    }
+    let mut workflow = workflow.clone();
+    if open && let Some(step) = workflow.steps.first_mut() {
+        for name in options.inputs.keys() {
+            if !step.input_mapping.contains_key(name) {
+                step.input_mapping
+                    .insert(name.clone(), Value::String(format!("$input.{name}")));
+                workflow.inputs.insert(name.clone(), Default::default());
+            }
+        }
+    }
+    (workflow, options)
+}
+
+/// Sends the client a progress notification per finished step, until the run's observer is
+/// gone or the client is.
+async fn forward_progress(
+    mut steps: mpsc::UnboundedReceiver<String>,
+    token: ProgressToken,
+    peer: rmcp::Peer<RoleServer>,
+    total: Option<usize>,
+) {
+    let mut done = 0u32;
+    while let Some(message) = steps.recv().await {
+        done += 1;
+        let mut note =
+            ProgressNotificationParam::new(token.clone(), f64::from(done)).with_message(message);
+        if let Some(total) = total {
+            note = note.with_total(total as f64);
+        }
+        if peer.notify_progress(note).await.is_err() {
+            break;
         }
     }
 }
@@ -489,102 +520,22 @@ fn run_result(ran: &DocumentRun) -> CallToolResult {
     result
 }
 
-/// What a run does on the engine thread: which engine it takes, and the future it makes of it
-/// (one that stays on the thread).
-type Work = (
-    usize,
-    Box<dyn FnOnce(Engine) -> Pin<Box<dyn Future<Output = Result<DocumentRun, String>>>> + Send>,
-);
-
-/// A run for the engine thread, and where its record goes.
-struct Job {
-    work: Work,
-    reply: oneshot::Sender<Result<DocumentRun, String>>,
-}
-
-/// The engines on a thread of their own: their runs are futures that stay on one thread (the
-/// scheduler's step futures are not `Send`), while the MCP service answers on any. Runs
-/// still go on concurrently, each a task of the thread's local set.
+/// An observer of one run that sends each of its finished steps (`STEP STATUS`); the steps of
+/// the workflows it calls are not counted.
 #[derive(Debug)]
-struct EngineThread {
-    jobs: mpsc::UnboundedSender<Job>,
+struct FinishedSteps {
+    run_id: String,
+    sender: mpsc::UnboundedSender<String>,
 }
 
-impl EngineThread {
-    fn start(engines: Vec<Engine>) -> EngineThread {
-        let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
-        let started = std::thread::Builder::new()
-            .name("wayline-engine".into())
-            .spawn(move || {
-                // Without a runtime the queue is dropped, and every run answers so.
-                let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                let local = tokio::task::LocalSet::new();
-                local.block_on(&runtime, async move {
-                    while let Some(Job {
-                        work: (index, work),
-                        reply,
-                    }) = queue.recv().await
-                    {
-                        let Some(engine) = engines.get(index).cloned() else {
-                            let _ = reply.send(Err("no such engine".to_owned()));
-                            continue;
-                        };
-                        tokio::task::spawn_local(async move {
-                            let _ = reply.send(work(engine).await);
-                        });
-                    }
-                });
-            });
-        if let Err(error) = started {
-            tracing::error!(%error, "the engine's thread could not start");
-        }
-        EngineThread { jobs }
-    }
-
-    async fn run(&self, work: Work) -> Result<DocumentRun, String> {
-        let (reply, answer) = oneshot::channel();
-        self.jobs
-            .send(Job { work, reply })
-            .map_err(|_| "the engine is not running".to_owned())?;
-        answer
-            .await
-            .map_err(|_| "the engine stopped during the run".to_owned())?
-    }
-}
-
-/// Sends each finished step of the runs someone listens to.
-#[derive(Debug, Default)]
-struct ProgressRouter {
-    listeners: Mutex<HashMap<String, mpsc::UnboundedSender<String>>>,
-}
-
-impl ProgressRouter {
-    fn listen(&self, run_id: &str, sender: mpsc::UnboundedSender<String>) {
-        self.lock().insert(run_id.to_owned(), sender);
-    }
-
-    fn forget(&self, run_id: &str) {
-        self.lock().remove(run_id);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<String>>> {
-        self.listeners
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-impl RunObserver for ProgressRouter {
+impl RunObserver for FinishedSteps {
     fn on_event(&self, event: &RunEvent<'_>) {
         if let RunEvent::StepFinished { run_id, result } = event
-            && let Some(sender) = self.lock().get(*run_id)
+            && *run_id == self.run_id
         {
-            let _ = sender.send(format!("{} {}", result.step_id, result.status.as_str()));
+            let _ = self
+                .sender
+                .send(format!("{} {}", result.step_id, result.status.as_str()));
         }
     }
 }
@@ -628,7 +579,10 @@ impl ServerHandler for WaylineServer {
         let progress = token.map(|token| (token, context.peer.clone()));
         let arguments = request.arguments.unwrap_or_default();
         Ok(CallToolResponse::Complete(
-            self.run(entry, arguments, progress).await,
+            self.run(entry, arguments, progress, async move {
+                context.ct.cancelled().await;
+            })
+            .await,
         ))
     }
 }

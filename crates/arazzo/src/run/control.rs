@@ -2,14 +2,13 @@
 //! the values so far), whether it succeeded (its success criteria over the response), what it
 //! gives (its outputs), and what follows (its actions, then its workflow's, then the defaults).
 
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
-use wayline_core::{HttpResponse, Jump, Run, StepStatus};
+use wayline_core::{HttpResponse, Jump, Run, RunObserver, StepStatus};
 use wayline_executor::flow::{Call, Finished, Flow, Next as EngineNext, Settled, Starting};
 use wayline_executor::{CancelToken, Engine, RunOptions, parse_retry_after};
 
@@ -45,11 +44,13 @@ pub(super) struct Control<'a> {
     first: Vec<Option<Called>>,
     /// Per step, whether its current execution is such a workflow's run.
     running_first: Vec<bool>,
-    calls: Rc<RefCell<Vec<WorkflowRun>>>,
+    calls: Arc<Mutex<Vec<WorkflowRun>>>,
     /// How deep in workflow calls this run is.
     depth: usize,
     /// Values masked in this run, and so in the runs of the workflows it calls.
     masked: Vec<String>,
+    /// This run's own observers, told the events of the runs of the workflows it calls too.
+    observers: Vec<Arc<dyn RunObserver>>,
     /// When the run stops (see [`Lineage::stop`]).
     stop: (Option<CancelToken>, Option<std::time::Instant>),
 }
@@ -67,6 +68,8 @@ pub(super) struct Called {
 pub(super) struct Lineage {
     pub(super) depth: usize,
     pub(super) masked: Vec<String>,
+    /// The run's own observers ([`RunOptions::observer`]).
+    pub(super) observers: Vec<Arc<dyn RunObserver>>,
     /// When the run stops: its cancel token and the instant of its deadline.
     pub(super) stop: (Option<CancelToken>, Option<std::time::Instant>),
 }
@@ -84,10 +87,11 @@ impl<'a> Control<'a> {
         compiled: &'a Compiled,
         inputs: Map<String, Value>,
         dependencies: &[WorkflowRun],
-        calls: Rc<RefCell<Vec<WorkflowRun>>>,
+        calls: Arc<Mutex<Vec<WorkflowRun>>>,
         Lineage {
             depth,
             masked,
+            observers,
             stop,
         }: Lineage,
     ) -> Self {
@@ -121,6 +125,7 @@ impl<'a> Control<'a> {
             calls,
             depth,
             masked,
+            observers,
             stop,
         }
     }
@@ -275,10 +280,16 @@ impl<'a> Control<'a> {
     /// The run of `called` as the work of the execution `starting`, kept in `calls`.
     fn call_workflow(&self, called: Called, starting: Starting<'_>) -> Call {
         let engine = self.engine.clone();
-        let calls = Rc::clone(&self.calls);
-        let options = RunOptions::new()
+        let calls = Arc::clone(&self.calls);
+        let mut options = RunOptions::new()
             .run_id(called_run_id(starting))
             .mask(self.masked.iter().cloned());
+        for observer in &self.observers {
+            options = options.observer(Arc::clone(observer));
+        }
+        if let Some(cancel) = &self.stop.0 {
+            options = options.cancel(cancel.clone());
+        }
         let depth = self.depth + 1;
         Call::Own(Box::pin(async move {
             let ran = called
@@ -293,7 +304,7 @@ impl<'a> Control<'a> {
                 .await
                 .map_err(|error| error.to_string())?;
             let run_id = ran.run.id.clone();
-            calls.borrow_mut().push(ran);
+            lock(&calls).push(ran);
             Ok(json!({ "run_id": run_id }))
         }))
     }
@@ -606,14 +617,35 @@ impl Control<'_> {
 
 /// The run of the workflow a finished execution ran (its output names the run).
 fn called_run<'c>(
-    calls: &'c RefCell<Vec<WorkflowRun>>,
+    calls: &'c Mutex<Vec<WorkflowRun>>,
     finished: &Finished<'_>,
-) -> Option<std::cell::Ref<'c, WorkflowRun>> {
+) -> Option<CalledRun<'c>> {
     let run_id = finished.result.output_data["run_id"].as_str()?;
-    std::cell::Ref::filter_map(calls.borrow(), |called| {
-        called.iter().rev().find(|ran| ran.run.id == run_id)
-    })
-    .ok()
+    let runs = lock(calls);
+    let index = runs.iter().rposition(|ran| ran.run.id == run_id)?;
+    Some(CalledRun { runs, index })
+}
+
+/// One run among the runs a workflow's steps called, read in place.
+struct CalledRun<'c> {
+    runs: MutexGuard<'c, Vec<WorkflowRun>>,
+    index: usize,
+}
+
+impl std::ops::Deref for CalledRun<'_> {
+    type Target = WorkflowRun;
+
+    fn deref(&self) -> &WorkflowRun {
+        &self.runs[self.index]
+    }
+}
+
+/// The runs a workflow's steps called. Only pushed to and read between awaits, so a panic
+/// while it is held leaves nothing half-made: a poisoned lock is taken as it is.
+pub(super) fn lock(calls: &Mutex<Vec<WorkflowRun>>) -> MutexGuard<'_, Vec<WorkflowRun>> {
+    calls
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Keeps what `$workflows.ID.…` reads of a workflow that ran (and of those it depended on).

@@ -15,12 +15,10 @@ mod compile;
 mod control;
 mod render;
 
-use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
@@ -167,7 +165,20 @@ fn nearest_hint(nearest: &Option<String>) -> String {
         .unwrap_or_default()
 }
 
-type Pending = Pin<Box<dyn Future<Output = Result<WorkflowRun, RunError>>>>;
+/// The options of a run this one leads to (a workflow it depends on, or one control passes
+/// to): it masks what this run masks, tells this run's own observers, and stops with it.
+fn led_options(options: &RunOptions, masked: &[String]) -> RunOptions {
+    let mut led = RunOptions::new().mask(masked.iter().cloned());
+    for observer in &options.observers {
+        led = led.observer(Arc::clone(observer));
+    }
+    if let Some(cancel) = &options.cancel {
+        led = led.cancel(cancel.clone());
+    }
+    led
+}
+
+type Pending = Pin<Box<dyn Future<Output = Result<WorkflowRun, RunError>> + Send>>;
 
 /// How a workflow run starts: nested this many workflow calls deep (0 at the top), or resumed
 /// from the run store (always at the top).
@@ -472,7 +483,7 @@ impl Runner {
                         engine.clone(),
                         dependency.clone(),
                         inputs.clone(),
-                        RunOptions::new().mask(masked.iter().cloned()),
+                        led_options(&options, &masked),
                         Depth::Nested(depth + 1),
                     )
                     .await?;
@@ -489,17 +500,18 @@ impl Runner {
                 }
             }
             let prepared = engine.prepare_with(&compiled.workflow, self.inner.catalog.as_ref())?;
-            let calls = Rc::new(RefCell::new(Vec::new()));
+            let calls = Arc::new(Mutex::new(Vec::new()));
             let mut control = Control::new(
                 &self,
                 &engine,
                 compiled,
                 inputs.clone(),
                 &dependencies,
-                Rc::clone(&calls),
+                Arc::clone(&calls),
                 Lineage {
                     depth,
                     masked: masked.clone(),
+                    observers: options.observers.clone(),
                     stop: (
                         options.cancel.clone(),
                         options
@@ -509,8 +521,13 @@ impl Runner {
                     ),
                 },
             );
+            // The options of a workflow control passes to after this run.
+            let led = led_options(&options, &masked);
             let run = if resuming {
                 let mut resume = wayline_executor::ResumeOptions::new().mask(masked.clone());
+                for observer in &options.observers {
+                    resume = resume.observer(Arc::clone(observer));
+                }
                 if let Some(cancel) = options.cancel.clone() {
                     resume = resume.cancel(cancel);
                 }
@@ -546,7 +563,7 @@ impl Runner {
                         engine.clone(),
                         called.workflow,
                         called.inputs,
-                        RunOptions::new().mask(masked.iter().cloned()),
+                        led,
                         Depth::Nested(depth + 1),
                     )
                     .await;
@@ -555,7 +572,7 @@ impl Runner {
                         if !transferred.succeeded() {
                             finished.run.run.status = RunStatus::Failed;
                         }
-                        calls.borrow_mut().push(transferred);
+                        control::lock(&calls).push(transferred);
                     }
                     Err(error) => {
                         finished.run.run.status = RunStatus::Failed;
@@ -564,7 +581,7 @@ impl Runner {
                 }
             }
             let mut result = finished.run;
-            result.calls = calls.take();
+            result.calls = std::mem::take(&mut *control::lock(&calls));
             Ok(result)
         })
     }
@@ -600,4 +617,13 @@ fn not_run(
         },
         last_status: None,
     }
+}
+
+/// A compile-time promise: a document's runs can be handed to `tokio::spawn` (this stops
+/// compiling if either future stops being `Send`).
+#[expect(dead_code, reason = "checked by the compiler, never called")]
+fn runs_are_send(runner: &Runner, engine: &Engine) {
+    fn send<T: Send>(_: &T) {}
+    send(&runner.run(engine, "w", Map::new(), RunOptions::new()));
+    send(&runner.resume(engine, "w", "r", Map::new(), RunOptions::new()));
 }

@@ -572,15 +572,19 @@ fn interrupts() -> std::io::Result<tokio::signal::windows::CtrlC> {
     tokio::signal::windows::ctrl_c()
 }
 
-/// Runs `workflow`; Ctrl-C cancels the run (which still ends with a complete record).
+/// Runs `workflow` as a task of `runtime` ([`Engine::start`]); Ctrl-C cancels the run (which
+/// still ends with a complete record).
 pub(crate) fn execute(
     runtime: &tokio::runtime::Runtime,
     engine: &Engine,
     workflow: &Workflow,
     options: RunOptions,
 ) -> Result<Run, Outcome> {
-    cancellable(runtime, |cancel| {
-        engine.run(workflow, options.cancel(cancel))
+    cancellable(runtime, |cancel| async move {
+        engine
+            .start(workflow, options.cancel(cancel))?
+            .finish()
+            .await
     })
     .map_err(engine_error)
 }

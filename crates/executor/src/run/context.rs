@@ -89,6 +89,8 @@ pub(crate) struct RunShared<'e> {
     pub(crate) inputs: IndexMap<String, Value>,
     pub(crate) configs: HashMap<String, Result<Option<ToolConfig>, String>>,
     pub(crate) redactor: Redactor,
+    /// Observers of this run alone ([`crate::RunOptions::observer`]).
+    pub(crate) observers: Vec<Arc<dyn RunObserver>>,
 }
 
 impl fmt::Debug for RunShared<'_> {
@@ -101,6 +103,14 @@ impl fmt::Debug for RunShared<'_> {
 }
 
 impl RunShared<'_> {
+    /// Tells the engine's observers, then this run's, of `event`.
+    pub(crate) fn emit(&self, event: &RunEvent<'_>) {
+        self.engine.emit(event);
+        for observer in &self.observers {
+            observer.on_event(event);
+        }
+    }
+
     /// Learns the credentials `request` carries (its credential headers), so that from now on
     /// the run masks them wherever they appear — in a body, an output, an input — and so does
     /// every writer holding the engine's redactor.

@@ -47,6 +47,8 @@ pub struct ResumeOptions {
     pub cancel: Option<CancelToken>,
     /// Values masked in the resumed run, besides the engine's (see [`RunOptions::mask`](crate::RunOptions::mask)).
     pub masked: Vec<String>,
+    /// Observers of the resumed run alone (see [`RunOptions::observer`](crate::RunOptions::observer)).
+    pub observers: Vec<std::sync::Arc<dyn wayline_core::RunObserver>>,
 }
 
 impl ResumeOptions {
@@ -80,6 +82,13 @@ impl ResumeOptions {
     #[must_use]
     pub fn mask(mut self, values: impl IntoIterator<Item = String>) -> Self {
         self.masked.extend(values);
+        self
+    }
+
+    /// Adds an observer of the resumed run alone.
+    #[must_use]
+    pub fn observer(mut self, observer: std::sync::Arc<dyn wayline_core::RunObserver>) -> Self {
+        self.observers.push(observer);
         self
     }
 }
@@ -166,7 +175,13 @@ impl Engine {
         async {
             let inputs = record.user_inputs.clone();
             let shared = self
-                .shared(prepared, run_id.to_owned(), inputs, options.masked)
+                .shared(
+                    prepared,
+                    run_id.to_owned(),
+                    inputs,
+                    options.masked,
+                    options.observers,
+                )
                 .await;
             Scheduler::resumed(prepared, &shared, record)
                 .run(options.cancel, options.deadline)
@@ -293,7 +308,13 @@ impl Engine {
         async {
             let inputs = record.user_inputs.clone();
             let shared = self
-                .shared(prepared, run_id.to_owned(), inputs, options.masked)
+                .shared(
+                    prepared,
+                    run_id.to_owned(),
+                    inputs,
+                    options.masked,
+                    options.observers,
+                )
                 .await;
             crate::run::flow::FlowRun::resumed(prepared, &shared, flow, record)
                 .run(options.cancel, options.deadline)

@@ -173,7 +173,13 @@ impl Engine {
             tracing::info_span!("flow", run_id = %run_id, workflow_id = %prepared.workflow.id);
         async {
             let shared = self
-                .shared(prepared, run_id, options.inputs, options.masked)
+                .shared(
+                    prepared,
+                    run_id,
+                    options.inputs,
+                    options.masked,
+                    options.observers,
+                )
                 .await;
             let mut run = FlowRun::new(prepared, &shared, flow);
             run.record.workflow_version = options.workflow_version;
@@ -201,7 +207,9 @@ impl Engine {
         let span =
             tracing::info_span!("run", run_id = %run_id, workflow_id = %prepared.workflow.id);
         async {
-            let shared = self.shared(prepared, run_id, inputs, options.masked).await;
+            let shared = self
+                .shared(prepared, run_id, inputs, options.masked, options.observers)
+                .await;
             let mut scheduler = Scheduler::new(prepared, &shared);
             scheduler.record.workflow_version = options.workflow_version;
             scheduler.run(options.cancel, options.deadline).await
@@ -218,6 +226,7 @@ impl Engine {
         run_id: String,
         inputs: IndexMap<String, Value>,
         masked: Vec<String>,
+        observers: Vec<Arc<dyn RunObserver>>,
     ) -> RunShared<'e> {
         let configs = self.fetch_configs(prepared).await;
         let redactor =
@@ -232,6 +241,7 @@ impl Engine {
             inputs,
             configs,
             redactor,
+            observers,
         }
     }
 
@@ -480,6 +490,8 @@ pub struct RunOptions {
     /// Values this run masks wherever the record or events would show them, besides the
     /// engine's (credentials passed as inputs, say).
     pub masked: Vec<String>,
+    /// Observers of this run alone, told its events after the engine's own.
+    pub observers: Vec<Arc<dyn RunObserver>>,
 }
 
 impl RunOptions {
@@ -529,6 +541,13 @@ impl RunOptions {
     /// resuming it reads them from the record.
     pub fn mask(mut self, values: impl IntoIterator<Item = String>) -> Self {
         self.masked.extend(values);
+        self
+    }
+
+    /// Adds an observer of this run alone: it is told the run's events (after the engine's
+    /// observers), and no other run's.
+    pub fn observer(mut self, observer: Arc<dyn RunObserver>) -> Self {
+        self.observers.push(observer);
         self
     }
 }
@@ -594,7 +613,7 @@ pub(crate) fn check_inputs(
 }
 
 /// A random version-4 UUID.
-fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     let mut bytes = [0u8; 16];
     bytes.iter_mut().for_each(|byte| *byte = fastrand::u8(..));
     bytes[6] = (bytes[6] & 0x0f) | 0x40;

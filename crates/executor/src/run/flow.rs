@@ -103,7 +103,7 @@ pub enum Call {
 }
 
 /// The work of a [`Call::Own`].
-pub type OwnCall = Pin<Box<dyn Future<Output = Result<Value, String>>>>;
+pub type OwnCall = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>;
 
 impl std::fmt::Debug for Call {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -148,7 +148,7 @@ pub struct Finished<'a> {
 ///
 /// The engine calls the flow from one task, between steps: what a step does is asked when it
 /// starts, after every step it waits for has been settled.
-pub trait Flow {
+pub trait Flow: Send {
     /// What the next execution of a step does; an `Err` fails it before any call (and
     /// [`Flow::settle`] still judges it, with no reply).
     fn call(&mut self, starting: Starting<'_>) -> Result<Call, String>;
@@ -165,8 +165,8 @@ pub trait Flow {
     }
 }
 
-type StepFuture<'r> = Pin<Box<dyn Future<Output = (usize, StepDone)> + 'r>>;
-type Timer = Pin<Box<dyn Future<Output = usize>>>;
+type StepFuture<'r> = Pin<Box<dyn Future<Output = (usize, StepDone)> + Send + 'r>>;
+type Timer = Pin<Box<dyn Future<Output = usize> + Send>>;
 
 /// Where a step is in the flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -413,6 +413,11 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         tokio::pin!(stopped);
         let mut in_flight: FuturesUnordered<StepFuture<'r>> = FuturesUnordered::new();
         let stopped = loop {
+            // A stopped run starts nothing more, even when a step finished at the moment it
+            // was stopped (the `select!` below may take either first).
+            if let Some(reason) = self.run_stop.reason() {
+                break Some(reason);
+            }
             while self.ended.is_none()
                 && self.unsaved.is_none()
                 && in_flight.len() < engine.max_parallel
@@ -509,7 +514,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
             result.status = StepStatus::Running;
             result.started_at = Some(started_at);
         }
-        shared.engine.emit(&RunEvent::StepStarted {
+        shared.emit(&RunEvent::StepStarted {
             run_id: &shared.run_id,
             step_id: &record_id,
         });
@@ -682,7 +687,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         });
         self.record.step_results[self.slot[position]] = result;
         self.phase[position] = Phase::Done;
-        shared.engine.emit(&RunEvent::StepFinished {
+        shared.emit(&RunEvent::StepFinished {
             run_id: &shared.run_id,
             result: &self.record.step_results[self.slot[position]],
         });
@@ -730,7 +735,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         refused.status = StepStatus::Skipped;
         refused.error = Some(format!("not run: {reason}"));
         refused.finished_at = Some(Utc::now());
-        self.shared.engine.emit(&RunEvent::StepFinished {
+        self.shared.emit(&RunEvent::StepFinished {
             run_id: &self.shared.run_id,
             result: &refused,
         });
@@ -822,7 +827,7 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         result.error = Some(reason);
         result.finished_at = Some(Utc::now());
         if !self.replaying {
-            self.shared.engine.emit(&RunEvent::StepFinished {
+            self.shared.emit(&RunEvent::StepFinished {
                 run_id: &self.shared.run_id,
                 result,
             });

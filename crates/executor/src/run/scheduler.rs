@@ -28,7 +28,7 @@ use crate::run::step::{self, StepDone, StepJob};
 use crate::values::eval::{self, Scope};
 use crate::values::resolve::{self, Outputs, Unresolved};
 
-type StepFuture<'r> = Pin<Box<dyn Future<Output = (usize, StepDone)> + 'r>>;
+type StepFuture<'r> = Pin<Box<dyn Future<Output = (usize, StepDone)> + Send + 'r>>;
 
 /// One run's mutable state.
 pub(crate) struct Scheduler<'r> {
@@ -164,6 +164,11 @@ impl<'r> Scheduler<'r> {
         // The store's failure that interrupts the run ([`StoreFailure::Interrupt`]).
         let mut unsaved = None;
         let stopped = loop {
+            // A stopped run starts nothing more, even when a step finished at the moment it
+            // was stopped (the `select!` below may take either first).
+            if let Some(reason) = self.run_stop.reason() {
+                break Some(reason);
+            }
             while unsaved.is_none() && in_flight.len() < engine.max_parallel {
                 let Some(position) = self.ready.pop() else {
                     break;
@@ -234,7 +239,7 @@ impl<'r> Scheduler<'r> {
             result.status = StepStatus::Running;
             result.started_at = Some(started_at);
         }
-        shared.engine.emit(&RunEvent::StepStarted {
+        shared.emit(&RunEvent::StepStarted {
             run_id: &shared.run_id,
             step_id: &definition.id,
         });
@@ -344,7 +349,7 @@ impl<'r> Scheduler<'r> {
     fn after(&mut self, position: usize) {
         let shared = self.shared;
         let result = &self.record.step_results[self.slot[position]];
-        shared.engine.emit(&RunEvent::StepFinished {
+        shared.emit(&RunEvent::StepFinished {
             run_id: &shared.run_id,
             result,
         });
@@ -407,7 +412,7 @@ pub(crate) async fn open_record(
             run: None,
         })?;
     }
-    engine.emit(&RunEvent::RunStarted { run: record });
+    shared.emit(&RunEvent::RunStarted { run: record });
     Ok(())
 }
 
@@ -430,7 +435,7 @@ pub(crate) async fn close_record(
     for value in record.user_inputs.values_mut() {
         shared.redactor.value(value);
     }
-    engine.emit(&RunEvent::RunFinished { run: &record });
+    shared.emit(&RunEvent::RunFinished { run: &record });
     tracing::info!(status = ?record.status, "run finished");
     if let Some(store) = &engine.run_store
         && let Err(error) = store.finish_run(&record).await
@@ -470,7 +475,7 @@ pub(crate) fn stop_record(record: &mut Run, shared: &RunShared<'_>, reason: &str
         result.status = status;
         result.error = Some(error);
         result.finished_at = Some(now);
-        shared.engine.emit(&RunEvent::StepFinished {
+        shared.emit(&RunEvent::StepFinished {
             run_id: &shared.run_id,
             result,
         });

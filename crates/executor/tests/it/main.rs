@@ -6,6 +6,7 @@ mod durable;
 mod expectations;
 mod faults;
 mod flow;
+mod handles;
 mod jsonpath_cts;
 mod mcp;
 mod polling;

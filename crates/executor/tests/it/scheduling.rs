@@ -214,14 +214,58 @@ async fn the_run_deadline_stops_in_flight_work() {
     );
 }
 
+/// Cancels its token when step `step` starts: the moment the step's own work begins.
+#[derive(Debug)]
+struct CancelAtStart {
+    step: &'static str,
+    token: CancelToken,
+}
+
+impl wayline_core::RunObserver for CancelAtStart {
+    fn on_event(&self, event: &wayline_core::RunEvent<'_>) {
+        if let wayline_core::RunEvent::StepStarted { step_id, .. } = event
+            && *step_id == self.step
+        {
+            self.token.cancel();
+        }
+    }
+}
+
 #[tokio::test(start_paused = true)]
-async fn cancellation_and_the_deadline_stop_an_expression_part_way() {
+async fn a_stop_during_an_expression_ends_it_part_way() {
     // 40,000 iterations, well within the default budget: only the stop can end it early.
     let condition = "inputs.items.map(x, inputs.items.map(y, x + y)).size() > 0";
     let flow = workflow(&format!(
         "id: w\nname: W\nsteps:\n  - {{id: s, tool_id: sleep, input_mapping: {{ms: 1}}, when: '{condition}'}}\n"
     ));
     let items: Vec<u32> = (0..200).collect();
+    let server = latency_server().await;
+    let token = CancelToken::new();
+    let engine = engine([tool(SLEEP, &server.url(""))])
+        .observer(Arc::new(CancelAtStart {
+            step: "s",
+            token: token.clone(),
+        }))
+        .build();
+    let run = engine
+        .run(
+            &flow,
+            RunOptions::new().cancel(token).input("items", json!(items)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Cancelled);
+    let step = &run.step_results[0];
+    assert_eq!(step.status, StepStatus::Failed);
+    assert_eq!(
+        step.error.as_deref(),
+        Some(format!("`when`: `{condition}` failed: stopped: the run was cancelled").as_str())
+    );
+    assert_eq!(server.hits(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_stopped_before_it_starts_starts_no_step() {
     let server = latency_server().await;
     let engine = engine([tool(SLEEP, &server.url(""))]).build();
     let token = CancelToken::new();
@@ -238,17 +282,16 @@ async fn cancellation_and_the_deadline_stop_an_expression_part_way() {
             "the run was cancelled",
         ),
     ] {
-        let run = engine
-            .run(&flow, options.input("items", json!(items)))
-            .await
-            .unwrap();
+        let run = engine.run(&fan_out(3, 1), options).await.unwrap();
         assert_eq!(run.status, status, "{reason}");
-        let step = &run.step_results[0];
-        assert_eq!(step.status, StepStatus::Failed);
-        assert_eq!(
-            step.error.as_deref(),
-            Some(format!("`when`: `{condition}` failed: stopped: {reason}").as_str())
-        );
+        for step in &run.step_results {
+            assert_eq!(step.status, StepStatus::Skipped, "{reason}");
+            assert!(step.started_at.is_none(), "{reason}");
+            assert!(
+                step.error.as_deref().unwrap_or_default().contains(reason),
+                "{step:?}"
+            );
+        }
     }
     assert_eq!(server.hits(), 0);
 }

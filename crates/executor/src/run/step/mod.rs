@@ -212,7 +212,7 @@ impl StepJob<'_> {
     }
 
     fn emit(&self, event: &RunEvent<'_>) {
-        self.run.engine.emit(event);
+        self.run.emit(event);
     }
 }
 
