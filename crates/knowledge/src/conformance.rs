@@ -1,5 +1,6 @@
 //! The [`KnowledgeStore`] contract as a test any implementation can run:
-//! `wayline_knowledge::conformance::knowledge_store(Arc::new(MyStore::new())).await`.
+//! `wayline_knowledge::conformance::knowledge_store(Arc::new(MyStore::new())).await`. It panics
+//! with a message naming the broken rule.
 
 use std::sync::Arc;
 
@@ -111,27 +112,59 @@ pub fn sample() -> Knowledge {
 /// Checks the [`KnowledgeStore`] contract on an empty store.
 pub async fn knowledge_store(store: Arc<dyn KnowledgeStore>) {
     assert!(
-        store.suts().await.unwrap().is_empty(),
+        store
+            .suts()
+            .await
+            .expect("suts of a new store succeeds")
+            .is_empty(),
         "a new store is empty"
     );
-    assert!(store.load("never").await.unwrap().is_empty());
-    let bad = store.load("../escape").await.unwrap_err();
-    assert_eq!(bad.kind(), StoreErrorKind::Invalid, "{bad}");
-    let bad = store.update("a/b", Box::new(|_| {})).await.unwrap_err();
-    assert_eq!(bad.kind(), StoreErrorKind::Invalid, "{bad}");
+    assert!(
+        store
+            .load("never")
+            .await
+            .expect("load of a SUT never written succeeds")
+            .is_empty(),
+        "a SUT never written loads as empty knowledge"
+    );
+    let bad = store
+        .load("../escape")
+        .await
+        .expect_err("load with an invalid SUT name is refused (Invalid)");
+    assert_eq!(
+        bad.kind(),
+        StoreErrorKind::Invalid,
+        "an invalid SUT name is Invalid: {bad}"
+    );
+    let bad = store
+        .update("a/b", Box::new(|_| {}))
+        .await
+        .expect_err("update with an invalid SUT name is refused (Invalid)");
+    assert_eq!(
+        bad.kind(),
+        StoreErrorKind::Invalid,
+        "an invalid SUT name is Invalid: {bad}"
+    );
 
     // Everything written is read back, field by field.
     let written = store
         .update("tidbx", Box::new(|knowledge| *knowledge = sample()))
         .await
-        .unwrap();
-    assert_eq!(written, sample());
+        .expect("update of a new SUT succeeds");
+    assert_eq!(written, sample(), "update returns the knowledge it stored");
     assert_eq!(
-        store.load("tidbx").await.unwrap(),
+        store
+            .load("tidbx")
+            .await
+            .expect("load of a written SUT succeeds"),
         sample(),
         "read back equal"
     );
-    assert_eq!(store.suts().await.unwrap(), ["tidbx"]);
+    assert_eq!(
+        store.suts().await.expect("suts succeeds"),
+        ["tidbx"],
+        "suts lists the SUT written"
+    );
 
     // Concurrent updates lose no count.
     let mut writers = tokio::task::JoinSet::new();
@@ -151,13 +184,16 @@ pub async fn knowledge_store(store: Arc<dyn KnowledgeStore>) {
                     }),
                 )
                 .await
-                .unwrap();
+                .expect("update of one SUT by writers at once succeeds");
         });
     }
     while let Some(done) = writers.join_next().await {
-        done.unwrap();
+        done.expect("an update task panicked: see the panic above");
     }
-    let counted = store.load("tidbx").await.unwrap();
+    let counted = store
+        .load("tidbx")
+        .await
+        .expect("load of a written SUT succeeds");
     assert_eq!(
         counted.stats.operations["UpdateCluster"].total_attempts,
         15 + 20,
@@ -171,8 +207,29 @@ pub async fn knowledge_store(store: Arc<dyn KnowledgeStore>) {
             Box::new(|knowledge| knowledge.patterns.push(sample().patterns[0].clone())),
         )
         .await
-        .unwrap();
-    assert_eq!(store.suts().await.unwrap(), ["serverless", "tidbx"]);
-    assert_eq!(store.load("serverless").await.unwrap().patterns.len(), 1);
-    assert!(store.load("serverless").await.unwrap().pitfalls.is_empty());
+        .expect("update of a second SUT succeeds");
+    assert_eq!(
+        store.suts().await.expect("suts succeeds"),
+        ["serverless", "tidbx"],
+        "suts lists every SUT written, sorted"
+    );
+    assert_eq!(
+        store
+            .load("serverless")
+            .await
+            .expect("load of a written SUT succeeds")
+            .patterns
+            .len(),
+        1,
+        "a SUT holds what was written to it"
+    );
+    assert!(
+        store
+            .load("serverless")
+            .await
+            .expect("load of a written SUT succeeds")
+            .pitfalls
+            .is_empty(),
+        "SUTs are separate: one holds nothing written to another"
+    );
 }

@@ -36,4 +36,4 @@ pub use error::Error;
 pub use load::{
     EnvLookup, load_tool_file, load_tool_file_with, load_workflow_file, parse_tool, process_env,
 };
-pub use registry::{LoadReport, ToolRegistry};
+pub use registry::{LoadErrors, LoadReport, ToolRegistry};

@@ -40,13 +40,61 @@ pub struct LoadReport {
 }
 
 impl LoadReport {
-    /// The registry when nothing went wrong, otherwise every problem.
-    pub fn into_result(self) -> Result<ToolRegistry, Vec<Error>> {
+    /// The registry when nothing went wrong, otherwise every problem — an error that composes
+    /// with `?` into `Box<dyn Error>` or `anyhow::Error`.
+    ///
+    /// ```
+    /// fn load() -> Result<wayline_registry::ToolRegistry, Box<dyn std::error::Error>> {
+    ///     Ok(wayline_registry::ToolRegistry::load(["no/such/dir"]).into_result()?)
+    /// }
+    /// let error = load().unwrap_err();
+    /// assert!(error.to_string().contains("no/such/dir"), "{error}");
+    /// ```
+    pub fn into_result(self) -> Result<ToolRegistry, LoadErrors> {
         if self.errors.is_empty() {
             Ok(self.registry)
         } else {
-            Err(self.errors)
+            Err(LoadErrors(self.errors))
         }
+    }
+}
+
+/// Every problem of a load that went wrong ([`LoadReport::into_result`]): shown one per line,
+/// and each at hand as an [`Error`].
+#[derive(Debug)]
+pub struct LoadErrors(pub Vec<Error>);
+
+impl LoadErrors {
+    /// The problems.
+    pub fn errors(&self) -> &[Error] {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for LoadErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.as_slice() {
+            [one] => write!(f, "{one}"),
+            many => {
+                write!(f, "{} problems loading tools:", many.len())?;
+                for problem in many {
+                    write!(f, "\n  - {problem}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// No `source`: the message already lists every problem, and a chain would repeat one.
+impl std::error::Error for LoadErrors {}
+
+impl IntoIterator for LoadErrors {
+    type Item = Error;
+    type IntoIter = std::vec::IntoIter<Error>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
     }
 }
 

@@ -3,14 +3,21 @@
 //! exact code first, then for its class (`4XX`), then `default`. Each violation is an
 //! [`AssertionResult`] naming the JSON Pointer of the offending value and the schema keyword it
 //! broke.
+//!
+//! The validator is the `jsonschema` crate's, behind feature `response-schemas`. Without it a
+//! tool whose schemas a step would check is refused when the workflow is prepared, saying which
+//! feature to enable; nothing is checked halfway.
 
 use serde_json::Value;
 use wayline_core::{AssertionResult, ToolDefinition};
 
+#[cfg(feature = "response-schemas")]
 use crate::values::assertion::MAX_SHOWN;
+#[cfg(feature = "response-schemas")]
 use crate::values::redact::cut;
 
 /// At most this many violations are listed for one response.
+#[cfg(feature = "response-schemas")]
 const MAX_VIOLATIONS: usize = 10;
 
 /// Which statuses a schema is for.
@@ -41,10 +48,19 @@ impl For {
     }
 }
 
+/// A compiled schema.
+#[cfg(feature = "response-schemas")]
+type Validator = jsonschema::Validator;
+
+/// A build without a validator compiles no schema, so it has none to hold.
+#[cfg(not(feature = "response-schemas"))]
+#[derive(Debug)]
+enum Validator {}
+
 /// A tool's response schemas, compiled.
 #[derive(Debug, Default)]
 pub(crate) struct ResponseSchemas {
-    schemas: Vec<(String, For, jsonschema::Validator)>,
+    schemas: Vec<(String, For, Validator)>,
 }
 
 impl ResponseSchemas {
@@ -61,10 +77,10 @@ impl ResponseSchemas {
                 ));
                 continue;
             };
-            match jsonschema::validator_for(schema) {
+            match compile(schema) {
                 Ok(validator) => schemas.push((key.clone(), status, validator)),
                 Err(error) => problems.push(format!(
-                    "`response_schemas.{key}` of tool `{}` is not a JSON Schema: {error}",
+                    "`response_schemas.{key}` of tool `{}` {error}",
                     tool.id
                 )),
             }
@@ -78,7 +94,7 @@ impl ResponseSchemas {
 
     /// The schema for `status` with the key it is under: the code's, else its class's, else
     /// the default.
-    fn for_status(&self, status: u16) -> Option<(&str, &jsonschema::Validator)> {
+    fn for_status(&self, status: u16) -> Option<(&str, &Validator)> {
         let wanted = [For::Code(status), For::Class(status / 100), For::Default];
         wanted.iter().find_map(|wanted| {
             self.schemas
@@ -111,23 +127,7 @@ impl ResponseSchemas {
                     .values(expected, "a body that is not JSON"),
             ]);
         };
-        let mut results: Vec<AssertionResult> = validator
-            .iter_errors(body)
-            .take(MAX_VIOLATIONS)
-            .map(|error| {
-                let at = error.instance_path().to_string();
-                let message = error.to_string();
-                AssertionResult::new(
-                    format!("body {}", if at.is_empty() { "/" } else { at.as_str() }),
-                    "schema",
-                    false,
-                )
-                .values(
-                    format!("{expected} (at {})", error.schema_path()),
-                    cut(&message, MAX_SHOWN).to_owned(),
-                )
-            })
-            .collect();
+        let mut results = violations(validator, body, &expected);
         if results.is_empty() {
             results.push(AssertionResult::new("body", "schema", true).values(expected, "valid"));
         }
@@ -135,7 +135,45 @@ impl ResponseSchemas {
     }
 }
 
-#[cfg(test)]
+/// Compiles one schema, or says why it cannot (the sentence follows the schema's name).
+#[cfg(feature = "response-schemas")]
+fn compile(schema: &Value) -> Result<Validator, String> {
+    jsonschema::validator_for(schema).map_err(|error| format!("is not a JSON Schema: {error}"))
+}
+
+#[cfg(not(feature = "response-schemas"))]
+fn compile(_schema: &Value) -> Result<Validator, String> {
+    Err("cannot be checked: this build of wayline-executor has no JSON Schema validator; enable its feature `response-schemas` (the `wayline` crate's feature of that name), or turn the check off with `expect: {schema: false}`".to_owned())
+}
+
+/// The first violations of `body` against `validator`, each naming where and which keyword.
+#[cfg(feature = "response-schemas")]
+fn violations(validator: &Validator, body: &Value, expected: &str) -> Vec<AssertionResult> {
+    validator
+        .iter_errors(body)
+        .take(MAX_VIOLATIONS)
+        .map(|error| {
+            let at = error.instance_path().to_string();
+            let message = error.to_string();
+            AssertionResult::new(
+                format!("body {}", if at.is_empty() { "/" } else { at.as_str() }),
+                "schema",
+                false,
+            )
+            .values(
+                format!("{expected} (at {})", error.schema_path()),
+                cut(&message, MAX_SHOWN).to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[cfg(not(feature = "response-schemas"))]
+fn violations(validator: &Validator, _body: &Value, _expected: &str) -> Vec<AssertionResult> {
+    match *validator {}
+}
+
+#[cfg(all(test, feature = "response-schemas"))]
 mod tests {
     use serde_json::json;
     use wayline_core::document::{Format, parse};

@@ -156,3 +156,53 @@ async fn postgres_prunes_old_fire_records_and_keeps_the_counts() {
         ((first + second) as u64, 0)
     );
 }
+
+/// A store that takes a second run of the same id instead of refusing it.
+#[derive(Debug, Default)]
+struct Forgetful(MemoryStore);
+
+#[async_trait::async_trait]
+impl RunStore for Forgetful {
+    async fn create_run(&self, run: &wayline_core::Run) -> Result<(), wayline_core::StoreError> {
+        match self.0.create_run(run).await {
+            Err(error) if error.kind() == wayline_core::StoreErrorKind::Conflict => Ok(()),
+            other => other,
+        }
+    }
+    async fn save_step(
+        &self,
+        run_id: &str,
+        result: &wayline_core::StepResult,
+    ) -> Result<(), wayline_core::StoreError> {
+        self.0.save_step(run_id, result).await
+    }
+    async fn finish_run(&self, run: &wayline_core::Run) -> Result<(), wayline_core::StoreError> {
+        self.0.finish_run(run).await
+    }
+    async fn run(&self, id: &str) -> Result<Option<wayline_core::Run>, wayline_core::StoreError> {
+        self.0.run(id).await
+    }
+    async fn list_runs(
+        &self,
+        query: &wayline_core::RunQuery,
+    ) -> Result<wayline_core::RunPage, wayline_core::StoreError> {
+        self.0.list_runs(query).await
+    }
+}
+
+#[tokio::test]
+async fn a_broken_store_fails_the_suite_with_the_rule_it_broke() {
+    let failed = tokio::spawn(conformance::run_store(Arc::new(Forgetful::default())))
+        .await
+        .unwrap_err();
+    let panic = failed.into_panic();
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or_default();
+    assert!(
+        message.contains("create_run of an existing id is refused (Conflict)"),
+        "{message}"
+    );
+}
