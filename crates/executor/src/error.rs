@@ -64,11 +64,10 @@ pub enum Error {
         /// The steps.
         steps: Vec<String>,
     },
-    /// [`Engine::start`](crate::Engine::start) was called outside a Tokio runtime. The engine
-    /// runs on Tokio (its timers: retries, polling, deadlines), so a host calls it from a
-    /// runtime with time enabled.
+    /// A run was started outside a Tokio runtime. The engine runs on Tokio (its timers:
+    /// retries, polling, deadlines), so a host runs it within a runtime with time enabled.
     #[error(
-        "no Tokio runtime is running here: call `Engine::start` from within one (a `#[tokio::main]` function, or `Runtime::block_on`), with time enabled"
+        "no Tokio runtime is running here: run workflows from within one (a `#[tokio::main]` function, or `Runtime::block_on`), with time enabled"
     )]
     NoRuntime,
     /// A run started with [`Engine::start`](crate::Engine::start) ended without a record: its

@@ -17,6 +17,7 @@ use wayline_core::{Run, RunStatus, StepResult, StepStatus};
 
 use crate::Engine;
 use crate::Error;
+use crate::run::engine::on_a_runtime;
 use crate::cancel::CancelToken;
 use crate::run::prepare::PreparedWorkflow;
 use crate::run::scheduler::Scheduler;
@@ -102,6 +103,7 @@ impl Engine {
         run_id: &str,
         options: ResumeOptions,
     ) -> Result<Run, Error> {
+        on_a_runtime()?;
         let (store, mut record) = self.stored_run(prepared, run_id).await?;
         let refuse = |reason: String| Error::Resume {
             run_id: run_id.to_owned(),
@@ -250,6 +252,7 @@ impl Engine {
         run_id: &str,
         options: ResumeOptions,
     ) -> Result<Run, Error> {
+        on_a_runtime()?;
         let (store, mut record) = self.stored_run(prepared, run_id).await?;
         if let Some(unknown) = record.step_results.iter().find(|result| {
             let (step, _) = crate::run::flow::parse_execution_id(&result.step_id);

@@ -30,6 +30,13 @@ use crate::values::redact::Redactor;
 
 /// Runs workflows. Cheap to clone; share one per process.
 ///
+/// Runs need a **Tokio runtime with time enabled** (`#[tokio::main]`, or a runtime built with
+/// `enable_time()`/`enable_all()`), whatever the transport: the engine waits on Tokio's clock
+/// for retries, polls and deadlines, and [`Engine::start`] spawns onto the current runtime. A
+/// run started outside any runtime answers [`Error::NoRuntime`](crate::Error::NoRuntime); on
+/// a runtime without time, Tokio panics at the first timer. Every run future is `Send`, so a
+/// multi-threaded runtime may move it between threads.
+///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// use std::sync::Arc;
@@ -168,6 +175,7 @@ impl Engine {
         flow: &mut dyn Flow,
         options: RunOptions,
     ) -> Result<Run, Error> {
+        on_a_runtime()?;
         let run_id = options.run_id.unwrap_or_else(new_run_id);
         let span =
             tracing::info_span!("flow", run_id = %run_id, workflow_id = %prepared.workflow.id);
@@ -202,6 +210,7 @@ impl Engine {
         prepared: &PreparedWorkflow,
         options: RunOptions,
     ) -> Result<Run, Error> {
+        on_a_runtime()?;
         let inputs = check_inputs(prepared, options.inputs)?;
         let run_id = options.run_id.unwrap_or_else(new_run_id);
         let span =
@@ -613,6 +622,14 @@ pub(crate) fn check_inputs(
 }
 
 /// A random version-4 UUID.
+/// A run sleeps on Tokio's clock (retries, polls, deadlines): polled outside a Tokio runtime
+/// it would panic at its first timer, so it answers [`Error::NoRuntime`] before anything runs.
+pub(crate) fn on_a_runtime() -> Result<(), Error> {
+    tokio::runtime::Handle::try_current()
+        .map(drop)
+        .map_err(|_| Error::NoRuntime)
+}
+
 pub(crate) fn new_run_id() -> String {
     let mut bytes = [0u8; 16];
     bytes.iter_mut().for_each(|byte| *byte = fastrand::u8(..));

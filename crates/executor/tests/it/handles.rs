@@ -1,6 +1,7 @@
 //! Runs started with `Engine::start`: spawned on a multi-threaded runtime, followed through
 //! their handles (events from the first, of their own run only), cancelled, finished.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -202,6 +203,14 @@ fn starting_outside_a_runtime_or_with_bad_inputs_starts_nothing() {
     let error = engine.start(&two_steps(), RunOptions::new()).unwrap_err();
     assert!(matches!(error, Error::NoRuntime), "{error}");
     assert!(error.to_string().contains("Tokio runtime"), "{error}");
+    // Polled by another executor, a run says so at once rather than panicking at a timer.
+    let both = two_steps();
+    let mut run = std::pin::pin!(engine.run(&both, RunOptions::new()));
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match run.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(Err(Error::NoRuntime)) => {}
+        other => panic!("{other:?}"),
+    }
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
