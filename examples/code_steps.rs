@@ -5,6 +5,16 @@
 //! ```sh
 //! cargo run --example code_steps     # needs python3; a temporary data directory, no network
 //! ```
+//!
+//! What to put in your own `Cargo.toml` to use this file as it is:
+//!
+//! ```toml
+//! [dependencies]
+//! wayline = { version = "0.1", default-features = false, features = ["executor", "sandbox"] }
+//! tokio = { version = "1", features = ["rt", "macros"] }
+//! serde_json = "1"
+//! tempfile = "3"
+//! ```
 
 use std::process::ExitCode;
 use std::sync::Arc;

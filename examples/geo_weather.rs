@@ -5,6 +5,17 @@
 //! cargo run --example geo_weather            # against the embedded demo API
 //! cargo run --example geo_weather -- --live  # ip-api.com, api.open-meteo.com, restcountries.com
 //! ```
+//!
+//! What to put in your own `Cargo.toml` to use this file as it is (with `examples/support/`
+//! beside it as `src/support/`: the demo API and the way the examples show a run):
+//!
+//! ```toml
+//! [dependencies]
+//! wayline = { version = "0.1", default-features = false, features = ["graph", "registry", "executor", "http", "testing"] }
+//! tokio = { version = "1", features = ["rt-multi-thread"] }
+//! serde_json = "1"
+//! indexmap = "2"
+//! ```
 
 mod support;
 

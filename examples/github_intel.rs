@@ -6,6 +6,17 @@
 //! cargo run --example github_intel                                   # embedded demo API
 //! cargo run --example github_intel -- --live --input=owner=tokio-rs --input=repo=tokio
 //! ```
+//!
+//! What to put in your own `Cargo.toml` to use this file as it is (with `examples/support/`
+//! beside it as `src/support/`: the demo API and the way the examples show a run):
+//!
+//! ```toml
+//! [dependencies]
+//! wayline = { version = "0.1", default-features = false, features = ["graph", "registry", "executor", "http", "testing"] }
+//! tokio = { version = "1", features = ["rt-multi-thread"] }
+//! serde_json = "1"
+//! indexmap = "2"
+//! ```
 
 mod support;
 

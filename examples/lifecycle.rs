@@ -7,6 +7,17 @@
 //! cargo run --example lifecycle              # a file store in a temporary directory
 //! cargo run --example lifecycle -- --live    # the real public APIs
 //! ```
+//!
+//! What to put in your own `Cargo.toml` to use this file as it is (with `examples/support/`
+//! beside it as `src/support/`: the demo API and the way the examples show a run):
+//!
+//! ```toml
+//! [dependencies]
+//! wayline = { version = "0.1", default-features = false, features = ["graph", "registry", "executor", "http", "testing", "store"] }
+//! tokio = { version = "1", features = ["rt-multi-thread"] }
+//! serde_json = "1"
+//! indexmap = "2"
+//! ```
 
 #[expect(
     dead_code,

@@ -11,6 +11,17 @@
 //! Its first plan names a tool that does not exist; the validation report goes back to it and
 //! its second plan is valid. `wayline plan --model-url URL --model NAME` does the same with a
 //! real OpenAI-compatible server.
+//!
+//! What to put in your own `Cargo.toml` to use this file as it is (with `examples/support/`
+//! beside it as `src/support/`: the demo API and the way the examples show a run):
+//!
+//! ```toml
+//! [dependencies]
+//! wayline = { version = "0.1", default-features = false, features = ["graph", "registry", "executor", "http", "testing", "store", "planner"] }
+//! tokio = { version = "1", features = ["rt-multi-thread"] }
+//! serde_json = "1"
+//! indexmap = "2"
+//! ```
 
 #[expect(
     dead_code,

@@ -9,6 +9,17 @@
 //! The city is geocoded; then the weather and the country are fetched in parallel (fan-out);
 //! the exchange rate needs the country's currency; a `transform` step joins it all (fan-in)
 //! with CEL, no I/O. The embedded demo API answers on loopback, so this runs with no network.
+//!
+//! What to put in your own `Cargo.toml` to use this file as it is (with `examples/support/`
+//! beside it as `src/support/`: the demo API and the way the examples show a run):
+//!
+//! ```toml
+//! [dependencies]
+//! wayline = { version = "0.1", default-features = false, features = ["graph", "registry", "executor", "http", "testing"] }
+//! tokio = { version = "1", features = ["rt-multi-thread"] }
+//! serde_json = "1"
+//! indexmap = "2"
+//! ```
 
 mod support;
 

@@ -20,6 +20,9 @@
 //! (with OpenAPI descriptions of its tools) and [`import`] reads one back where the mapping is
 //! exact. [`run`] runs a document's workflows on wayline's engine.
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod actions;
 mod check;
 pub mod condition;

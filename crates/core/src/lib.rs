@@ -18,6 +18,9 @@
 //! assert_eq!(Reference::parse_str("a.items.0", is_step), Reference::Step { step: "a", path: "items.0" });
 //! ```
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod advice;
 pub mod canonical;
 pub mod catalog;
@@ -43,6 +46,9 @@ pub mod transport;
 pub mod workflow;
 
 pub use advice::{Incident, IncidentMemory};
+/// The attribute that implements wayline's async traits (`Transport`, `RunStore`…) on your
+/// types, re-exported so a host needs no dependency of its own: `#[wayline_core::async_trait]`.
+pub use async_trait::async_trait;
 pub use catalog::{MemoryCatalog, ToolCatalog};
 pub use code::{CodeError, CodeErrorKind, CodeOutput, CodeRequest, CodeRunner};
 pub use decide::{Decider, Decision, DecisionError, DecisionRequest, ScriptedDecider};

@@ -17,6 +17,9 @@
 //! assert_eq!(std::fs::read_to_string(&path).unwrap(), "session: {}\n");
 //! ```
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod error;
 mod lock;
 pub mod postgres;

@@ -3,7 +3,7 @@
 //! - **Scheduling** by readiness, bounded by `max_parallel` and a per-host limit, with critical
 //!   path priority; results never depend on timing ([`Engine`]).
 //! - **Requests** from tool definitions, legacy and config style ([`build_request`]), sent by a
-//!   [`Transport`](wayline_core::Transport): [`ReqwestTransport`] (feature `http`) or the
+//!   [`Transport`](wayline_core::Transport): `ReqwestTransport` (feature `http`) or the
 //!   [`testing::ScriptedTransport`] for tests.
 //! - **Retries** of transient failures with capped, jittered exponential backoff and
 //!   `Retry-After`; non-idempotent requests are not resent blindly. **Polling** until a CEL
@@ -13,8 +13,18 @@
 //! - A complete **run record** whatever happens — failures, skips, cancellation, deadline — with
 //!   secrets scrubbed, and [`RunObserver`](wayline_core::RunObserver) events and `tracing`
 //!   spans along the way; [`StepMiddleware`] hooks around each step.
+//! - **Runs a host spawns**: every run future is `Send`; [`Engine::start`] answers a
+//!   [`RunHandle`] to follow (owned events from the first), cancel and finish a run.
+//!
+//! Features: `http` (default) the reqwest transport; `response-schemas` (default) response
+//! bodies checked against their tools' JSON Schemas; `testing` the loopback `MockServer`.
 //!
 //! The example under [`Engine`] runs a one-step workflow against a scripted transport.
+//!
+//! Runs need a Tokio runtime with time enabled (see [`Engine`]).
+
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod call;
 mod cancel;

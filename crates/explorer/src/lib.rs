@@ -37,6 +37,9 @@
 //! assert_eq!(goals[0].resource, "cluster");
 //! ```
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod auth;
 mod command;
 pub mod dataflow;

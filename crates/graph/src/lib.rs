@@ -18,6 +18,9 @@
 //! assert_eq!(report.order(), ["a", "b"]);
 //! ```
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod graph;
 mod problem;
 mod report;

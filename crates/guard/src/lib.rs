@@ -27,6 +27,9 @@
 //! assert_eq!(scale.name(), "block");
 //! ```
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod audit;
 mod breakglass;
 mod error;

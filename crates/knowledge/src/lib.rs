@@ -33,6 +33,9 @@
 //! assert_eq!(warnings[0].pitfall.trigger.missing_variable.as_deref(), Some("NodeGroupId"));
 //! ```
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod conformance;
 mod error;
 mod export;

@@ -30,6 +30,9 @@
 //! assert!(matches!(gate.check("/v1/sandboxes", &headers), Err(Refusal::Host(_))));
 //! ```
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 use std::fmt;
 use std::net::IpAddr;
 use std::sync::Arc;

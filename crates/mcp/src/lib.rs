@@ -13,6 +13,9 @@
 //! - [`WaylineServer`]: wayline's own tools and saved workflows served as MCP tools (stdio or
 //!   streamable HTTP); a call runs on the engine, with progress notifications per step.
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod client;
 mod error;
 pub mod gateway;

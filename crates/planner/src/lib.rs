@@ -12,6 +12,9 @@
 //! - [`testing`]: models that answer from a script — in process, and (feature `testing`) a
 //!   loopback OpenAI-compatible server.
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod decide;
 mod error;
 pub mod llm;

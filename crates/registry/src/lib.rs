@@ -23,6 +23,9 @@
 //! assert_eq!(tool.base_url, "https://api.example.com");
 //! ```
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod catalog;
 mod config;
 mod error;

@@ -33,6 +33,9 @@
 //! paths), [`ttl`], [`idempotency`], [`time`] (naive timestamps), [`model`] (wire records),
 //! [`profile`].
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod client;
 pub mod clock;
 pub mod conformance;

@@ -38,6 +38,9 @@
 //! # });
 //! ```
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod conformance;
 mod error;
 mod file;

@@ -33,6 +33,9 @@
 //! # Ok(()) }
 //! ```
 
+// On docs.rs, items behind a feature say which one.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod backoff;
 mod error;
 mod metrics;

@@ -17,8 +17,8 @@ use wayline_core::{Run, RunStatus, StepResult, StepStatus};
 
 use crate::Engine;
 use crate::Error;
-use crate::run::engine::on_a_runtime;
 use crate::cancel::CancelToken;
+use crate::run::engine::on_a_runtime;
 use crate::run::prepare::PreparedWorkflow;
 use crate::run::scheduler::Scheduler;
 

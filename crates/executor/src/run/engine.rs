@@ -278,8 +278,8 @@ impl Engine {
 }
 
 impl EngineBuilder {
-    /// How requests are sent (default: [`ReqwestTransport`](crate::ReqwestTransport) when the
-    /// `http` feature is on).
+    /// How requests are sent (default: `ReqwestTransport` when the `http` feature is on; else
+    /// a transport that fails every request, saying to set one).
     pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
         self.transport = Some(transport);
         self

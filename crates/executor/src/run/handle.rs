@@ -22,7 +22,8 @@ use crate::cancel::CancelToken;
 use crate::run::engine::{Engine, RunOptions, check_inputs, new_run_id};
 use crate::run::prepare::PreparedWorkflow;
 
-/// Events a run's log keeps (see the [module documentation](self)).
+/// Events a run's log keeps for its followers ([`RunHandle::events`]); past that the oldest
+/// go, and a follower that had not read them gets `OwnedRunEvent::Missed`.
 pub const MAX_LOGGED_EVENTS: usize = 10_000;
 
 /// A run in flight on the Tokio runtime ([`Engine::start`]).

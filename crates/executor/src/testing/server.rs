@@ -189,7 +189,7 @@ struct Shared {
     record: bool,
 }
 
-/// A loopback server; see the [module documentation](self).
+/// A loopback server; see the [module documentation](crate::testing).
 pub struct MockServer {
     addr: SocketAddr,
     shared: Arc<Shared>,

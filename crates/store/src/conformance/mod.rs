@@ -1,4 +1,5 @@
-//! The conformance suite every [`WorkflowStore`] and [`RunStore`] passes: call
+//! The conformance suite every [`WorkflowStore`](wayline_core::WorkflowStore) and
+//! [`RunStore`](wayline_core::RunStore) passes: call
 //! [`workflow_store`] and [`run_store`] from a test with a fresh, empty store, and
 //! [`run_queue`] for a store with a [`RunQueue`](crate::queue::RunQueue). They panic with a
 //! message naming the broken rule.
