@@ -255,15 +255,16 @@ impl WaylineServer {
         let n = self.inner.runs.fetch_add(1, Ordering::Relaxed) + 1;
         let run_id = format!("mcp-{}-{n}", Utc::now().format("%Y%m%dT%H%M%S%.3f"));
         let stop = CancelToken::new();
-        let (finished, steps) = mpsc::unbounded_channel::<String>();
-        let options = RunOptions::new()
+        let mut options = RunOptions::new()
             .run_id(run_id.clone())
-            .cancel(stop.clone())
-            .observer(Arc::new(FinishedSteps {
-                run_id: run_id.clone(),
-                sender: finished,
-            }));
+            .cancel(stop.clone());
+        // Steps are counted only for a caller that asked for progress.
         let forwarding = progress.map(|(token, peer)| {
+            let (sender, steps) = mpsc::unbounded_channel::<String>();
+            options = std::mem::take(&mut options).observer(Arc::new(FinishedSteps {
+                run_id: run_id.clone(),
+                sender,
+            }));
             let total = match &entry.runs {
                 Runs::Workflow { workflow, .. } => Some(workflow.steps.len()),
                 Runs::Document { .. } => None,

@@ -906,3 +906,64 @@ fn mcp_serve_offers_an_arazzo_documents_workflows() {
         String::from_utf8_lossy(&refused.stderr)
     );
 }
+
+/// A client that stops waiting (the Python SDK's timeout sends `notifications/cancelled`)
+/// cancels the run it started: the store has it `cancelled`, complete, and the server goes on
+/// answering.
+#[test]
+fn mcp_serve_cancels_the_run_of_a_call_the_client_gave_up_on() {
+    use wayline_executor::testing::{MockServer, Reply};
+    if !python_mcp() {
+        return;
+    }
+    let runtime = crate::server_runtime();
+    let api = runtime
+        .block_on(MockServer::start(|request| {
+            let reply = Reply::json(200, serde_json::json!({"path": request.path()}));
+            if request.path() == "/slow" {
+                // Far longer than the test: only a cancel ends this call.
+                reply.delay(Duration::from_secs(600))
+            } else {
+                reply
+            }
+        }))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools");
+    std::fs::create_dir(&tools).unwrap();
+    for name in ["slow", "fast"] {
+        std::fs::write(
+            tools.join(format!("{name}.yaml")),
+            format!(
+                "id: {name}\nname: {name}\nbase_url: {}\npath: /{name}\n",
+                api.url("")
+            ),
+        )
+        .unwrap();
+    }
+    let store = dir.path().join("store.db");
+    let out = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_serve.py"))
+        .args([env!("CARGO_BIN_EXE_wayline"), "mcp", "serve"])
+        .args(["--tools", path(&tools), "--store", path(&store)])
+        .env("MODE", "legacy")
+        .env("WORKFLOW", "slow")
+        .env("INPUTS", "{}")
+        .env("GIVE_UP_AFTER", "0.5")
+        .env("ALSO", r#"["fast", {}]"#)
+        .output()
+        .unwrap();
+    let seen = script_json(&out);
+    assert!(seen["gave_up"].is_string(), "{seen}");
+    assert_eq!(seen["also"]["status"], "success", "{seen}");
+    let listed = wayline(&["runs", "list", "--store", path(&store), "--format", "json"]);
+    let page = stdout_json(&listed);
+    let slow = page["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|run| run["workflow_id"] == "tool-slow")
+        .unwrap_or_else(|| panic!("no run of slow: {page}"));
+    assert_eq!(slow["status"], "cancelled", "{page}");
+    assert!(slow["finished_at"].is_string(), "{page}");
+}
