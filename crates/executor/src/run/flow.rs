@@ -414,8 +414,11 @@ impl<'r, 'f> FlowRun<'r, 'f> {
         let mut in_flight: FuturesUnordered<StepFuture<'r>> = FuturesUnordered::new();
         let stopped = loop {
             // A stopped run starts nothing more, even when a step finished at the moment it
-            // was stopped (the `select!` below may take either first).
-            if let Some(reason) = self.run_stop.reason() {
+            // was stopped (the `select!` below may take either first). A run with nothing
+            // left to start goes on to settle as it is: all done is done, not stopped.
+            if !self.ready.is_empty()
+                && let Some(reason) = self.run_stop.reason()
+            {
                 break Some(reason);
             }
             while self.ended.is_none()

@@ -157,10 +157,13 @@ pub(crate) fn prepare(
         None if defaults.check_schemas => SchemaCheck::IfPresent,
         None => SchemaCheck::Off,
     };
-    let any_schema_check = workflow
+    // The tools some step checks the responses of: only theirs are compiled.
+    let checked_tools: std::collections::HashSet<&str> = workflow
         .steps
         .iter()
-        .any(|step| schema_check(step) != SchemaCheck::Off);
+        .filter(|step| schema_check(step) != SchemaCheck::Off)
+        .map(|step| step.tool_id.as_str())
+        .collect();
     for step in &workflow.steps {
         let mut fail = |problem: String| problems.push(format!("step `{}`: {problem}", step.id));
         let shared = tools
@@ -174,8 +177,9 @@ pub(crate) fn prepare(
                     ));
                     Extraction::default()
                 });
-                // Compiled only when a step checks them: a spec's schemas can be large.
-                let schemas = if any_schema_check {
+                // Compiled only when a step checks them: a spec's schemas can be large, and
+                // one no step reads must not fail the workflow.
+                let schemas = if checked_tools.contains(step.tool_id.as_str()) {
                     ResponseSchemas::compile(tool).unwrap_or_else(|problems| {
                         for problem in problems {
                             fail(problem);

@@ -97,6 +97,11 @@ impl<'r> ReadyQueue<'r> {
         }
     }
 
+    /// True when no step is ready (whether or not its host has room).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
     /// Takes every ready step out (the run stopped, or ended).
     pub(crate) fn drain(&mut self) -> Vec<usize> {
         self.heap
