@@ -36,6 +36,11 @@ pub(crate) struct ExploreArgs {
     /// confirmations, the first choice; stop where only a person can help).
     #[arg(long)]
     auto: bool,
+    /// Let a collection-wide write (`DELETE /records`, a bulk update) run without a question
+    /// when the target asks for the whole collection ("delete all records"). Without it,
+    /// `--auto` never runs one, and a person is asked first.
+    #[arg(long)]
+    allow_collection_writes: bool,
     /// Answer questions from this file (`answers: [{kind, operation, answer, times}]`).
     #[arg(long, value_name = "FILE")]
     answers: Option<PathBuf>,
@@ -136,6 +141,9 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
         .session_dir(&session_dir);
     if args.auto {
         explorer = explorer.auto();
+    }
+    if args.allow_collection_writes {
+        explorer = explorer.allow_collection_writes();
     }
     let runtime = runtime()?;
     let mut session = match (&args.resume, &args.target) {

@@ -95,12 +95,19 @@ fn locate(response: &Value, field: &str) -> Option<(String, bool)> {
             Some((format!("{name}.0.{found}"), true))
         })
         .or_else(|| {
-            // An envelope (`{"ssh_key": {...}}`): the field of the one object it holds.
-            let [(name, inner)] = properties.iter().collect::<Vec<_>>()[..] else {
-                return None;
-            };
-            let found = named(inner.get("properties")?.as_object()?)?;
-            Some((format!("{name}.{found}"), false))
+            // An envelope: the one object it holds (`{"ssh_key": {...}}`), or the object under
+            // a conventional key beside others (`{"data": {...}, "permissions": {...}}`).
+            let alone = properties.len() == 1;
+            properties.iter().find_map(|(name, inner)| {
+                let conventional = crate::envelope::ENVELOPE_KEYS
+                    .iter()
+                    .any(|key| key.eq_ignore_ascii_case(name));
+                if !(alone || conventional) {
+                    return None;
+                }
+                let found = named(inner.get("properties")?.as_object()?)?;
+                Some((format!("{name}.{found}"), false))
+            })
         })
 }
 

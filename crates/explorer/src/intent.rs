@@ -47,10 +47,13 @@ pub struct Goal {
     /// 10086` of "create a branch on cluster 10086").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub given: BTreeMap<String, String>,
+    /// The target asks for the whole collection ("delete all records"): only then may a
+    /// collection-wide write do the goal (see [`crate::extent`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_collection: bool,
 }
 
-/// The method of the operations that stand for a SUT's command-line tools.
-pub const CLI_METHOD: &str = "CLI";
+pub use crate::names::CLI_METHOD;
 
 /// Words and the verbs they mean.
 const VERBS: [(&str, &str); 29] = [
@@ -87,6 +90,9 @@ const VERBS: [(&str, &str); 29] = [
 
 /// Words that refer back to resources named before.
 const BACK: [&str; 6] = ["it", "its", "them", "both", "all", "they"];
+
+/// Words that, before a resource, mean every one of them ("delete all records").
+const EVERY: [&str; 2] = ["all", "every"];
 
 pub(crate) fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
@@ -168,10 +174,20 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
     for clause in clauses {
         let words = words(clause);
         let mut clause_resources: Vec<(String, Option<String>)> = Vec::new();
+        // Resources this clause names as a whole ("all records").
+        let mut whole: Vec<String> = Vec::new();
         let mut back = false;
         let mut index = 0;
         while index < words.len() {
             let word = &words[index];
+            if EVERY.contains(&word.as_str())
+                && let Some((resource, length)) = resource_at(&words[index + 1..], &known)
+            {
+                index += 1 + length;
+                whole.push(resource.clone());
+                clause_resources.push((resource, None));
+                continue;
+            }
             if let Some((_, meaning)) = VERBS.iter().find(|(text, _)| text == word) {
                 verb = Some(match *meaning {
                     "run" => Verb::Action("run".to_owned()),
@@ -243,6 +259,7 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
                     .flatten(),
                 id: id.clone(),
                 given: given.clone(),
+                whole_collection: whole.contains(&resource),
             };
             if !goals.contains(&goal) {
                 goals.push(goal);
@@ -368,12 +385,22 @@ fn spec_action(spec: &ApiSpec, word: &str) -> Option<String> {
         })
 }
 
-/// The operations that do `goal`.
+/// The operations that do `goal`. A collection-wide write does only a goal about the whole
+/// collection ("delete all records"), and such a goal is done by nothing else when it
+/// changes or deletes ("list all records" lists them as any list does).
 pub(crate) fn candidates<'a>(spec: &'a ApiSpec, goal: &Goal) -> Vec<&'a Operation> {
+    let writes = matches!(goal.verb, Verb::Update | Verb::Delete);
     spec.operations
         .iter()
         .filter(|operation| {
             operation_resource(operation) == goal.resource && operation_verb(operation) == goal.verb
+        })
+        .filter(|operation| {
+            if crate::extent::collection_wide(spec, operation).is_some() {
+                goal.whole_collection
+            } else {
+                !(goal.whole_collection && writes)
+            }
         })
         .collect()
 }
@@ -412,7 +439,42 @@ mod tests {
             command: None,
             id: id.map(str::to_owned),
             given: BTreeMap::new(),
+            whole_collection: false,
         }
+    }
+
+    #[test]
+    fn all_before_a_resource_is_the_whole_collection_and_only_it_takes_a_collection_write() {
+        let ok = json!({"200": {"description": "ok"}});
+        let spec = ApiSpec::parse(
+            &json!({"openapi": "3.0.0", "paths": {
+                "/records": {"post": {"operationId": "createRecord", "responses": ok},
+                             "delete": {"operationId": "deleteRecords", "responses": ok}},
+                "/records/{id}": {"delete": {"operationId": "deleteRecord", "responses": ok}}
+            }})
+            .to_string(),
+            Path::new("spec.json"),
+        )
+        .unwrap();
+        let goals = parse("create a record, then delete it", &spec);
+        assert!(!goals[1].whole_collection);
+        let ids = |goal: &Goal| -> Vec<String> {
+            candidates(&spec, goal)
+                .iter()
+                .map(|operation| operation.id.clone())
+                .collect()
+        };
+        assert_eq!(
+            ids(&goals[1]),
+            ["deleteRecord"],
+            "never the collection-wide delete"
+        );
+        let goals = parse("delete all records", &spec);
+        assert!(goals[0].whole_collection);
+        assert_eq!(ids(&goals[0]), ["deleteRecords"]);
+        // `them all` refers back; it is no whole collection.
+        let goals = parse("create a record, then delete them all", &spec);
+        assert!(!goals[1].whole_collection);
     }
 
     #[test]

@@ -13,6 +13,9 @@
 //! - [`intent`]: a target in plain words read as goals (verbs → CRUD, nouns → resources).
 //! - [`dataflow`]: producer/consumer inference over a spec (which operation provides the id
 //!   another needs).
+//! - [`envelope`]: where the resource and its id are in an answer of any shape.
+//! - [`extent`]: how much an operation touches (one item, a collection, a singleton), and
+//!   the safety rule for collection-wide writes.
 //! - [`state`]: the explorer's resources and variables, and the rules that update them.
 //! - [`suggest`]: the next step toward the target, with its confidence.
 //! - [`intervention`]: the intervention matrix (when to run a step alone, when to ask) and an
@@ -43,9 +46,11 @@
 pub mod auth;
 mod command;
 pub mod dataflow;
+pub mod envelope;
 mod error;
 pub mod exploration;
 pub mod explore;
+pub mod extent;
 pub mod intent;
 pub mod intervention;
 mod lifecycle;

@@ -5,6 +5,9 @@
 
 use serde_json::Value;
 
+/// The method of the operations that stand for a SUT's command-line tools.
+pub const CLI_METHOD: &str = "CLI";
+
 /// `name` as names are compared: lower case, letters and digits only (the knowledge's loose
 /// form of a variable name).
 pub(crate) use wayline_knowledge::words::loose as normalize;

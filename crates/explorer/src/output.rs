@@ -17,10 +17,11 @@ use wayline_core::workflow::{Edge, Poll, Severity, Step, StepKind, Workflow};
 use wayline_registry::openapi::{ApiSpec, Operation, ParameterLocation};
 
 use crate::Error;
+use crate::envelope::id_path;
 use crate::exploration::Exploration;
 use crate::intent::{self, CLI_METHOD, Verb, operation_resource, operation_verb};
 use crate::names;
-use crate::state::{id_path, is_secret_name};
+use crate::state::is_secret_name;
 use crate::sut::SutConfig;
 
 /// The `scenario` block.
@@ -375,7 +376,7 @@ impl Scenario {
                 .saved_variables
                 .iter()
                 .map(|name| {
-                    let field = id_path(&confirmed.response["body"], &resource)
+                    let field = id_path(spec, &confirmed.response["body"], &resource)
                         .unwrap_or_else(|| "id".to_owned());
                     json!({"key": name, "eval": format!("body.{field}")})
                 })
@@ -388,8 +389,8 @@ impl Scenario {
                     .and_then(names::id_text)
                 {
                     holders.push((name.clone(), value));
-                } else if let Some(id) =
-                    id_path(&confirmed.response["body"], &resource).and_then(|path| {
+                } else if let Some(id) = id_path(spec, &confirmed.response["body"], &resource)
+                    .and_then(|path| {
                         path.split('.')
                             .try_fold(&confirmed.response["body"], |value, key| value.get(key))
                             .and_then(names::id_text)

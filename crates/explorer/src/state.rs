@@ -45,6 +45,23 @@ pub struct ExploreState {
 
 pub(crate) use wayline_core::secret::{is_secret_name, mask_secret_names as redact};
 
+/// The resource `parameter` of `operation` belongs to, by which scoped values reach it: for a
+/// path parameter, the collection before it (`bucket` for `{bid}` of
+/// `/buckets/{bid}/collections`); for anything else, the operation's own resource.
+pub fn owner_of(operation: &Operation, parameter: &Parameter) -> String {
+    if parameter.location == ParameterLocation::Path
+        && let Some(owner) = names::path_parameter_resource(&operation.path, &parameter.name)
+    {
+        return owner;
+    }
+    operation_resource(operation)
+}
+
+/// True for a query parameter the operation can do without.
+fn is_optional_query(parameter: &Parameter) -> bool {
+    parameter.location == ParameterLocation::Query && !parameter.required
+}
+
 /// The plural a resource type is filed under (`cluster` → `clusters`, `branch` → `branches`).
 pub(crate) fn plural(resource: &str) -> String {
     if resource.ends_with("ch")
@@ -191,16 +208,62 @@ impl ExploreState {
             .or_else(|| self.variable(input))
     }
 
-    /// A value for `parameter` of `operation`: as [`ExploreState::value_for`], except that a
-    /// path parameter holds the id of the collection before it in the path, whatever it is
-    /// called (`/posts/{entryId}`, `/posts/{PostID}`).
+    /// A value given for `field` of `resource` alone: a preset or an answer under a scoped
+    /// name (`card.title`, `cards.title`, in any convention), which no other resource's
+    /// inputs ever take.
+    pub fn scoped(&self, resource: &str, field: &str) -> Option<Value> {
+        let wanted = names::normalize(resource);
+        let last = field.rsplit('.').next().unwrap_or(field);
+        self.variables
+            .iter()
+            .filter(|(_, value)| !value.is_null())
+            .find(|(key, _)| {
+                key.split_once('.').is_some_and(|(scope, rest)| {
+                    let scope = names::normalize(scope);
+                    let singular = names::normalize(&wayline_registry::openapi::singular(&scope));
+                    (scope == wanted || singular == wanted)
+                        && (names::same_name(rest, field) || names::same_name(rest, last))
+                })
+            })
+            .map(|(_, value)| value.clone())
+    }
+
+    /// A value a person or the SUT gave for `parameter` of `operation`: one scoped to the
+    /// resource it belongs to (see [`owner_of`]) first, else one given under its bare name,
+    /// except for an optional query parameter (a filter or a flag), which only a scoped value
+    /// fills: a body's `content` never becomes a `?content=` flag by name alone.
+    pub fn given_value(&self, operation: &Operation, parameter: &Parameter) -> Option<Value> {
+        let owner = owner_of(operation, parameter);
+        if let Some(value) = self.scoped(&owner, &parameter.name) {
+            return Some(value);
+        }
+        // A path parameter holds its resource's id, whatever it is called: `bucket.id`
+        // fills the `{bid}` of `/buckets/{bid}`.
+        if parameter.location == ParameterLocation::Path
+            && let Some(value) = self.scoped(&owner, "id")
+        {
+            return Some(value);
+        }
+        if is_optional_query(parameter) {
+            return None;
+        }
+        self.answered_value(&parameter.name)
+    }
+
+    /// A value for `parameter` of `operation`: a given one ([`ExploreState::given_value`]),
+    /// else as [`ExploreState::value_for`], except that a path parameter holds the id of the
+    /// collection before it in the path, whatever it is called (`/posts/{entryId}`,
+    /// `/posts/{PostID}`). An optional query parameter takes only a given value.
     pub fn value_for_parameter(
         &self,
         operation: &Operation,
         parameter: &Parameter,
     ) -> Option<Value> {
-        if let Some(value) = self.answered_value(&parameter.name) {
+        if let Some(value) = self.given_value(operation, parameter) {
             return Some(value);
+        }
+        if is_optional_query(parameter) {
+            return None;
         }
         if parameter.location == ParameterLocation::Path
             && let Some(owner) = names::path_parameter_resource(&operation.path, &parameter.name)
@@ -227,43 +290,36 @@ impl ExploreState {
     ) -> Vec<String> {
         // A response with no JSON (a 204) comes as the engine's placeholder
         // `{status_code, body}`: it says nothing of the resource, and its `body` is no field.
+        // Anything else holds the resource somewhere (see `crate::envelope`).
         let resource = operation_resource(operation);
         let output = if is_placeholder(output) {
             &Value::Null
         } else {
-            unwrapped(output)
+            output
         };
+        let found = crate::envelope::find(
+            output,
+            &resource,
+            &crate::envelope::item_parameters(spec, &resource),
+        );
         let kind = plural(&resource);
         let reported = STATE_FIELDS
             .iter()
-            .find_map(|field| output.get(*field).and_then(Value::as_str))
+            .find_map(|field| found.object.get(*field).and_then(Value::as_str))
             .map(str::to_owned);
-        let attributes: IndexMap<String, Value> = output
-            .as_object()
-            .map(|object| {
-                object
-                    .iter()
-                    .filter(|(key, value)| {
-                        !value.is_null()
-                            && !value.is_object()
-                            && !value.is_array()
-                            && !is_secret_name(key)
-                    })
-                    .map(|(key, value)| (key.clone(), value.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let attributes: IndexMap<String, Value> = found
+            .fields()
+            .into_iter()
+            .filter(|(key, _)| !is_secret_name(key))
+            .map(|(key, value)| (key.to_owned(), value.clone()))
+            .collect();
         // The id as the API typed it (a number stays a number), and as text to compare.
         // With none in the body, a create's `Location` (`/posts/17`) names it.
-        let id_value = id_field(output, &resource)
-            .and_then(|field| output.get(&field))
-            .filter(|value| names::id_text(value).is_some())
-            .cloned()
-            .or_else(|| {
-                (operation_verb(operation) == Verb::Create)
-                    .then(|| location.and_then(crate::location::id_of))
-                    .flatten()
-            });
+        let id_value = found.id.map(|(_, value)| value).or_else(|| {
+            (operation_verb(operation) == Verb::Create)
+                .then(|| location.and_then(crate::location::id_of))
+                .flatten()
+        });
         let id_of_output = id_value.as_ref().and_then(names::id_text);
         // The id a call on an existing resource names: its last path parameter.
         let id_in_path = operation
@@ -343,31 +399,6 @@ impl ExploreState {
     }
 }
 
-/// The resource inside an envelope: an answer whose only field is an object (`{"ssh_key":
-/// {...}}`, as DigitalOcean and many others answer) stands for that object; any other answer
-/// is the resource itself.
-pub(crate) fn unwrapped(output: &Value) -> &Value {
-    match output.as_object() {
-        Some(fields) if fields.len() == 1 => match fields.values().next() {
-            Some(inner @ Value::Object(_)) => inner,
-            _ => output,
-        },
-        _ => output,
-    }
-}
-
-/// The dotted path of the id of a `resource` in an answer `body`: its id field (see
-/// [`id_field`]), inside the envelope when the answer has one (`ssh_key.id`).
-pub(crate) fn id_path(body: &Value, resource: &str) -> Option<String> {
-    let inner = unwrapped(body);
-    let field = id_field(inner, resource)?;
-    if std::ptr::eq(inner, body) {
-        return Some(field);
-    }
-    let envelope = body.as_object()?.keys().next()?;
-    Some(format!("{envelope}.{field}"))
-}
-
 /// True for the engine's stand-in for a response that is not JSON: exactly `status_code` and
 /// a text `body`.
 fn is_placeholder(output: &Value) -> bool {
@@ -376,18 +407,6 @@ fn is_placeholder(output: &Value) -> bool {
             && fields.get("status_code").is_some_and(Value::is_u64)
             && fields.get("body").is_some_and(Value::is_string)
     })
-}
-
-/// The field of `body` holding the id of a `resource`: `{resource}Id` in any convention
-/// (`postId`, `post_id`, `post-id`, `PostID`), else `id` (`ID`, `Id`).
-pub(crate) fn id_field(body: &Value, resource: &str) -> Option<String> {
-    let object = body.as_object()?;
-    let wanted = names::normalize(resource);
-    object
-        .keys()
-        .find(|key| names::id_kind(key).as_deref() == Some(wanted.as_str()))
-        .or_else(|| object.keys().find(|key| names::normalize(key) == "id"))
-        .cloned()
 }
 
 #[cfg(test)]
@@ -603,5 +622,67 @@ mod tests {
             None,
         );
         assert_eq!(state.value_for("aliasId", "x"), Some(json!("a-1")));
+    }
+
+    /// A spec with a create and an item read for `a` and for `b`, each create taking `field`
+    /// in its body, and a list of `b` taking `field` as an optional query filter.
+    fn two_resources(a: &str, b: &str, field: &str) -> ApiSpec {
+        let ok = json!({"200": {"description": "ok"}});
+        let body = json!({"content": {"application/json": {"schema": {"type": "object",
+            "required": [field], "properties": {field: {"type": "string"}}}}}});
+        let id = json!([{"name": "id", "in": "path", "required": true}]);
+        let filter = json!([{"name": field, "in": "query"}]);
+        ApiSpec::parse(
+            &json!({"openapi": "3.0.0", "paths": {
+                format!("/{a}s"): {"post": {"operationId": "createA", "requestBody": body, "responses": ok}},
+                format!("/{a}s/{{id}}"): {"get": {"operationId": "getA", "parameters": id, "responses": ok}},
+                format!("/{b}s"): {
+                    "post": {"operationId": "createB", "requestBody": body, "responses": ok},
+                    "get": {"operationId": "listB", "parameters": filter, "responses": ok}},
+                format!("/{b}s/{{id}}"): {"get": {"operationId": "getB", "parameters": id, "responses": ok}}
+            }})
+            .to_string(),
+            Path::new("spec.json"),
+        )
+        .unwrap()
+    }
+
+    fn input(spec: &ApiSpec, operation: &str, name: &str, state: &ExploreState) -> Option<Value> {
+        let operation = spec.operation(operation).unwrap();
+        let parameter = operation
+            .parameters
+            .iter()
+            .find(|parameter| parameter.name == name)
+            .unwrap();
+        state.value_for_parameter(operation, parameter)
+    }
+
+    proptest::proptest! {
+        /// A value scoped to one resource fills that resource's inputs and never another's,
+        /// and no bare or scoped value becomes an optional query filter of another resource.
+        #[test]
+        fn a_scoped_value_reaches_its_own_resource_alone(
+            a in "[a-z]{3,8}[b-df-hj-np-rtv-z]",
+            b in "[a-z]{3,8}[b-df-hj-np-rtv-z]",
+            field in "[a-z]{2,8}[a-ce-z]",
+            value in "[a-z0-9]{1,12}",
+            id in "[a-z0-9]{1,12}",
+        ) {
+            proptest::prop_assume!(a != b && field != a && field != b);
+            let spec = two_resources(&a, &b, &field);
+            let mut state = ExploreState::default();
+            state.variables.insert(format!("{a}.{field}"), Value::from(value.clone()));
+            state.answer(format!("{a}.id"), Value::from(id.clone()));
+            proptest::prop_assert_eq!(input(&spec, "createA", &field, &state), Some(Value::from(value.clone())));
+            proptest::prop_assert_eq!(input(&spec, "getA", "id", &state), Some(Value::from(id.clone())));
+            proptest::prop_assert_eq!(input(&spec, "createB", &field, &state), None);
+            proptest::prop_assert_eq!(input(&spec, "getB", "id", &state), None);
+            proptest::prop_assert_eq!(input(&spec, "listB", &field, &state), None);
+            // A bare value fills any body, but never an optional filter.
+            state.variables.insert(field.clone(), Value::from("bare"));
+            proptest::prop_assert_eq!(input(&spec, "createB", &field, &state), Some(Value::from("bare")));
+            proptest::prop_assert_eq!(input(&spec, "createA", &field, &state), Some(Value::from(value)));
+            proptest::prop_assert_eq!(input(&spec, "listB", &field, &state), None);
+        }
     }
 }

@@ -453,7 +453,7 @@ impl<'a> Suggester<'a> {
     }
 
     /// The value of `parameter` of `operation`: an id the target named, else a value a person
-    /// gave, else what the spec's links say (`createPost`'s `id` feeds `getPost`'s `postId`),
+    /// or the SUT gave (scoped to its resource, or by name), else what the spec's links say (`createPost`'s `id` feeds `getPost`'s `postId`),
     /// else what the state gives by name or by position in the path.
     fn value_of(
         &self,
@@ -463,7 +463,7 @@ impl<'a> Suggester<'a> {
         state: &ExploreState,
     ) -> Option<Value> {
         literal_id(goal, operation, parameter)
-            .or_else(|| state.answered_value(&parameter.name))
+            .or_else(|| state.given_value(operation, parameter))
             .or_else(|| self.linked_value(operation, parameter, state))
             .or_else(|| state.value_for_parameter(operation, parameter))
     }
@@ -532,7 +532,16 @@ impl<'a> Suggester<'a> {
             .knowledge
             .as_ref()
             .map(|queries| {
-                let names: Vec<String> = state.variables.keys().cloned().collect();
+                // A value scoped to a resource (`cluster.region`) answers a pitfall about its
+                // field (`region`) as well.
+                let names: Vec<String> = state
+                    .variables
+                    .keys()
+                    .flat_map(|name| {
+                        let field = name.split_once('.').map(|(_, field)| field.to_owned());
+                        std::iter::once(name.clone()).chain(field)
+                    })
+                    .collect();
                 queries
                     .check_pitfalls(&operation.id, &state.resource_states(), &names)
                     .iter()

@@ -3,13 +3,13 @@
 
 use serde_json::{Value, json};
 use wayline_core::intervene::{Answer, Question, QuestionKind};
-use wayline_registry::openapi::ParameterLocation;
+use wayline_registry::openapi::{Operation, ParameterLocation};
 
 use crate::exploration::{Exploration, ExplorationStatus, RejectedStep};
 use crate::intent::{self};
 use crate::intervention::Action;
 use crate::names;
-use crate::state::ExploreState;
+use crate::state::{ExploreState, owner_of};
 use crate::suggest::Suggestion;
 
 use super::{Explorer, round};
@@ -78,7 +78,8 @@ impl Explorer {
                 Asked::Skip
             }
             Answer::Text(text) => {
-                merge_variables(&mut session.current_state, &text);
+                let operation = self.spec.operation(&suggestion.operation);
+                merge_variables(&mut session.current_state, &text, operation);
                 Asked::Skip
             }
             _ => self.stop(session, "stopped"),
@@ -117,11 +118,13 @@ impl Explorer {
             for name in missing.iter().filter(|name| made_up_freely(name)) {
                 let value = Value::from(format!("wayline-{short}-{}", session.generated.len() + 1));
                 tracing::info!(field = %name, %value, "a value was made up for a required field");
+                // Made up for this resource alone: the next resource's name is its own.
+                let key = scoped_name(operation, name);
                 session
                     .current_state
                     .variables
-                    .insert((*name).clone(), value.clone());
-                session.generated.insert((*name).clone(), value);
+                    .insert(key.clone(), value.clone());
+                session.generated.insert(key, value);
             }
             missing.retain(|name| !made_up_freely(name));
             if missing.is_empty() {
@@ -133,23 +136,16 @@ impl Explorer {
             .map(|name| format!("`{name}`"))
             .collect::<Vec<_>>()
             .join(", ");
-        // The other side: what the latest answer held, for a person to link by hand where no
-        // rule could (`createPost` answered `key`, `title`).
+        // The other side: what the latest answer held, values and all, for a person to link
+        // by hand where no rule could (`createPost` answered `data.id = "qSs3"`).
         let known: Vec<String> = session
             .confirmed_steps
             .iter()
             .rev()
             .find_map(|step| {
-                let fields = step.response["body"].as_object()?;
-                Some(format!(
-                    "`{}` answered {}",
-                    step.operation_id,
-                    fields
-                        .keys()
-                        .map(|field| format!("`{field}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
+                let leaves = leaves(&step.response["body"], KNOWN_LEAVES);
+                (!leaves.is_empty())
+                    .then(|| format!("`{}` answered {}", step.operation_id, leaves.join(", ")))
             })
             .into_iter()
             .collect();
@@ -174,15 +170,19 @@ impl Explorer {
                 match serde_json::from_str::<Value>(&text) {
                     Ok(Value::Object(values)) => {
                         for (name, value) in values {
-                            session.current_state.answer(name, value);
+                            session
+                                .current_state
+                                .answer(scoped_name(operation, &name), value);
                         }
                     }
                     // One input, given as it is (`My first post`) or as a JSON scalar.
                     parsed if missing.len() == 1 => {
                         let value = parsed.unwrap_or_else(|_| Value::from(text.clone()));
-                        session.current_state.answer(missing[0].clone(), value);
+                        session
+                            .current_state
+                            .answer(scoped_name(operation, missing[0]), value);
                     }
-                    _ => merge_variables(&mut session.current_state, &text),
+                    _ => merge_variables(&mut session.current_state, &text, operation),
                 }
                 Asked::Go(suggestion.operation.clone())
             }
@@ -190,7 +190,7 @@ impl Explorer {
             Answer::Choose(number) if missing.len() == 1 => {
                 session
                     .current_state
-                    .answer(missing[0].clone(), Value::from(number));
+                    .answer(scoped_name(operation, missing[0]), Value::from(number));
                 Asked::Go(suggestion.operation.clone())
             }
             // Nothing given: asked again (three times at most).
@@ -210,6 +210,56 @@ impl Explorer {
         }
     }
 
+    /// A collection-wide write about to run without both the target's word and the caller's
+    /// leave: auto mode refuses it and the session fails, saying why; a person is told what
+    /// it does and asked.
+    pub(super) async fn allow_collection_write(
+        &self,
+        session: &mut Exploration,
+        suggestion: &Suggestion,
+        why: &str,
+        asked_for: bool,
+    ) -> Asked {
+        let context = if asked_for {
+            "the target asks for the whole collection, but collection-wide writes were not \
+             allowed (--allow-collection-writes)"
+        } else {
+            "the target is about one item"
+        };
+        if self.thresholds.auto {
+            session.rejected_steps.push(RejectedStep {
+                operation_id: suggestion.operation.clone(),
+                error: format!("{why}; {context}"),
+                user_action: "not run: auto mode never runs a collection-wide write unasked"
+                    .to_owned(),
+            });
+            session.session.status = ExplorationStatus::Failed;
+            return Asked::Stop;
+        }
+        let question = Question::new(
+            QuestionKind::Confirm,
+            format!("{why}; {context}. Run it anyway?"),
+        )
+        .operation(suggestion.operation.clone())
+        .context(json!({"collection_wide": why}));
+        session.interventions += 1;
+        match self.interventor.ask(&question).await {
+            Answer::Yes => Asked::Go(suggestion.operation.clone()),
+            Answer::No => {
+                session.rejected_steps.push(RejectedStep {
+                    operation_id: suggestion.operation.clone(),
+                    error: why.to_owned(),
+                    user_action: "declined".to_owned(),
+                });
+                if let Some(goal) = &suggestion.goal {
+                    session.goals_done.push(goal.clone());
+                }
+                Asked::Skip
+            }
+            _ => self.stop(session, "a collection-wide write was not confirmed"),
+        }
+    }
+
     fn stop(&self, session: &mut Exploration, why: &str) -> Asked {
         tracing::info!(why, "the session stops");
         session.session.status = ExplorationStatus::Aborted;
@@ -217,13 +267,92 @@ impl Explorer {
     }
 }
 
-/// Values a person gave as JSON text (`{"region": ...}`) become variables; other text is kept
-/// as the variable `clarification`.
-pub(super) fn merge_variables(state: &mut ExploreState, text: &str) {
+/// How many of an answer's values a question shows.
+const KNOWN_LEAVES: usize = 8;
+
+/// The longest value text a question shows.
+const LEAF_TEXT: usize = 40;
+
+/// The first `limit` plain values of `body`, each as `dotted.path = value` (arrays by their
+/// first item; long text cut), in the answer's order.
+pub(super) fn leaves(body: &Value, limit: usize) -> Vec<String> {
+    fn walk(value: &Value, at: &str, out: &mut Vec<String>, limit: usize, depth: usize) {
+        if out.len() >= limit || depth > 6 {
+            return;
+        }
+        let join = |key: &str| {
+            if at.is_empty() {
+                key.to_owned()
+            } else {
+                format!("{at}.{key}")
+            }
+        };
+        match value {
+            Value::Object(fields) => {
+                for (key, inner) in fields {
+                    walk(inner, &join(key), out, limit, depth + 1);
+                }
+            }
+            Value::Array(items) => {
+                if let Some(first) = items.first() {
+                    walk(first, &join("0"), out, limit, depth + 1);
+                }
+            }
+            Value::Null => {}
+            plain => {
+                let text = plain.to_string();
+                let text = if text.chars().count() > LEAF_TEXT {
+                    format!("{}…", text.chars().take(LEAF_TEXT).collect::<String>())
+                } else {
+                    text
+                };
+                let shown = if crate::state::is_secret_name(at.rsplit('.').next().unwrap_or(at)) {
+                    "[secret]".to_owned()
+                } else {
+                    text
+                };
+                out.push(format!("`{at}` = {shown}"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(body, "", &mut out, limit, 0);
+    out
+}
+
+/// The name an answer for `name` is kept under: scoped to the resource the input belongs to
+/// (`post.title` for `createPost`'s `title`, `bucket.id` for the `{id}` of `/buckets/{id}`),
+/// so it fills that resource's inputs and no other's. A name that is no input of the
+/// operation is scoped to the operation's resource; one already scoped, or given with no
+/// operation, stays as it is.
+pub(super) fn scoped_name(operation: Option<&Operation>, name: &str) -> String {
+    let Some(operation) = operation else {
+        return name.to_owned();
+    };
+    let parameter = operation
+        .parameters
+        .iter()
+        .find(|parameter| parameter.name == name)
+        .or_else(|| {
+            operation
+                .parameters
+                .iter()
+                .find(|parameter| names::same_name(&parameter.name, name))
+        });
+    match parameter {
+        Some(parameter) => format!("{}.{name}", owner_of(operation, parameter)),
+        None if name.contains('.') => name.to_owned(),
+        None => format!("{}.{name}", intent::operation_resource(operation)),
+    }
+}
+
+/// Values a person gave as JSON text (`{"region": ...}`) become variables, scoped as
+/// [`scoped_name`] says; other text is kept as the variable `clarification`.
+pub(super) fn merge_variables(state: &mut ExploreState, text: &str, operation: Option<&Operation>) {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(values)) => {
             for (name, value) in values {
-                state.answer(name, value);
+                state.answer(scoped_name(operation, &name), value);
             }
         }
         _ => {

@@ -8,9 +8,9 @@ use wayline_knowledge::model::{Expect, PatternStep, RequestTemplate, SaveRule};
 use wayline_registry::openapi::{Operation, ParameterLocation};
 
 use crate::Error;
+use crate::envelope::id_path;
 use crate::exploration::{ConfirmedStep, Exploration};
 use crate::intent::operation_resource;
-use crate::state::id_path;
 
 use super::Explorer;
 
@@ -109,7 +109,8 @@ impl Explorer {
         pattern_step.request_template = Some(template);
         let resource = operation_resource(operation);
         for name in &step.saved_variables {
-            let field = id_path(&step.response["body"], &resource).unwrap_or_else(|| "id".into());
+            let field = id_path(&self.spec, &step.response["body"], &resource)
+                .unwrap_or_else(|| "id".into());
             let mut rule = SaveRule::default();
             rule.key = name.clone();
             rule.eval = format!("body.{field}");

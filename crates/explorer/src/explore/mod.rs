@@ -44,6 +44,9 @@ pub struct Explorer {
     session_dir: PathBuf,
     thresholds: Thresholds,
     max_steps: u32,
+    /// A collection-wide write may run unattended when the target asks for the whole
+    /// collection (see [`crate::extent`]).
+    allow_collection_writes: bool,
 }
 
 impl Explorer {
@@ -109,6 +112,7 @@ impl Explorer {
             session_dir: PathBuf::from("sessions"),
             thresholds,
             max_steps: 200,
+            allow_collection_writes: false,
         })
     }
 
@@ -127,6 +131,15 @@ impl Explorer {
     /// Runs in auto mode whatever the SUT says (`--auto`).
     pub fn auto(mut self) -> Self {
         self.thresholds.auto = true;
+        self
+    }
+
+    /// Lets a collection-wide write (`DELETE /records`) run without a question when the target
+    /// asks for the whole collection ("delete all records"; `--allow-collection-writes`).
+    /// Without this, auto mode never runs one, and a person is asked first, told in words what
+    /// it does. A target about one item never gets one either way.
+    pub fn allow_collection_writes(mut self) -> Self {
+        self.allow_collection_writes = true;
         self
     }
 

@@ -128,7 +128,7 @@ impl Explorer {
         match answer {
             Answer::Yes => Recovery::Retry,
             Answer::Text(text) => {
-                merge_variables(&mut session.current_state, &text);
+                merge_variables(&mut session.current_state, &text, Some(operation));
                 Recovery::Retry
             }
             Answer::No => Recovery::Skip("skipped".to_owned()),

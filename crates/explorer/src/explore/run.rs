@@ -253,6 +253,28 @@ impl Explorer {
             session.session.status = ExplorationStatus::Failed;
             return Ok(Then::Stop);
         };
+        // The safety rule, checked where every call passes: a collection-wide write runs
+        // only when the target asked for the whole collection and the caller allowed it, or
+        // a person said yes knowing what it does.
+        if let Some(why) = crate::extent::collection_wide(&self.spec, &operation) {
+            let asked_for = suggestion
+                .goal
+                .as_ref()
+                .is_some_and(|goal| goal.whole_collection);
+            if !(asked_for && self.allow_collection_writes) {
+                match self
+                    .allow_collection_write(session, &suggestion, &why, asked_for)
+                    .await
+                {
+                    Asked::Go(_) => {}
+                    Asked::Skip => {
+                        session.save(&self.session_dir, Utc::now())?;
+                        return Ok(Then::Next);
+                    }
+                    Asked::Stop => return Ok(Then::Stop),
+                }
+            }
+        }
         session.pending_step = Some(json!({
             "operation_id": operation.id,
             "inputs": redact(&json!(suggestion.inputs)),

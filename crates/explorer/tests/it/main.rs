@@ -4,5 +4,6 @@ mod dataflow;
 mod explore;
 mod output;
 mod rest;
+mod safety;
 mod suggest;
 mod sut;
