@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use wayline_registry::openapi::{ApiSpec, Operation};
 
 use crate::names;
+pub(crate) use crate::verbs::verb_of;
 
 /// What a goal does to a resource.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -51,41 +52,62 @@ pub struct Goal {
     /// collection-wide write do the goal (see [`crate::extent`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub whole_collection: bool,
+    /// Values the target gives for the goal's own request ("update its title to y": `title:
+    /// y`; "named demo": `name: demo`), as written; typed by the spec when sent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub values: BTreeMap<String, String>,
+    /// The status the target expects ("reading it gives 404", "it is gone"): that answer is
+    /// the goal done, and any other is a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<u16>,
+    /// The method the target names for an update ("patch it": `PATCH`; "put", "replace":
+    /// `PUT`); with none, PATCH goes before PUT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Which of several alike goals this is ("create two files": 0 and 1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub copy: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 pub use crate::names::CLI_METHOD;
 
-/// Words and the verbs they mean.
-const VERBS: [(&str, &str); 29] = [
-    ("run", "run"),
-    ("execute", "run"),
-    ("create", "create"),
-    ("add", "create"),
-    ("make", "create"),
-    ("new", "create"),
-    ("provision", "create"),
-    ("get", "read"),
-    ("show", "read"),
-    ("describe", "read"),
-    ("check", "read"),
-    ("read", "read"),
-    ("fetch", "read"),
-    ("inspect", "read"),
-    ("list", "list"),
-    ("find", "list"),
-    ("update", "update"),
-    ("scale", "update"),
-    ("modify", "update"),
-    ("change", "update"),
-    ("rename", "update"),
-    ("edit", "update"),
-    ("patch", "update"),
-    ("resize", "update"),
-    ("delete", "delete"),
-    ("remove", "delete"),
-    ("destroy", "delete"),
-    ("drop", "delete"),
-    ("teardown", "delete"),
+/// Words before a status that say the target expects it ("gives 404", "expect 409").
+const STATUS_LEADS: [&str; 10] = [
+    "gives",
+    "give",
+    "returns",
+    "return",
+    "answers",
+    "expect",
+    "expecting",
+    "with",
+    "is",
+    "status",
+];
+
+/// Words after which a resource named before is where the goal happens, not one more goal
+/// ("create a record in the collection", "list the records of the bucket").
+const PREPOSITIONS: [&str; 9] = [
+    "in", "on", "of", "under", "inside", "within", "for", "from", "into",
+];
+
+/// The word a possessive `'s` is read as.
+const POSSESSIVE: &str = "wlpossessive";
+
+/// Counts before a resource ("create two files").
+const COUNTS: [(&str, u32); 8] = [
+    ("two", 2),
+    ("three", 3),
+    ("four", 4),
+    ("five", 5),
+    ("2", 2),
+    ("3", 3),
+    ("4", 4),
+    ("5", 5),
 ];
 
 /// Words that refer back to resources named before.
@@ -162,74 +184,30 @@ pub(crate) fn resources(spec: &ApiSpec) -> Vec<String> {
 pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
     let known = resources(spec);
     let spec_verbs = spec_verbs(spec, &known);
+    // Values come out first, as placeholders, so their words are read as no verb or
+    // resource and keep their case.
+    let (text, values) = crate::phrases::lift(target, &known);
     let mut goals: Vec<Goal> = Vec::new();
     // Resources named so far, with the id the target gave them.
     let mut named: Vec<(String, Option<String>)> = Vec::new();
-    let lowered = target.to_lowercase();
+    let lowered = text.to_lowercase();
     let clauses = lowered
         .split([',', ';', '.'])
         .flat_map(|clause| clause.split(" then "))
         .flat_map(|clause| clause.split(" and "));
     let mut verb: Option<Verb> = None;
     for clause in clauses {
-        let words = words(clause);
-        let mut clause_resources: Vec<(String, Option<String>)> = Vec::new();
-        // Resources this clause names as a whole ("all records").
-        let mut whole: Vec<String> = Vec::new();
-        let mut back = false;
-        let mut index = 0;
-        while index < words.len() {
-            let word = &words[index];
-            if EVERY.contains(&word.as_str())
-                && let Some((resource, length)) = resource_at(&words[index + 1..], &known)
-            {
-                index += 1 + length;
-                whole.push(resource.clone());
-                clause_resources.push((resource, None));
-                continue;
-            }
-            if let Some((_, meaning)) = VERBS.iter().find(|(text, _)| text == word) {
-                verb = Some(match *meaning {
-                    "run" => Verb::Action("run".to_owned()),
-                    "create" => Verb::Create,
-                    "read" => Verb::Read,
-                    "list" => Verb::List,
-                    "update" => Verb::Update,
-                    _ => Verb::Delete,
-                });
-                index += 1;
-                continue;
-            }
-            if BACK.contains(&word.as_str()) {
-                back = true;
-                index += 1;
-                continue;
-            }
-            if let Some((resource, length)) = resource_at(&words[index..], &known) {
-                index += length;
-                // A number right after it is the id of an existing one.
-                let id = words
-                    .get(index)
-                    .filter(|word| word.bytes().all(|byte| byte.is_ascii_digit()))
-                    .cloned();
-                if id.is_some() {
-                    index += 1;
-                }
-                clause_resources.push((resource, id));
-                continue;
-            }
-            if let Some(action) = spec_action(spec, word) {
-                verb = Some(Verb::Action(action));
-            } else if let Some((_, meaning)) = spec_verbs.iter().find(|(text, _)| text == word) {
-                verb = Some(meaning.clone());
-            }
-            index += 1;
+        // A possessive is a word of its own: `the bucket's records` is no `buckets`.
+        let words = words(&clause.replace("'s ", &format!(" {POSSESSIVE} ")));
+        let read = read_clause(&words, spec, &known, &spec_verbs, &named);
+        if read.verb.is_some() {
+            verb = read.verb.clone();
         }
         let Some(current) = verb.clone() else {
             continue;
         };
-        let mut targets = clause_resources.clone();
-        if targets.is_empty() && back {
+        let mut targets = read.resources.clone();
+        if targets.is_empty() && read.back {
             targets = if words.iter().any(|word| word == "it" || word == "its") {
                 named.last().cloned().into_iter().collect()
             } else {
@@ -249,20 +227,37 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
                 None => true,
             });
         }
-        let quoted = quoted_text(clause_original(target, clause));
+        let quoted = quoted_text(clause_original(&text, clause));
+        let clause_values: BTreeMap<String, String> = read
+            .values
+            .iter()
+            .filter_map(|index| values.get(*index))
+            .map(|value| (value.field.clone(), value.value.clone()))
+            .collect();
         for (resource, id) in targets {
-            let goal = Goal {
-                verb: current.clone(),
-                resource: resource.clone(),
-                command: (current == Verb::Action("run".to_owned()))
-                    .then(|| quoted.clone())
-                    .flatten(),
-                id: id.clone(),
-                given: given.clone(),
-                whole_collection: whole.contains(&resource),
-            };
-            if !goals.contains(&goal) {
-                goals.push(goal);
+            let count = read
+                .counts
+                .iter()
+                .find(|(counted, _)| *counted == resource)
+                .map_or(1, |(_, count)| *count);
+            for copy in 0..count {
+                let goal = Goal {
+                    verb: current.clone(),
+                    resource: resource.clone(),
+                    command: (current == Verb::Action("run".to_owned()))
+                        .then(|| quoted.clone())
+                        .flatten(),
+                    id: id.clone(),
+                    given: given.clone(),
+                    whole_collection: read.whole.contains(&resource),
+                    values: clause_values.clone(),
+                    expect: read.expect,
+                    method: read.method.clone(),
+                    copy,
+                };
+                if !goals.contains(&goal) {
+                    goals.push(goal);
+                }
             }
             match named.iter_mut().find(|(known, _)| *known == resource) {
                 Some(entry) => entry.1 = id.or(entry.1.take()),
@@ -270,7 +265,184 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
             }
         }
     }
-    creates_after_what_they_refer_to(goals, spec)
+    read_back_updates(creates_after_what_they_refer_to(goals, spec), spec)
+}
+
+/// `goals` with each update that gives values read back: the next goal about its resource,
+/// when it is a plain read, checks the values; otherwise a read that does is put right after
+/// the update (when the spec can read the resource). "Rename it to b" is not done until a
+/// read shows `b`.
+fn read_back_updates(mut goals: Vec<Goal>, spec: &ApiSpec) -> Vec<Goal> {
+    let mut at = 0;
+    while at < goals.len() {
+        let update = &goals[at];
+        if update.verb != Verb::Update || update.values.is_empty() {
+            at += 1;
+            continue;
+        }
+        let mut read = update.clone();
+        read.verb = Verb::Read;
+        read.method = None;
+        read.expect = None;
+        let next = goals[at + 1..]
+            .iter()
+            .position(|goal| goal.resource == update.resource)
+            .map(|offset| at + 1 + offset);
+        match next {
+            Some(next)
+                if goals[next].verb == Verb::Read
+                    && goals[next].expect.is_none()
+                    && goals[next].values.is_empty() =>
+            {
+                goals[next].values = read.values;
+            }
+            _ if !candidates(spec, &read).is_empty() && !goals.contains(&read) => {
+                goals.insert(at + 1, read);
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    goals
+}
+
+/// What one clause says.
+#[derive(Debug, Default)]
+struct Clause {
+    /// Its verb, when it has one (else the last clause's goes on).
+    verb: Option<Verb>,
+    /// The resources it is about, each with the id the target gave it.
+    resources: Vec<(String, Option<String>)>,
+    /// Resources it names as a whole ("all records").
+    whole: Vec<String>,
+    /// How many of a resource ("two files").
+    counts: Vec<(String, u32)>,
+    /// It refers back (`it`, `them`, `both`).
+    back: bool,
+    /// The values it gives (indexes of the lifted values).
+    values: Vec<usize>,
+    /// The status it expects.
+    expect: Option<u16>,
+    /// The method it names (`PATCH`, `PUT`).
+    method: Option<String>,
+}
+
+/// Reads the words of one clause. `named` are the resources named in the clauses before.
+fn read_clause(
+    words: &[String],
+    spec: &ApiSpec,
+    known: &[String],
+    spec_verbs: &[(String, Verb)],
+    named: &[(String, Option<String>)],
+) -> Clause {
+    let mut clause = Clause::default();
+    let mut index = 0;
+    while index < words.len() {
+        let word = &words[index];
+        let previous = index.checked_sub(1).map(|at| words[at].as_str());
+        if let Some(value) = crate::phrases::placeholder_index(word) {
+            clause.values.push(value);
+            index += 1;
+            continue;
+        }
+        // "reading it gives 404", "expect 409".
+        if let Ok(status) = word.parse::<u16>()
+            && (100..=599).contains(&status)
+            && previous.is_some_and(|previous| STATUS_LEADS.contains(&previous))
+        {
+            clause.expect = Some(status);
+            index += 1;
+            continue;
+        }
+        // "it is gone", "it no longer exists", "it is not found".
+        let gone = word == "gone"
+            || (word == "longer" && previous == Some("no"))
+            || (word == "found" && previous == Some("not"));
+        if gone {
+            clause.expect = Some(404);
+            clause.verb = Some(Verb::Read);
+            index += 1;
+            continue;
+        }
+        if EVERY.contains(&word.as_str())
+            && let Some((resource, length)) = resource_at(&words[index + 1..], known)
+        {
+            index += 1 + length;
+            clause.whole.push(resource.clone());
+            clause.resources.push((resource, None));
+            continue;
+        }
+        if let Some((_, count)) = COUNTS.iter().find(|(text, _)| text == word)
+            && let Some((resource, length)) = resource_at(&words[index + 1..], known)
+        {
+            index += 1 + length;
+            clause.counts.push((resource.clone(), *count));
+            clause.resources.push((resource, None));
+            continue;
+        }
+        if let Some(meaning) = verb_of(word) {
+            match word.as_str() {
+                "patch" | "patching" => clause.method = Some("PATCH".to_owned()),
+                "put" | "putting" | "replace" | "replacing" => {
+                    clause.method = Some("PUT".to_owned());
+                }
+                _ => {}
+            }
+            // A later verb in the clause (after "gone") does not undo the expectation's read.
+            if clause.expect.is_none() || clause.verb.is_none() {
+                clause.verb = Some(match meaning {
+                    "run" => Verb::Action("run".to_owned()),
+                    "create" => Verb::Create,
+                    "read" => Verb::Read,
+                    "list" => Verb::List,
+                    "update" => Verb::Update,
+                    _ => Verb::Delete,
+                });
+            }
+            index += 1;
+            continue;
+        }
+        if BACK.contains(&word.as_str()) {
+            clause.back = true;
+            index += 1;
+            continue;
+        }
+        if let Some((resource, length)) = resource_at(&words[index..], known) {
+            index += length;
+            // A number right after it is the id of an existing one.
+            let id = words
+                .get(index)
+                .filter(|word| word.bytes().all(|byte| byte.is_ascii_digit()))
+                .cloned();
+            if id.is_some() {
+                index += 1;
+            }
+            // A resource named before, after `in`/`of`/… (or before `'s`), is where the goal
+            // happens: "create a record in the collection", "list the bucket's records".
+            let after_preposition = previous
+                .is_some_and(|previous| PREPOSITIONS.contains(&previous))
+                || (previous.is_some_and(|previous| {
+                    matches!(previous, "the" | "that" | "this" | "its" | "their")
+                }) && index >= length + 2
+                    && PREPOSITIONS.contains(&words[index - length - 2].as_str()));
+            let possessive = words.get(index).is_some_and(|next| next == POSSESSIVE)
+                && resource_at(&words[(index + 1).min(words.len())..], known).is_some();
+            let context = id.is_none()
+                && named.iter().any(|(known, _)| *known == resource)
+                && ((after_preposition && !clause.resources.is_empty()) || possessive);
+            if !context {
+                clause.resources.push((resource, id));
+            }
+            continue;
+        }
+        if let Some(action) = spec_action(spec, word) {
+            clause.verb = Some(Verb::Action(action));
+        } else if let Some((_, meaning)) = spec_verbs.iter().find(|(text, _)| text == word) {
+            clause.verb = Some(meaning.clone());
+        }
+        index += 1;
+    }
+    clause
 }
 
 /// The resource named by the first words of `words` (one to three, joined: `special events` is
@@ -301,7 +473,7 @@ fn spec_verbs(spec: &ApiSpec, known: &[String]) -> Vec<(String, Verb)> {
         let summary = words(&operation.summary);
         let id = wayline_knowledge::words::words(&operation.id);
         for first in [summary.first(), id.first()].into_iter().flatten() {
-            let usual = VERBS.iter().any(|(text, _)| text == first)
+            let usual = verb_of(first).is_some()
                 || BACK.contains(&first.as_str())
                 || wayline_knowledge::words::is_stopword(first)
                 || known
@@ -387,10 +559,12 @@ fn spec_action(spec: &ApiSpec, word: &str) -> Option<String> {
 
 /// The operations that do `goal`. A collection-wide write does only a goal about the whole
 /// collection ("delete all records"), and such a goal is done by nothing else when it
-/// changes or deletes ("list all records" lists them as any list does).
+/// changes or deletes ("list all records" lists them as any list does). An update's
+/// candidates are the method the target names, else PATCH, then PUT, then the rest.
 pub(crate) fn candidates<'a>(spec: &'a ApiSpec, goal: &Goal) -> Vec<&'a Operation> {
     let writes = matches!(goal.verb, Verb::Update | Verb::Delete);
-    spec.operations
+    let mut found = spec
+        .operations
         .iter()
         .filter(|operation| {
             operation_resource(operation) == goal.resource && operation_verb(operation) == goal.verb
@@ -402,7 +576,24 @@ pub(crate) fn candidates<'a>(spec: &'a ApiSpec, goal: &Goal) -> Vec<&'a Operatio
                 !(goal.whole_collection && writes)
             }
         })
-        .collect()
+        .collect::<Vec<_>>();
+    if goal.verb != Verb::Update {
+        return found;
+    }
+    // The method the target names, when the API has it; else a partial update (PATCH)
+    // before a replacement (PUT), which would drop the fields it is not given.
+    if let Some(method) = &goal.method
+        && found.iter().any(|operation| operation.method == *method)
+    {
+        found.retain(|operation| operation.method == *method);
+    }
+    let order = |operation: &&Operation| match operation.method.as_str() {
+        "PATCH" => 0,
+        "PUT" => 1,
+        _ => 2,
+    };
+    found.sort_by_key(order);
+    found
 }
 
 #[cfg(test)]
@@ -440,6 +631,10 @@ mod tests {
             id: id.map(str::to_owned),
             given: BTreeMap::new(),
             whole_collection: false,
+            values: BTreeMap::new(),
+            expect: None,
+            method: None,
+            copy: 0,
         }
     }
 
@@ -475,6 +670,99 @@ mod tests {
         // `them all` refers back; it is no whole collection.
         let goals = parse("create a record, then delete them all", &spec);
         assert!(!goals[1].whole_collection);
+    }
+
+    fn nested() -> ApiSpec {
+        let ok = json!({"200": {"description": "ok"}});
+        ApiSpec::parse(
+            &json!({"openapi": "3.0.0", "paths": {
+                "/buckets": {"post": {"operationId": "createBucket", "responses": ok}},
+                "/buckets/{bid}/records": {"post": {"operationId": "createRecord", "responses": ok},
+                                           "get": {"operationId": "listRecords", "responses": ok}},
+                "/buckets/{bid}/records/{id}": {
+                    "get": {"operationId": "getRecord", "responses": ok},
+                    "put": {"operationId": "putRecord", "responses": ok},
+                    "patch": {"operationId": "patchRecord", "responses": ok}}
+            }})
+            .to_string(),
+            Path::new("spec.json"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn targets_carry_values_outcomes_methods_and_counts() {
+        let spec = nested();
+        let goals = parse(
+            "create a record with title hello, then update its title to Second, then reading it gives 404",
+            &spec,
+        );
+        assert_eq!(goals.len(), 4, "{goals:#?}");
+        assert_eq!(goals[0].values["title"], "hello");
+        assert_eq!(goals[1].verb, Verb::Update);
+        assert_eq!(goals[1].values["title"], "Second");
+        assert_eq!(goals[1].method, None);
+        // The update is read back before the read that expects an error.
+        assert_eq!((goals[2].verb.clone(), goals[2].expect), (Verb::Read, None));
+        assert_eq!(goals[2].values["title"], "Second");
+        assert_eq!(
+            (goals[3].verb.clone(), goals[3].expect),
+            (Verb::Read, Some(404))
+        );
+        // A read that follows the update checks its values.
+        let goals = parse(
+            "create a record, then update its title to x, then read it",
+            &spec,
+        );
+        assert_eq!(goals.len(), 3, "{goals:#?}");
+        assert_eq!(goals[2].values["title"], "x");
+        let goals = parse("create a record, delete it, then it is gone", &spec);
+        assert_eq!(
+            (goals[2].verb.clone(), goals[2].expect),
+            (Verb::Read, Some(404))
+        );
+        let goals = parse("create a record, then patch it with title x", &spec);
+        assert_eq!(goals[1].method.as_deref(), Some("PATCH"));
+        let goals = parse("create a record, then replace it with title x", &spec);
+        assert_eq!(goals[1].method.as_deref(), Some("PUT"));
+        // Two of one resource are two goals; the parent named before is where they go.
+        let goals = parse(
+            "create a bucket, create two records in the bucket, then list the bucket's records",
+            &spec,
+        );
+        let read: Vec<(Verb, &str, u32)> = goals
+            .iter()
+            .map(|goal| (goal.verb.clone(), goal.resource.as_str(), goal.copy))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (Verb::Create, "bucket", 0),
+                (Verb::Create, "record", 0),
+                (Verb::Create, "record", 1),
+                (Verb::List, "record", 0)
+            ]
+        );
+        let goals = parse(
+            "create a bucket, then list the records of the bucket",
+            &spec,
+        );
+        assert_eq!(goals.len(), 2, "no list of buckets: {goals:#?}");
+    }
+
+    #[test]
+    fn verbs_in_their_other_forms() {
+        for (word, verb) in [
+            ("reading", "read"),
+            ("getting", "read"),
+            ("creating", "create"),
+            ("deleting", "delete"),
+            ("listing", "list"),
+            ("patching", "update"),
+        ] {
+            assert_eq!(verb_of(word), Some(verb), "{word}");
+        }
+        assert_eq!(verb_of("thing"), None);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //!   with credentials from environment variables, the spec, preset variables, command-line
 //!   tools, and the execution settings (auto mode, checkpoints, confidence threshold, polling).
 //! - [`auth`]: the SUT's credentials on every request.
-//! - [`intent`]: a target in plain words read as goals (verbs → CRUD, nouns → resources).
+//! - [`intent`]: a target in plain words read as goals (verbs → CRUD, nouns → resources,
+//!   values and expected answers; `phrases.rs` lifts the values out of the words).
 //! - [`dataflow`]: producer/consumer inference over a spec (which operation provides the id
 //!   another needs).
 //! - [`envelope`]: where the resource and its id are in an answer of any shape.
@@ -57,11 +58,14 @@ mod lifecycle;
 mod location;
 mod names;
 pub mod output;
+mod phrases;
+mod placing;
 pub mod state;
 pub mod suggest;
 pub mod sut;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod verbs;
 
 pub use error::Error;
 pub use exploration::{Exploration, ExplorationStatus};

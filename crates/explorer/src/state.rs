@@ -41,6 +41,10 @@ pub struct ExploreState {
     /// The variables a person gave (answers): they win over what the session found.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answered: Vec<String>,
+    /// Resources this session deleted, filed as `resources` are: a target that checks one is
+    /// gone ("then reading it gives 404") reads it by its old id.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub gone: IndexMap<String, IndexMap<String, Resource>>,
 }
 
 pub(crate) use wayline_core::secret::{is_secret_name, mask_secret_names as redact};
@@ -128,6 +132,21 @@ impl ExploreState {
             })
             .find_map(|(_, named)| named.iter().next_back())
             .map(|(name, found)| (name.as_str(), found))
+    }
+
+    /// The id of the latest resource of `kind` (in any naming convention) this session
+    /// deleted.
+    pub fn gone_id(&self, kind: &str) -> Option<Value> {
+        let (singular, plural_kind) = (names::normalize(kind), names::normalize(&plural(kind)));
+        self.gone
+            .iter()
+            .filter(|(plural_type, _)| {
+                names::normalize(plural_type) == plural_kind
+                    || names::normalize(&wayline_registry::openapi::singular(plural_type))
+                        == singular
+            })
+            .find_map(|(_, named)| named.values().next_back())
+            .map(|found| Value::from(found.id.clone()))
     }
 
     /// The id of the latest resource of `kind`, with the JSON type the API gave it.
@@ -369,12 +388,16 @@ impl ExploreState {
                     named.retain(|name, known| {
                         let keep = known.id != id;
                         if !keep {
-                            gone.push(name.clone());
+                            gone.push((name.clone(), known.clone()));
                         }
                         keep
                     });
-                    for name in gone {
+                    for (name, resource) in gone {
                         self.variables.shift_remove(&name);
+                        self.gone
+                            .entry(kind.clone())
+                            .or_default()
+                            .insert(name, resource);
                     }
                 }
                 Vec::new()

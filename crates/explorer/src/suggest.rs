@@ -170,6 +170,17 @@ impl<'a> Suggester<'a> {
                 let (source, base) = match ranked.get(1) {
                     None => (Source::SingleCandidate, 0.85),
                     Some((_, second)) if top_rate - second >= 0.15 => (Source::Dominant, 0.75),
+                    // An update's method decides a tie: the one the target names, else PATCH
+                    // before PUT (see `intent::candidates`).
+                    Some((next, second))
+                        if goal.verb == Verb::Update
+                            && top_rate >= *second
+                            && top.method != next.method
+                            && (goal.method.as_deref() == Some(top.method.as_str())
+                                || top.method == "PATCH") =>
+                    {
+                        (Source::Dominant, 0.75)
+                    }
                     Some(_) => (Source::Similar, 0.6),
                 };
                 (
@@ -463,6 +474,7 @@ impl<'a> Suggester<'a> {
         state: &ExploreState,
     ) -> Option<Value> {
         literal_id(goal, operation, parameter)
+            .or_else(|| gone_id(goal, operation, parameter, state))
             .or_else(|| state.given_value(operation, parameter))
             .or_else(|| self.linked_value(operation, parameter, state))
             .or_else(|| state.value_for_parameter(operation, parameter))
@@ -527,7 +539,21 @@ impl<'a> Suggester<'a> {
                 .unwrap_or_else(|| operation.description.clone());
             inputs.insert("command".to_owned(), Value::from(command));
         }
-        let missing = self.missing(operation, resource, state, goal.as_ref());
+        // The values the target gives for this goal go into its own request.
+        let mut unplaced = Vec::new();
+        if let Some(goal) = goal.as_ref().filter(|goal| takes_values(goal, operation)) {
+            unplaced = crate::placing::place(operation, &goal.values, &mut inputs);
+        }
+        let mut missing = self.missing(operation, resource, state, goal.as_ref());
+        missing.retain(|name| {
+            let input = operation
+                .parameters
+                .iter()
+                .find(|parameter| parameter.name == *name)
+                .map_or(name.as_str(), |parameter| parameter.input.as_str());
+            !inputs.contains_key(input)
+        });
+        missing.extend(unplaced);
         let pitfalls: Vec<String> = self
             .knowledge
             .as_ref()
@@ -600,6 +626,31 @@ fn literal_id(goal: Option<&Goal>, operation: &Operation, parameter: &Parameter)
         .then(|| id.parse::<u64>().ok().map(Value::from))
         .flatten();
     Some(number.unwrap_or_else(|| Value::from(id.clone())))
+}
+
+/// For a goal that expects an error ("then reading it gives 404"), the id of its resource
+/// as this session deleted it: the path parameter that holds the goal's resource's id.
+fn gone_id(
+    goal: Option<&Goal>,
+    operation: &Operation,
+    parameter: &Parameter,
+    state: &ExploreState,
+) -> Option<Value> {
+    let goal = goal.filter(|goal| goal.expect.is_some_and(|status| status >= 400))?;
+    let owner = crate::state::owner_of(operation, parameter);
+    (parameter.location == ParameterLocation::Path
+        && names::normalize(&owner) == names::normalize(&goal.resource))
+    .then(|| state.gone_id(&owner))
+    .flatten()
+}
+
+/// True when `operation` does `goal` itself and the goal gives values to send: a create, an
+/// update or an action (a read's values are what it checks, not what it sends).
+fn takes_values(goal: &Goal, operation: &Operation) -> bool {
+    !goal.values.is_empty()
+        && matches!(goal.verb, Verb::Create | Verb::Update | Verb::Action(_))
+        && operation_resource(operation) == goal.resource
+        && intent::operation_verb(operation) == goal.verb
 }
 
 fn verb_word(verb: &Verb) -> String {

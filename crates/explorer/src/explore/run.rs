@@ -300,6 +300,18 @@ impl Explorer {
             }
         }
         session.pending_step = None;
+        if let Some(why) = self.unexpected(&suggestion, &mut ran) {
+            // The API answered, and not as the target says it should: no retry or question
+            // changes that, and it is no failure of the API to learn.
+            session.rejected_steps.push(RejectedStep {
+                operation_id: operation.id.clone(),
+                error: why,
+                user_action: "the session stopped: the API did not do what the target expects"
+                    .to_owned(),
+            });
+            session.session.status = ExplorationStatus::Failed;
+            return Ok(Then::Stop);
+        }
         if ran.success {
             self.record_success(session, pass, &operation, &suggestion, ran, until)
                 .await;
@@ -313,6 +325,43 @@ impl Explorer {
         Ok(Then::Next)
     }
 
+    /// Holds `ran` to what the target expects of its goal: the status it names ("gives 404")
+    /// is a success, any other answer is not; a read of what an update with values changed
+    /// shows those values. Why, when the answer is not what the target expects.
+    fn unexpected(&self, suggestion: &Suggestion, ran: &mut Ran) -> Option<String> {
+        let goal = suggestion.goal.as_ref()?;
+        if let Some(expected) = goal.expect {
+            if ran.status == Some(expected) {
+                ran.success = true;
+                ran.error = None;
+                return None;
+            }
+            ran.success = false;
+            return Some(match ran.status {
+                Some(status) => format!("the target expects {expected}; the API answered {status}"),
+                None => format!(
+                    "the target expects {expected}; the call got no answer ({})",
+                    ran.error.as_deref().unwrap_or("failed")
+                ),
+            });
+        }
+        if !ran.success || goal.verb != intent::Verb::Read || goal.values.is_empty() {
+            return None;
+        }
+        let parameters = crate::envelope::item_parameters(&self.spec, &goal.resource);
+        let found = crate::envelope::find(&ran.output, &goal.resource, &parameters);
+        let differences = crate::placing::differences(found.object, &goal.values);
+        if differences.is_empty() {
+            return None;
+        }
+        ran.success = false;
+        Some(format!(
+            "the {} does not show the change the target asked for: {}",
+            goal.resource,
+            differences.join("; ")
+        ))
+    }
+
     /// A step that succeeded: the variables and states it gave, its goal done, the step
     /// confirmed, its numbers learned.
     async fn record_success(
@@ -324,13 +373,18 @@ impl Explorer {
         ran: Ran,
         until: Option<String>,
     ) {
-        let saved = session.current_state.apply(
-            &self.spec,
-            operation,
-            &suggestion.inputs,
-            &ran.output,
-            ran.location.as_deref(),
-        );
+        // An expected error ("gives 404") says nothing of the resource.
+        let saved = if ran.status.is_some_and(|status| status >= 400) {
+            Vec::new()
+        } else {
+            session.current_state.apply(
+                &self.spec,
+                operation,
+                &suggestion.inputs,
+                &ran.output,
+                ran.location.as_deref(),
+            )
+        };
         if let Some(goal) = &suggestion.goal
             && !session.goals_done.contains(goal)
         {
