@@ -144,3 +144,33 @@ pub fn mcp_ts_client(what: &str) -> Option<PathBuf> {
         what,
     )
 }
+
+/// An executable `.ci/run` installs from a package registry (PyPI or Debian) onto the `PATH`
+/// (`kinto`, `pdns_server`), or the one the environment variable `override_var` names. Where
+/// it is missing: under CI (`CI` set) the test fails, since `.ci/run` installs it; elsewhere
+/// one line says `what` is skipped and why.
+pub fn installed_tool(bin: &str, override_var: &str, what: &str) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(override_var) {
+        return Some(PathBuf::from(path));
+    }
+    let search = [
+        std::env::var_os("PATH").unwrap_or_default(),
+        // Debian installs daemons outside a user's PATH.
+        std::ffi::OsString::from("/usr/sbin:/sbin"),
+    ];
+    let found = search
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(bin))
+        .find(|candidate| candidate.is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{what}: `{bin}` is not installed, and .ci/run installs it"
+        );
+        eprintln!(
+            "skipped: {what} ({bin} is not installed here; .ci/run installs it, or set {override_var})"
+        );
+    }
+    found
+}

@@ -22,6 +22,7 @@ mod plan;
 mod run;
 mod sandbox;
 mod schema;
+mod services;
 mod test_command;
 mod workers;
 mod workflows;
