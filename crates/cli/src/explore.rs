@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
-use wayline_core::intervene::{Answer, AutoApprove, Interventor, Question, QuestionKind};
+use wayline_core::intervene::{Answer, Answerer, AutoApprove, Interventor, Question, QuestionKind};
 use wayline_explorer::ScriptedInterventor;
 use wayline_explorer::auth::sut_transport;
 use wayline_explorer::exploration::ExplorationStatus;
@@ -102,6 +102,61 @@ impl Interventor for TerminalInterventor {
     }
 }
 
+/// An interventor that answers without a person, its questions and answers printed on
+/// stderr as they come (when `shown`).
+#[derive(Debug)]
+struct Echo<I> {
+    inner: I,
+    shown: bool,
+}
+
+impl<I> Echo<I> {
+    fn new(inner: I, shown: bool) -> Self {
+        Echo { inner, shown }
+    }
+}
+
+#[async_trait::async_trait]
+impl<I: Interventor> Interventor for Echo<I> {
+    async fn ask(&self, question: &Question) -> Answer {
+        let answer = self.inner.ask(question).await;
+        if self.shown {
+            let by = match self.inner.answerer() {
+                Answerer::AnswersFile => "the answers file",
+                Answerer::Auto => "auto mode",
+                _ => "a person",
+            };
+            let said = match &answer {
+                Answer::Yes => "yes".to_owned(),
+                Answer::No => "no".to_owned(),
+                Answer::Choose(index) => question
+                    .options
+                    .get(*index)
+                    .map_or_else(|| format!("option {index}"), Clone::clone),
+                // Values as JSON show with secret fields masked; a bare text may be a secret
+                // for the one field asked for, so only its length shows.
+                Answer::Text(text) => match serde_json::from_str::<serde_json::Value>(text) {
+                    Ok(value @ serde_json::Value::Object(_)) => {
+                        wayline_core::secret::mask_secret_names(&value).to_string()
+                    }
+                    _ => format!("{} character(s) of text", text.chars().count()),
+                },
+                _ => "stop".to_owned(),
+            };
+            eprintln!(
+                "? {}
+  → {said} ({by})",
+                question.message
+            );
+        }
+        answer
+    }
+
+    fn answerer(&self) -> Answerer {
+        self.inner.answerer()
+    }
+}
+
 fn home_dir(name: &str) -> Option<PathBuf> {
     wayline_store::default_location().and_then(|db| db.parent().map(|home| home.join(name)))
 }
@@ -123,9 +178,15 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
     let credentials = sut
         .credentials(&|name| std::env::var(name).ok())
         .map_err(fail)?;
+    // Answers given without a person are shown as they are given (on stderr), in text mode;
+    // the JSON summary and the session file keep them all in the transcript.
+    let echo = args.format == ReportFormat::Text;
     let interventor: Arc<dyn Interventor> = match (&args.answers, args.auto) {
-        (Some(path), _) => Arc::new(ScriptedInterventor::load(path).map_err(fail)?),
-        (None, true) => Arc::new(AutoApprove),
+        (Some(path), _) => Arc::new(Echo::new(
+            ScriptedInterventor::load(path).map_err(fail)?,
+            echo,
+        )),
+        (None, true) => Arc::new(Echo::new(AutoApprove, echo)),
         (None, false) => Arc::new(TerminalInterventor),
     };
     let session_dir = args
@@ -185,6 +246,8 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
             "confirmed_steps": session.confirmed_steps.len(),
             "interventions": session.interventions,
             "generated": session.generated,
+            "transcript": session.transcript,
+            "stop_reason": session.stop_reason,
             "output": output.display().to_string(),
         })),
         ReportFormat::Text => {
@@ -210,6 +273,9 @@ fn explore(args: ExploreArgs) -> Result<Outcome, Outcome> {
                 session.interventions,
                 output.display()
             );
+            if let Some(reason) = &session.stop_reason {
+                outln!("  why it stopped: {reason}");
+            }
             if session.session.status == ExplorationStatus::InProgress {
                 outln!("resume it with --resume {}", session.session.id);
             }

@@ -101,11 +101,29 @@ pub enum Answer {
     Abort,
 }
 
+/// Who gives an interventor's answers, as a session's transcript records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Answerer {
+    /// A person, asked as the question comes.
+    Person,
+    /// A file of answers written before the run.
+    AnswersFile,
+    /// No one: the answers follow a fixed rule ([`AutoApprove`]).
+    Auto,
+}
+
 /// Asks a person. See the [module documentation](self) for the contract.
 #[async_trait::async_trait]
 pub trait Interventor: Send + Sync + fmt::Debug {
     /// Asks `question`.
     async fn ask(&self, question: &Question) -> Answer;
+
+    /// Who answers (a person, unless the implementation says otherwise).
+    fn answerer(&self) -> Answerer {
+        Answerer::Person
+    }
 }
 
 /// Answers without asking: yes to confirmations and pitfalls, the first option to choices,
@@ -121,5 +139,9 @@ impl Interventor for AutoApprove {
             QuestionKind::Choose if !question.options.is_empty() => Answer::Choose(0),
             _ => Answer::Abort,
         }
+    }
+
+    fn answerer(&self) -> Answerer {
+        Answerer::Auto
     }
 }

@@ -55,7 +55,7 @@ pub use decide::{Decider, Decision, DecisionError, DecisionRequest, ScriptedDeci
 pub use error::Error;
 pub use expect::{Check, CheckOps, Expect, JsonType, StatusPattern, StatusSet};
 pub use expr::Expression;
-pub use intervene::{Answer, AutoApprove, Interventor, Question, QuestionKind};
+pub use intervene::{Answer, Answerer, AutoApprove, Interventor, Question, QuestionKind};
 pub use mcp::{McpCall, McpClient, McpError, McpErrorKind, McpOutcome, McpServer};
 pub use notify::{FailedStep, NoticeKind, Notifier, NotifyError, NotifyErrorKind, RunNotice};
 pub use observer::{OwnedRunEvent, RunEvent, RunObserver};

@@ -11,6 +11,8 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use wayline_core::intervene::Answerer;
+
 use crate::Error;
 use crate::intent::Goal;
 use crate::state::ExploreState;
@@ -134,9 +136,47 @@ pub struct Exploration {
     /// (`title: wayline-5f2a1c-1`), by field.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub generated: IndexMap<String, Value>,
+    /// Every question asked and every value made up, in order, with the answer and who gave
+    /// it: what a run with `--auto` or an answers file did in a person's stead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transcript: Vec<Exchange>,
+    /// Why the session stopped, once it has (completed, failed, stopped by a person, or out
+    /// of steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+/// One question the session asked, or one value it made up, as the transcript keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Exchange {
+    /// How many steps were confirmed before it.
+    pub after_steps: u32,
+    /// The question's kind (`confirm`, `choose`, `pitfall`, `clarify`, `credentials`,
+    /// `error`), or `made_up` for a value auto mode made up.
+    pub kind: String,
+    /// The operation it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
+    /// The question, as put.
+    pub question: String,
+    /// The options offered, for a choice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    /// The answer in words: `yes`, `no`, `stop`, `option 0 (patchPost)`, or the text given
+    /// (secret fields masked).
+    pub answer: String,
+    /// Who gave it.
+    pub by: Answerer,
 }
 
 impl Exploration {
+    /// Ends the session with `status`, saying why.
+    pub fn end(&mut self, status: ExplorationStatus, reason: impl Into<String>) {
+        self.session.status = status;
+        self.stop_reason = Some(reason.into());
+    }
+
     /// A new session.
     pub fn new(sut: &str, target: &str, mode: &str, now: DateTime<Utc>) -> Self {
         Exploration {
@@ -157,6 +197,8 @@ impl Exploration {
             interventions: 0,
             confidences: Vec::new(),
             generated: IndexMap::new(),
+            transcript: Vec::new(),
+            stop_reason: None,
         }
     }
 

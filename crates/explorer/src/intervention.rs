@@ -21,7 +21,7 @@ use std::sync::Mutex;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
-use wayline_core::intervene::{Answer, Interventor, Question, QuestionKind};
+use wayline_core::intervene::{Answer, Answerer, Interventor, Question, QuestionKind};
 
 use crate::Error;
 use crate::sut::SutConfig;
@@ -382,6 +382,10 @@ impl Interventor for ScriptedInterventor {
             }
         }
         self.default.clone()
+    }
+
+    fn answerer(&self) -> Answerer {
+        Answerer::AnswersFile
     }
 }
 

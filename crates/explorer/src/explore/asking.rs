@@ -2,10 +2,10 @@
 //! the required inputs nothing gives.
 
 use serde_json::{Value, json};
-use wayline_core::intervene::{Answer, Question, QuestionKind};
+use wayline_core::intervene::{Answer, Answerer, Question, QuestionKind};
 use wayline_registry::openapi::{Operation, ParameterLocation};
 
-use crate::exploration::{Exploration, ExplorationStatus, RejectedStep};
+use crate::exploration::{Exchange, Exploration, ExplorationStatus, RejectedStep};
 use crate::intent::{self};
 use crate::intervention::Action;
 use crate::names;
@@ -49,8 +49,7 @@ impl Explorer {
                 "inputs": suggestion.inputs.keys().collect::<Vec<_>>(),
                 "missing": suggestion.missing,
             }));
-        session.interventions += 1;
-        match self.interventor.ask(&question).await {
+        match self.put(session, question).await {
             Answer::Yes if !suggestion.operation.is_empty() => {
                 Asked::Go(suggestion.operation.clone())
             }
@@ -82,7 +81,10 @@ impl Explorer {
                 merge_variables(&mut session.current_state, &text, operation);
                 Asked::Skip
             }
-            _ => self.stop(session, "stopped"),
+            _ => self.stop(
+                session,
+                &format!("the answer to `{}` was to stop", suggestion.operation),
+            ),
         }
     }
 
@@ -124,6 +126,15 @@ impl Explorer {
                     .current_state
                     .variables
                     .insert(key.clone(), value.clone());
+                session.transcript.push(Exchange {
+                    after_steps: u32::try_from(session.confirmed_steps.len()).unwrap_or(u32::MAX),
+                    kind: "made_up".to_owned(),
+                    operation: Some(suggestion.operation.clone()),
+                    question: format!("`{name}` is required and nothing gives it"),
+                    options: Vec::new(),
+                    answer: value.to_string(),
+                    by: Answerer::Auto,
+                });
                 session.generated.insert(key, value);
             }
             missing.retain(|name| !made_up_freely(name));
@@ -164,8 +175,7 @@ impl Explorer {
         )
         .operation(suggestion.operation.clone())
         .context(json!({"missing": missing, "known": known, "why": suggestion.reason}));
-        session.interventions += 1;
-        match self.interventor.ask(&question).await {
+        match self.put(session, question).await {
             Answer::Text(text) => {
                 match serde_json::from_str::<Value>(&text) {
                     Ok(Value::Object(values)) => {
@@ -206,7 +216,13 @@ impl Explorer {
                 }
                 Asked::Skip
             }
-            _ => self.stop(session, "values were needed and none were given"),
+            _ => self.stop(
+                session,
+                &format!(
+                    "`{}` needs {listed}, and the answer was to stop",
+                    suggestion.operation
+                ),
+            ),
         }
     }
 
@@ -233,7 +249,10 @@ impl Explorer {
                 user_action: "not run: auto mode never runs a collection-wide write unasked"
                     .to_owned(),
             });
-            session.session.status = ExplorationStatus::Failed;
+            session.end(
+                ExplorationStatus::Failed,
+                format!("{why}; {context}: auto mode never runs it unasked"),
+            );
             return Asked::Stop;
         }
         let question = Question::new(
@@ -242,8 +261,7 @@ impl Explorer {
         )
         .operation(suggestion.operation.clone())
         .context(json!({"collection_wide": why}));
-        session.interventions += 1;
-        match self.interventor.ask(&question).await {
+        match self.put(session, question).await {
             Answer::Yes => Asked::Go(suggestion.operation.clone()),
             Answer::No => {
                 session.rejected_steps.push(RejectedStep {
@@ -262,9 +280,55 @@ impl Explorer {
 
     fn stop(&self, session: &mut Exploration, why: &str) -> Asked {
         tracing::info!(why, "the session stops");
-        session.session.status = ExplorationStatus::Aborted;
+        session.end(ExplorationStatus::Aborted, why);
         Asked::Stop
     }
+
+    /// Puts `question` to the interventor, and keeps it in the transcript with the answer and
+    /// who gave it.
+    pub(super) async fn put(&self, session: &mut Exploration, question: Question) -> Answer {
+        session.interventions += 1;
+        let answer = self.interventor.ask(&question).await;
+        let said = match &answer {
+            Answer::Yes => "yes".to_owned(),
+            Answer::No => "no".to_owned(),
+            Answer::Choose(index) => match question.options.get(*index) {
+                Some(option) => format!("option {index} ({option})"),
+                None => format!("option {index}"),
+            },
+            Answer::Text(text) => match serde_json::from_str::<Value>(text) {
+                Ok(value @ Value::Object(_)) => crate::state::redact(&value).to_string(),
+                // A bare text answers the one input asked for: masked when that is a secret.
+                _ if asks_for_a_secret(&question) => "[secret]".to_owned(),
+                _ => text.clone(),
+            },
+            _ => "stop".to_owned(),
+        };
+        let kind = serde_json::to_value(question.kind)
+            .ok()
+            .and_then(|kind| kind.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        session.transcript.push(Exchange {
+            after_steps: u32::try_from(session.confirmed_steps.len()).unwrap_or(u32::MAX),
+            kind,
+            operation: question.operation.clone(),
+            question: question.message.clone(),
+            options: question.options.clone(),
+            answer: said,
+            by: self.interventor.answerer(),
+        });
+        answer
+    }
+}
+
+/// True when `question` asks for an input named as a secret is (`password`, `apiKey`).
+fn asks_for_a_secret(question: &Question) -> bool {
+    question.context["missing"].as_array().is_some_and(|names| {
+        names
+            .iter()
+            .filter_map(Value::as_str)
+            .any(crate::state::is_secret_name)
+    })
 }
 
 /// How many of an answer's values a question shows.

@@ -193,6 +193,7 @@ impl Explorer {
         }
         if session.session.status == ExplorationStatus::Aborted {
             session.session.status = ExplorationStatus::InProgress;
+            session.stop_reason = None;
         }
         Ok(session)
     }

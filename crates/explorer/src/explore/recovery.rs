@@ -40,7 +40,10 @@ impl Explorer {
             error: format!("{what} {MAX_STRIKES} times"),
             user_action: "the session stopped".to_owned(),
         });
-        session.session.status = ExplorationStatus::Failed;
+        session.end(
+            ExplorationStatus::Failed,
+            format!("`{operation}` {what} {MAX_STRIKES} times"),
+        );
         true
     }
 
@@ -113,8 +116,7 @@ impl Explorer {
         let question = Question::new(kind, message)
             .operation(operation.id.clone())
             .context(json!({"status": status, "error": error}));
-        session.interventions += 1;
-        let answer = self.interventor.ask(&question).await;
+        let answer = self.put(session, question).await;
         if kind == QuestionKind::Credentials {
             // Credentials come from the SUT's environment variables, never from an answer (it
             // would land in the session file); retrying with the same ones cannot help.

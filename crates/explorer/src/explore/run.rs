@@ -84,6 +84,12 @@ impl Explorer {
                 break;
             }
         }
+        if session.session.status == ExplorationStatus::InProgress {
+            session.stop_reason = Some(format!(
+                "the step limit of one call ({}) was reached; resume the session to go on",
+                self.max_steps
+            ));
+        }
         // The whole session, once, as a pattern for the target: when it was completed by this
         // call (a resumed completed session is not learned again) and no goal was skipped.
         if began_in_progress
@@ -117,7 +123,10 @@ impl Explorer {
             let Some(suggestion) =
                 suggester.next(&session.current_state, &session.goals_done, &confirmed)
             else {
-                session.session.status = ExplorationStatus::Completed;
+                session.end(
+                    ExplorationStatus::Completed,
+                    "every goal of the target is done",
+                );
                 return Ok(Then::Stop);
             };
             session.confidences.push(round(suggestion.confidence));
@@ -164,7 +173,14 @@ impl Explorer {
                         ),
                         user_action: "the session stopped".to_owned(),
                     });
-                    session.session.status = ExplorationStatus::Failed;
+                    session.end(
+                        ExplorationStatus::Failed,
+                        format!(
+                            "`{}` needs {}, and nothing gave it after {MAX_STRIKES} questions",
+                            suggestion.operation,
+                            suggestion.missing.join(", ")
+                        ),
+                    );
                     return Ok(Then::Stop);
                 }
             }
@@ -250,7 +266,10 @@ impl Explorer {
         suggestion: Suggestion,
     ) -> Result<Then, Error> {
         let Some(operation) = self.spec.operation(&suggestion.operation).cloned() else {
-            session.session.status = ExplorationStatus::Failed;
+            session.end(
+                ExplorationStatus::Failed,
+                format!("the spec has no operation `{}`", suggestion.operation),
+            );
             return Ok(Then::Stop);
         };
         // The safety rule, checked where every call passes: a collection-wide write runs
@@ -305,11 +324,14 @@ impl Explorer {
             // changes that, and it is no failure of the API to learn.
             session.rejected_steps.push(RejectedStep {
                 operation_id: operation.id.clone(),
-                error: why,
+                error: why.clone(),
                 user_action: "the session stopped: the API did not do what the target expects"
                     .to_owned(),
             });
-            session.session.status = ExplorationStatus::Failed;
+            session.end(
+                ExplorationStatus::Failed,
+                format!("`{}`: {why}", operation.id),
+            );
             return Ok(Then::Stop);
         }
         if ran.success {
@@ -438,12 +460,18 @@ impl Explorer {
                 }
             }
             Recovery::Stop(action) => {
+                session.end(
+                    ExplorationStatus::Aborted,
+                    format!(
+                        "`{}` failed ({error}), and the answer was: {action}",
+                        operation.id
+                    ),
+                );
                 session.rejected_steps.push(RejectedStep {
                     operation_id: operation.id.clone(),
                     error,
                     user_action: action,
                 });
-                session.session.status = ExplorationStatus::Aborted;
             }
         }
         Then::Next

@@ -663,6 +663,16 @@ async fn required_fields_nothing_gives_are_made_up_or_asked_for_never_sent_empty
     // Kept for the post alone: the next resource's title is its own.
     let made_up = session.generated["post.title"].as_str().unwrap().to_owned();
     assert!(made_up.starts_with("wayline-"), "{made_up}");
+    let exchange = &session.transcript[0];
+    assert_eq!(
+        (exchange.kind.as_str(), exchange.by),
+        ("made_up", wayline_core::intervene::Answerer::Auto)
+    );
+    assert_eq!(exchange.answer, json!(made_up).to_string());
+    assert_eq!(
+        session.stop_reason.as_deref(),
+        Some("every goal of the target is done")
+    );
     assert_eq!(api.bodies("POST"), [json!({"title": made_up})]);
 
     // A required field that is not a name is asked for, before any call.
@@ -882,6 +892,22 @@ async fn names_no_rule_links_are_asked_about_once_naming_both_sides() {
         "`deletePost` needs `postId`, which nothing known gives (`createPost` answered \
          `key` = 1, `title` = \"first post\"); give the values as JSON ({\"postId\": ...}), \
          or say no to skip it"
+    );
+    // The transcript keeps the question, the answer and who gave it; and why it stopped.
+    let exchange = &session.transcript[0];
+    assert_eq!(
+        (
+            exchange.kind.as_str(),
+            exchange.answer.as_str(),
+            exchange.after_steps
+        ),
+        ("clarify", "stop", 1)
+    );
+    assert_eq!(exchange.by, wayline_core::intervene::Answerer::AnswersFile);
+    assert_eq!(exchange.question, asked[0].message);
+    assert_eq!(
+        session.stop_reason.as_deref(),
+        Some("`deletePost` needs `postId`, and the answer was to stop")
     );
 }
 

@@ -277,6 +277,12 @@ fn explore_reaches_targets_in_a_users_words_on_kinto() {
         .as_str()
         .unwrap_or_default();
     assert!(rejected.contains("whole collection"), "{}", run.session);
+    let why = run.summary["stop_reason"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("auto mode never runs it unasked"),
+        "{}",
+        run.summary
+    );
 
     // What existed before the runs is untouched, and no collection-wide write was sent.
     let all = kinto.requests();
