@@ -140,10 +140,24 @@ pub struct Exploration {
     /// it: what a run with `--auto` or an answers file did in a person's stead.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transcript: Vec<Exchange>,
+    /// The operations a person chose for goals (instead of the one suggested): the next
+    /// suggestions for those goals, retries included, are these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<Choice>,
     /// Why the session stopped, once it has (completed, failed, stopped by a person, or out
     /// of steps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+}
+
+/// An operation a person chose for a goal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Choice {
+    /// The goal.
+    pub goal: Goal,
+    /// The operation chosen for it.
+    pub operation: String,
 }
 
 /// One question the session asked, or one value it made up, as the transcript keeps it.
@@ -198,6 +212,7 @@ impl Exploration {
             confidences: Vec::new(),
             generated: IndexMap::new(),
             transcript: Vec::new(),
+            choices: Vec::new(),
             stop_reason: None,
         }
     }

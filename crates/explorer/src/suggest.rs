@@ -11,6 +11,7 @@ use wayline_knowledge::Queries;
 use wayline_registry::openapi::{ApiSpec, LinkSource, Operation, Parameter, ParameterLocation};
 
 use crate::dataflow::DataFlow;
+use crate::exploration::Choice;
 use crate::intent::{self, Goal, Verb, operation_resource};
 use crate::intervention::Source;
 use crate::lifecycle::{failed_states, is_transitional, settled_state, state_field};
@@ -86,6 +87,8 @@ pub struct Suggester<'a> {
     knowledge: Option<Queries<'a>>,
     target: String,
     goals: Vec<Goal>,
+    /// The operations a person chose for goals.
+    choices: &'a [Choice],
 }
 
 impl<'a> Suggester<'a> {
@@ -115,7 +118,15 @@ impl<'a> Suggester<'a> {
             knowledge,
             target: target.to_owned(),
             goals,
+            choices: &[],
         }
+    }
+
+    /// Suggests, for a goal a person chose an operation for, that operation (with its own
+    /// inputs, missing ones asked for like any other's).
+    pub fn choices(mut self, choices: &'a [Choice]) -> Self {
+        self.choices = choices;
+        self
     }
 
     /// The goals the target was read as.
@@ -158,14 +169,25 @@ impl<'a> Suggester<'a> {
                 .map(|candidate| (*candidate, pattern_confidence, name))
         });
         let ranked = self.rank(&candidates);
-        let (chosen, mut confidence, source, mut reason) = match pattern {
-            Some((operation, pattern_confidence, name)) => (
+        let choice = self
+            .choices
+            .iter()
+            .rfind(|choice| choice.goal == *goal)
+            .and_then(|choice| self.spec.operation(&choice.operation));
+        let (chosen, mut confidence, source, mut reason) = match (choice, pattern) {
+            (Some(operation), _) => (
+                operation,
+                0.95,
+                Source::SingleCandidate,
+                "chosen by a person".to_owned(),
+            ),
+            (None, Some((operation, pattern_confidence, name))) => (
                 operation,
                 0.9 + 0.09 * pattern_confidence,
                 Source::KnownPattern,
                 format!("the learned pattern `{name}`"),
             ),
-            None => {
+            (None, None) => {
                 let (top, top_rate) = ranked[0];
                 let (source, base) = match ranked.get(1) {
                     None => (Source::SingleCandidate, 0.85),

@@ -17,7 +17,7 @@ use super::learning::ran_outcome;
 use super::recovery::{MAX_STRIKES, Recovery};
 use super::{Explorer, round};
 use crate::Error;
-use crate::exploration::{ConfirmedStep, Exploration, ExplorationStatus, RejectedStep};
+use crate::exploration::{Choice, ConfirmedStep, Exploration, ExplorationStatus, RejectedStep};
 use crate::intent::{self, Goal};
 use crate::intervention::{Assessment, decide};
 use crate::state::redact;
@@ -111,6 +111,8 @@ impl Explorer {
             pass.target = session.session.target.clone();
             pass.goals = intent::parse(&pass.target, &self.spec);
         }
+        // The choices as they stand: a question below may add one, for the next step.
+        let choices = session.choices.clone();
         let suggestion = {
             let suggester = Suggester::with_goals(
                 &self.spec,
@@ -118,7 +120,8 @@ impl Explorer {
                 &session.session.target,
                 pass.goals.clone(),
                 Some(Queries::new(&pass.knowledge).min_support(1)),
-            );
+            )
+            .choices(&choices);
             let confirmed = session.confirmed_operations();
             let Some(suggestion) =
                 suggester.next(&session.current_state, &session.goals_done, &confirmed)
@@ -224,17 +227,33 @@ impl Explorer {
             .ask(session, &suggestion, decision.action, &decision.reason)
             .await
         {
-            // Another candidate was chosen: its own inputs, pitfalls and goal.
-            Asked::Go(operation) if operation != suggestion.operation => Ok(
-                match suggester.suggestion_for(
-                    &operation,
-                    suggestion.goal.clone(),
-                    &session.current_state,
-                ) {
-                    Some(chosen) => Confirmed::Run(Box::new(chosen)),
-                    None => Confirmed::Then(Then::Stop),
-                },
-            ),
+            // Another candidate was chosen. For a goal, the choice is kept and the next step
+            // suggests it (its own inputs asked for if missing; a retry retries it).
+            Asked::Go(operation) if operation != suggestion.operation => {
+                if let Some(goal) = &suggestion.goal {
+                    session.choices.push(Choice {
+                        goal: goal.clone(),
+                        operation,
+                    });
+                    session.save(&self.session_dir, Utc::now())?;
+                    return Ok(Confirmed::Then(Then::Next));
+                }
+                Ok(
+                    match suggester.suggestion_for(
+                        &operation,
+                        suggestion.goal.clone(),
+                        &session.current_state,
+                    ) {
+                        Some(chosen) if chosen.missing.is_empty() => {
+                            Confirmed::Run(Box::new(chosen))
+                        }
+                        Some(chosen) => {
+                            Confirmed::Then(self.fill_inputs(session, counts, &chosen).await?)
+                        }
+                        None => Confirmed::Then(Then::Stop),
+                    },
+                )
+            }
             Asked::Go(_) => Ok(Confirmed::Run(Box::new(suggestion))),
             Asked::Skip => {
                 // A wait declined: the resource is taken as settled, so the next suggestion
@@ -439,10 +458,15 @@ impl Explorer {
         ran: &Ran,
     ) -> Then {
         let error = ran.error.clone().unwrap_or_else(|| "failed".to_owned());
-        let outcome = ran_outcome(operation, false, Some(error.clone()), ran.status);
-        let observation = self.observe(session, operation, &outcome, ran.seconds);
-        self.learn(&mut pass.knowledge, observation, &mut pass.unsaved)
-            .await;
+        // A step the engine refused before any request (an input it lacks) says nothing of
+        // the API: it is no statistic or pitfall of the operation.
+        let refused_unsent = ran.status.is_none() && ran.attempts == 0;
+        if !refused_unsent {
+            let outcome = ran_outcome(operation, false, Some(error.clone()), ran.status);
+            let observation = self.observe(session, operation, &outcome, ran.seconds);
+            self.learn(&mut pass.knowledge, observation, &mut pass.unsaved)
+                .await;
+        }
         pass.counts.silent = 0;
         if self.strike(session, &mut pass.counts.strikes, &operation.id, "failed") {
             return Then::Stop;

@@ -937,3 +937,85 @@ async fn a_record_answered_inside_an_envelope_is_found() {
     let learned = store.load("blog").await.unwrap();
     assert_eq!(learned.patterns[0].steps[0].save[0].eval, "body.post.id");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chosen_operation_is_asked_its_inputs_and_run_not_refused_and_learned() {
+    use wayline_registry::openapi::ParameterLocation;
+    // Two ways to update a post: PATCH (suggested first) and PUT, which needs a `reason`.
+    let api = Api::start("posts").await;
+    let mut spec = api.spec();
+    let mut patch = spec.operation("updatePost").unwrap().clone();
+    patch.id = "patchPost".to_owned();
+    patch.method = "PATCH".to_owned();
+    for parameter in &mut patch.parameters {
+        if parameter.location == ParameterLocation::Body {
+            parameter.required = false;
+        }
+    }
+    let put = spec
+        .operations
+        .iter_mut()
+        .find(|operation| operation.id == "updatePost")
+        .unwrap();
+    let mut reason = put
+        .parameters
+        .iter()
+        .find(|parameter| parameter.name == "title")
+        .unwrap()
+        .clone();
+    reason.name = "reason".to_owned();
+    reason.input = "reason".to_owned();
+    put.parameters.push(reason);
+    spec.operations.push(patch);
+    let store: Arc<dyn KnowledgeStore> = Arc::new(MemoryKnowledge::new());
+    // The person chooses PUT, then gives the `reason` it asks for.
+    let (session, answers) = explore_answering(
+        &api,
+        spec,
+        "title: first",
+        "create a post, then update it",
+        Some(Arc::clone(&store)),
+        "answers:\n  - {kind: confirm, operation: patchPost, answer: {choose: 1}}\n  \
+         - {kind: clarify, operation: updatePost, answer: {text: '{\"reason\": \"typo\"}'}}\n\
+         default: yes\n",
+        "manual",
+    )
+    .await;
+    assert_eq!(
+        session.session.status,
+        ExplorationStatus::Completed,
+        "{session:#?}"
+    );
+    assert_eq!(
+        api.calls(),
+        ["POST /posts", "PUT /posts/1"],
+        "never the PATCH"
+    );
+    assert_eq!(
+        api.bodies("PUT"),
+        [json!({"title": "first", "reason": "typo"})]
+    );
+    assert_eq!(session.choices[0].operation, "updatePost");
+    let clarified: Vec<_> = answers
+        .asked()
+        .into_iter()
+        .filter(|question| question.kind == QuestionKind::Clarify)
+        .collect();
+    assert_eq!(
+        clarified.len(),
+        1,
+        "the chosen operation's input was asked for"
+    );
+    assert!(
+        clarified[0].message.contains("`reason`"),
+        "{}",
+        clarified[0].message
+    );
+    // Nothing failed, so nothing was learned as a failure of the API.
+    let knowledge = store.load(&sut_key("blog")).await.unwrap();
+    assert!(
+        knowledge.pitfalls.is_empty(),
+        "no pitfall: {:?}",
+        knowledge.pitfalls
+    );
+}
