@@ -50,8 +50,8 @@ pub struct DataFlow {
     producers: IndexMap<(String, String), Vec<Producer>>,
 }
 
-/// Names too generic to match across resources.
-const GENERIC: [&str; 3] = ["id", "name", "uid"];
+/// Names too generic to match across resources (a session's `path` is no file's).
+const GENERIC: [&str; 4] = ["id", "name", "uid", "path"];
 
 /// The field a (possibly dotted) input name stands for.
 fn field_of(input: &str) -> &str {

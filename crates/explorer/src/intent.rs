@@ -9,26 +9,9 @@ use serde::{Deserialize, Serialize};
 use wayline_registry::openapi::{ApiSpec, Operation};
 
 use crate::names;
+pub use crate::operations::Verb;
+pub(crate) use crate::operations::{operation_resource, operation_verb, resources, words};
 pub(crate) use crate::verbs::verb_of;
-
-/// What a goal does to a resource.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Verb {
-    /// Make one.
-    Create,
-    /// Read one.
-    Read,
-    /// List them.
-    List,
-    /// Change one.
-    Update,
-    /// Remove one.
-    Delete,
-    /// A custom method (`reset`, `cancel`).
-    Action(String),
-}
 
 /// One thing the target asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -67,6 +50,11 @@ pub struct Goal {
     /// Which of several alike goals this is ("create two files": 0 and 1).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub copy: u32,
+    /// The word the target used for the resource, when the spec's paths do not name it so
+    /// (`file`, a `content` of `/api/contents/{path}`): a body field offering it as a value
+    /// (`type: file`) takes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noun: Option<String>,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -116,66 +104,6 @@ const BACK: [&str; 6] = ["it", "its", "them", "both", "all", "they"];
 /// Words that, before a resource, mean every one of them ("delete all records").
 const EVERY: [&str; 2] = ["all", "every"];
 
-pub(crate) fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// The CRUD verb of an operation, from its method and path.
-pub(crate) fn operation_verb(operation: &Operation) -> Verb {
-    if operation.method == CLI_METHOD {
-        return Verb::Action("run".to_owned());
-    }
-    let path = operation.path.trim_end_matches('/');
-    let last = path.rsplit('/').next().unwrap_or_default();
-    if let Some((_, action)) = last.rsplit_once(':')
-        && !action.contains('}')
-    {
-        return Verb::Action(action.to_lowercase());
-    }
-    let on_item = last.starts_with('{');
-    match (operation.method.as_str(), on_item) {
-        ("POST", false) => Verb::Create,
-        ("GET", true) => Verb::Read,
-        ("GET", false) => Verb::List,
-        ("DELETE", _) => Verb::Delete,
-        ("PATCH" | "PUT", _) | ("POST", true) => Verb::Update,
-        _ => Verb::Read,
-    }
-}
-
-/// The resource an operation acts on: the last collection segment of its path, singular
-/// (`/clusters/{clusterId}/branches/{branchId}:reset` → `branch`).
-pub(crate) fn operation_resource(operation: &Operation) -> String {
-    if operation.method == CLI_METHOD {
-        // A tool's name, as it is (`aws` is no plural).
-        return operation.path.trim_start_matches('/').to_owned();
-    }
-    let collection = operation
-        .path
-        .split('/')
-        .rev()
-        .find(|segment| !segment.is_empty() && !segment.starts_with('{'))
-        .unwrap_or_default();
-    let collection = collection.split(':').next().unwrap_or_default();
-    wayline_registry::openapi::singular(&collection.to_lowercase())
-}
-
-/// The resources of a spec (each operation's last collection segment, singular), in first-seen
-/// order.
-pub(crate) fn resources(spec: &ApiSpec) -> Vec<String> {
-    let mut found: Vec<String> = Vec::new();
-    for operation in &spec.operations {
-        let resource = operation_resource(operation);
-        if !resource.is_empty() && !found.contains(&resource) {
-            found.push(resource);
-        }
-    }
-    found
-}
-
 /// The goals of `target`, against the resources of `spec`. Resources are found in one word or
 /// several (`special events` for `/special-events`), verbs among the usual words and the first
 /// words of the spec's own summaries and operation ids (`place` of "Place an order"), a number
@@ -183,6 +111,7 @@ pub(crate) fn resources(spec: &ApiSpec) -> Vec<String> {
 /// the creates of what they refer to ("create an order for a pet" creates the pet first).
 pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
     let known = resources(spec);
+    let aliases = crate::vocabulary::aliases(spec);
     let spec_verbs = spec_verbs(spec, &known);
     // Values come out first, as placeholders, so their words are read as no verb or
     // resource and keep their case.
@@ -199,7 +128,7 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
     for clause in clauses {
         // A possessive is a word of its own: `the bucket's records` is no `buckets`.
         let words = words(&clause.replace("'s ", &format!(" {POSSESSIVE} ")));
-        let read = read_clause(&words, spec, &known, &spec_verbs, &named);
+        let read = read_clause(&words, spec, (&known, &aliases), &spec_verbs, &named);
         if read.verb.is_some() {
             verb = read.verb.clone();
         }
@@ -254,6 +183,11 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
                     expect: read.expect,
                     method: read.method.clone(),
                     copy,
+                    noun: read
+                        .nouns
+                        .iter()
+                        .find(|(named, _)| *named == resource)
+                        .map(|(_, noun)| noun.clone()),
                 };
                 if !goals.contains(&goal) {
                     goals.push(goal);
@@ -325,17 +259,33 @@ struct Clause {
     expect: Option<u16>,
     /// The method it names (`PATCH`, `PUT`).
     method: Option<String>,
+    /// The words it used for resources the spec's paths name otherwise (`content`: `file`).
+    nouns: Vec<(String, String)>,
 }
 
 /// Reads the words of one clause. `named` are the resources named in the clauses before.
 fn read_clause(
     words: &[String],
     spec: &ApiSpec,
-    known: &[String],
+    (known, aliases): (&[String], &[crate::vocabulary::Alias]),
     spec_verbs: &[(String, Verb)],
     named: &[(String, Option<String>)],
 ) -> Clause {
     let mut clause = Clause::default();
+    // The resource the first words of a slice name: by the spec's paths, else by a word its
+    // summaries or tags use for one ("file" for a `content`), with that word.
+    let resource_in = |words: &[String]| -> Option<(String, usize, Option<String>)> {
+        resource_at(words, known)
+            .map(|(resource, length)| (resource, length, None))
+            .or_else(|| {
+                let word = words.first()?;
+                let singular = wayline_registry::openapi::singular(word);
+                aliases
+                    .iter()
+                    .find(|alias| alias.word == singular || alias.word == *word)
+                    .map(|alias| (alias.resource.clone(), 1, Some(alias.word.clone())))
+            })
+    };
     let mut index = 0;
     while index < words.len() {
         let word = &words[index];
@@ -365,18 +315,24 @@ fn read_clause(
             continue;
         }
         if EVERY.contains(&word.as_str())
-            && let Some((resource, length)) = resource_at(&words[index + 1..], known)
+            && let Some((resource, length, noun)) = resource_in(&words[index + 1..])
         {
             index += 1 + length;
             clause.whole.push(resource.clone());
+            clause
+                .nouns
+                .extend(noun.map(|noun| (resource.clone(), noun)));
             clause.resources.push((resource, None));
             continue;
         }
         if let Some((_, count)) = COUNTS.iter().find(|(text, _)| text == word)
-            && let Some((resource, length)) = resource_at(&words[index + 1..], known)
+            && let Some((resource, length, noun)) = resource_in(&words[index + 1..])
         {
             index += 1 + length;
             clause.counts.push((resource.clone(), *count));
+            clause
+                .nouns
+                .extend(noun.map(|noun| (resource.clone(), noun)));
             clause.resources.push((resource, None));
             continue;
         }
@@ -407,8 +363,11 @@ fn read_clause(
             index += 1;
             continue;
         }
-        if let Some((resource, length)) = resource_at(&words[index..], known) {
+        if let Some((resource, length, noun)) = resource_in(&words[index..]) {
             index += length;
+            clause
+                .nouns
+                .extend(noun.map(|noun| (resource.clone(), noun)));
             // A number right after it is the id of an existing one.
             let id = words
                 .get(index)
@@ -635,6 +594,7 @@ mod tests {
             expect: None,
             method: None,
             copy: 0,
+            noun: None,
         }
     }
 

@@ -57,6 +57,7 @@ pub mod intervention;
 mod lifecycle;
 mod location;
 mod names;
+mod operations;
 pub mod output;
 mod phrases;
 mod placing;
@@ -66,6 +67,7 @@ pub mod sut;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod verbs;
+mod vocabulary;
 
 pub use error::Error;
 pub use exploration::{Exploration, ExplorationStatus};

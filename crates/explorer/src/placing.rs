@@ -56,9 +56,29 @@ fn input_for<'o>(operation: &'o Operation, field: &str) -> Option<&'o Parameter>
             .filter(|parameter| names::is_name_like(&parameter.name));
         match (name_like.next(), name_like.next()) {
             (Some(only), None) => Some(only),
-            _ => None,
+            (Some(_), Some(_)) => None,
+            // No name field: a resource named by its path's parameter is renamed by a body
+            // field of that name (Jupyter's `PATCH /api/contents/{path}` with `{"path": ...}`).
+            (None, _) => {
+                let item = item_parameter(&operation.path)?;
+                operation
+                    .parameters
+                    .iter()
+                    .filter(writable)
+                    .find(|parameter| {
+                        parameter.location == ParameterLocation::Body
+                            && names::same_name(&parameter.name, &item)
+                    })
+            }
         }
     })
+}
+
+/// The parameter an item path ends in (`path` of `/api/contents/{path}`).
+fn item_parameter(path: &str) -> Option<String> {
+    let last = path.trim_end_matches('/').rsplit('/').next()?;
+    let name = last.strip_prefix('{')?.split('}').next()?;
+    Some(name.to_owned())
 }
 
 /// The object body field that holds a resource's own fields: one named as an envelope is

@@ -248,10 +248,17 @@ impl ExploreState {
     }
 
     /// A value a person or the SUT gave for `parameter` of `operation`: one scoped to the
-    /// resource it belongs to (see [`owner_of`]) first, else one given under its bare name,
+    /// operation (`createFile.path`), else to the resource it belongs to (see [`owner_of`]),
+    /// else one given under its bare name,
     /// except for an optional query parameter (a filter or a flag), which only a scoped value
     /// fills: a body's `content` never becomes a `?content=` flag by name alone.
     pub fn given_value(&self, operation: &Operation, parameter: &Parameter) -> Option<Value> {
+        // Scoped to the operation itself first (`createFile.path`): where one parameter
+        // means one thing to one operation and another to the next (the folder a POST makes
+        // a file in; the file a GET reads).
+        if let Some(value) = self.scoped(&operation.id, &parameter.name) {
+            return Some(value);
+        }
         let owner = owner_of(operation, parameter);
         if let Some(value) = self.scoped(&owner, &parameter.name) {
             return Some(value);
@@ -403,10 +410,20 @@ impl ExploreState {
                 Vec::new()
             }
             verb => {
-                let id = id_in_path.or(id_of_output);
+                let id = id_in_path.clone().or(id_of_output.clone());
+                let mut renamed: Option<(String, Value)> = None;
                 if let (Some(id), Some(named)) = (id, self.resources.get_mut(&kind))
-                    && let Some(known) = named.values_mut().find(|known| known.id == id)
+                    && let Some((name, known)) = named.iter_mut().find(|(_, known)| known.id == id)
                 {
+                    // An update that answers under another id moved it (a rename of a file
+                    // whose path is its id): it is known by the new one from now on.
+                    if verb == Verb::Update
+                        && let (Some(new), Some(value)) = (&id_of_output, &id_value)
+                        && *new != known.id
+                    {
+                        known.id = new.clone();
+                        renamed = Some((name.clone(), value.clone()));
+                    }
                     known.state = reported
                         .or_else(|| {
                             (verb == Verb::Update)
@@ -415,6 +432,9 @@ impl ExploreState {
                         })
                         .or(known.state.take());
                     known.attributes.extend(attributes);
+                }
+                if let Some((name, value)) = renamed {
+                    self.variables.insert(name, value);
                 }
                 Vec::new()
             }
@@ -645,6 +665,27 @@ mod tests {
             None,
         );
         assert_eq!(state.value_for("aliasId", "x"), Some(json!("a-1")));
+    }
+
+    #[test]
+    fn an_update_that_answers_another_id_moves_the_resource() {
+        let spec = no_states();
+        let create = operation("POST", "/files", &[]);
+        let rename = operation("PATCH", "/files/{path}", &["path"]);
+        let mut state = ExploreState::default();
+        state.apply(
+            &spec,
+            &create,
+            &IndexMap::new(),
+            &json!({"id": "a.txt"}),
+            None,
+        );
+        let mut inputs = IndexMap::new();
+        inputs.insert("path".to_owned(), json!("a.txt"));
+        state.apply(&spec, &rename, &inputs, &json!({"id": "b.txt"}), None);
+        assert_eq!(state.resources["files"]["file_1"].id, "b.txt");
+        assert_eq!(state.variables["file_1"], json!("b.txt"));
+        assert_eq!(state.value_for("fileId", "file"), Some(json!("b.txt")));
     }
 
     /// A spec with a create and an item read for `a` and for `b`, each create taking `field`

@@ -335,18 +335,38 @@ impl<'a> Suggester<'a> {
         ))
     }
 
+    /// The words this API has for its resources, for a person to choose from: the paths'
+    /// resources, then the other words its summaries and tags use.
+    fn vocabulary(&self) -> String {
+        let known = intent::resources(self.spec);
+        let mut words: Vec<String> = Vec::new();
+        for alias in crate::vocabulary::aliases(self.spec) {
+            if !words.contains(&alias.word) {
+                words.push(alias.word);
+            }
+        }
+        if words.is_empty() {
+            format!("it has: {}", known.join(", "))
+        } else {
+            format!(
+                "it has: {}; its summaries also say: {}",
+                known.join(", "),
+                words.join(", ")
+            )
+        }
+    }
+
     /// A target read as no goal at all: ask what is meant.
     fn unclear(&self) -> Suggestion {
-        let known = intent::resources(self.spec);
         Suggestion {
             operation: String::new(),
             goal: None,
             confidence: 0.0,
             source: Source::NoMatch,
             reason: format!(
-                "`{}` names no action on a resource of this API (it has: {})",
+                "`{}` names no action on a resource of this API ({})",
                 self.target,
-                known.join(", ")
+                self.vocabulary()
             ),
             alternatives: Vec::new(),
             pitfalls: Vec::new(),
@@ -363,9 +383,10 @@ impl<'a> Suggester<'a> {
             confidence: 0.2,
             source: Source::NoMatch,
             reason: format!(
-                "no operation {}s a {}",
+                "no operation {}s a {} ({})",
                 verb_word(&goal.verb),
-                goal.resource
+                goal.noun.as_deref().unwrap_or(&goal.resource),
+                self.vocabulary()
             ),
             alternatives: Vec::new(),
             pitfalls: Vec::new(),
@@ -561,6 +582,25 @@ impl<'a> Suggester<'a> {
                 .unwrap_or_else(|| operation.description.clone());
             inputs.insert("command".to_owned(), Value::from(command));
         }
+        // The word the target used for the resource, where a body field offers it as a
+        // value ("create a file": `type: file`).
+        if let Some(goal) = goal.as_ref().filter(|goal| does(goal, operation))
+            && let Some(noun) = &goal.noun
+        {
+            for parameter in &operation.parameters {
+                let offered = parameter.enum_values.iter().find(|value| {
+                    value
+                        .as_str()
+                        .is_some_and(|text| text.eq_ignore_ascii_case(noun))
+                });
+                if parameter.location == ParameterLocation::Body
+                    && let Some(value) = offered
+                    && !inputs.contains_key(&parameter.input)
+                {
+                    inputs.insert(parameter.input.clone(), value.clone());
+                }
+            }
+        }
         // The values the target gives for this goal go into its own request.
         let mut unplaced = Vec::new();
         if let Some(goal) = goal.as_ref().filter(|goal| takes_values(goal, operation)) {
@@ -671,8 +711,12 @@ fn gone_id(
 fn takes_values(goal: &Goal, operation: &Operation) -> bool {
     !goal.values.is_empty()
         && matches!(goal.verb, Verb::Create | Verb::Update | Verb::Action(_))
-        && operation_resource(operation) == goal.resource
-        && intent::operation_verb(operation) == goal.verb
+        && does(goal, operation)
+}
+
+/// True when `operation` does `goal` itself (not a step toward it).
+fn does(goal: &Goal, operation: &Operation) -> bool {
+    operation_resource(operation) == goal.resource && intent::operation_verb(operation) == goal.verb
 }
 
 fn verb_word(verb: &Verb) -> String {

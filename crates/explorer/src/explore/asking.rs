@@ -35,6 +35,13 @@ impl Explorer {
         options.extend(suggestion.alternatives.iter().cloned());
         options.retain(|option| !option.is_empty());
         let message = match action {
+            // The suggestion says what did not match, and the words the API has.
+            Action::AskForClarification if !suggestion.reason.is_empty() => {
+                format!(
+                    "{reason}: {}; say what you mean, or stop",
+                    suggestion.reason
+                )
+            }
             Action::AskForClarification => format!("{reason}; say what you mean, or stop"),
             Action::WarnAndAsk => format!("{}: {reason}; run it anyway?", suggestion.operation),
             Action::AskToChoose => format!("{reason}; which one?"),
@@ -80,6 +87,9 @@ impl Explorer {
                 let operation = self.spec.operation(&suggestion.operation);
                 merge_variables(&mut session.current_state, &text, operation);
                 Asked::Skip
+            }
+            _ if suggestion.operation.is_empty() => {
+                self.stop(session, &format!("{reason}; the answer was to stop"))
             }
             _ => self.stop(
                 session,

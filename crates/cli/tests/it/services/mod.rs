@@ -5,6 +5,7 @@
 //! directly, and its request log), never against wayline's report. `docs/testing.md` says
 //! what each service exercises.
 
+mod jupyter;
 mod kinto;
 
 use std::net::{TcpListener, TcpStream};
@@ -165,7 +166,20 @@ pub(super) fn explore(
     target: &str,
     extra: &[&str],
 ) -> Explored {
+    explore_with(dir, sut, spec, target, extra, &[])
+}
+
+/// As [`explore`], with `envs` set for the command (the SUT's credential variables).
+pub(super) fn explore_with(
+    dir: &Path,
+    sut: &Path,
+    spec: &Path,
+    target: &str,
+    extra: &[&str],
+    envs: &[(&str, &str)],
+) -> Explored {
     let out = Command::new(env!("CARGO_BIN_EXE_wayline"))
+        .envs(envs.iter().copied())
         .args(["explore", "--sut", path(sut), "--spec", path(spec)])
         .args(["--target", target, "--auto", "--format", "json"])
         .args(["--session-dir", path(&dir.join("sessions"))])
