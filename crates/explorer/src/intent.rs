@@ -146,7 +146,7 @@ pub fn parse(target: &str, spec: &ApiSpec) -> Vec<Goal> {
         }
         // In a create, a resource named with its id is one that exists: it is what the others
         // are made on ("create a branch on cluster 10086"), not one more to create.
-        let mut given = BTreeMap::new();
+        let mut given: BTreeMap<String, String> = read.given.iter().cloned().collect();
         if current == Verb::Create && targets.iter().any(|(_, id)| id.is_none()) {
             targets.retain(|(resource, id)| match id {
                 Some(id) => {
@@ -261,6 +261,8 @@ struct Clause {
     method: Option<String>,
     /// The words it used for resources the spec's paths name otherwise (`content`: `file`).
     nouns: Vec<(String, String)>,
+    /// Existing resources it names with their ids as where the goal happens ("in bucket 7").
+    given: Vec<(String, String)>,
 }
 
 /// Reads the words of one clause. `named` are the resources named in the clauses before.
@@ -386,11 +388,13 @@ fn read_clause(
                     && PREPOSITIONS.contains(&words[index - length - 2].as_str()));
             let possessive = words.get(index).is_some_and(|next| next == POSSESSIVE)
                 && resource_at(&words[(index + 1).min(words.len())..], known).is_some();
-            let context = id.is_none()
-                && named.iter().any(|(known, _)| *known == resource)
-                && ((after_preposition && !clause.resources.is_empty()) || possessive);
-            if !context {
-                clause.resources.push((resource, id));
+            let placed = (after_preposition && !clause.resources.is_empty()) || possessive;
+            let named_before = named.iter().any(|(known, _)| *known == resource);
+            match id {
+                // "delete all records in bucket 7": bucket 7 is where, not one more goal.
+                Some(id) if placed => clause.given.push((resource, id)),
+                None if placed && named_before => {}
+                id => clause.resources.push((resource, id)),
             }
             continue;
         }
@@ -708,6 +712,11 @@ mod tests {
             &spec,
         );
         assert_eq!(goals.len(), 2, "no list of buckets: {goals:#?}");
+        // A resource with its id after "in" is where the goal happens, whatever the verb.
+        let goals = parse("delete all records in bucket 7", &spec);
+        assert_eq!(goals.len(), 1, "the bucket is no goal: {goals:#?}");
+        assert!(goals[0].whole_collection);
+        assert_eq!(goals[0].given["bucket"], "7");
     }
 
     #[test]

@@ -31,6 +31,9 @@ const CHANGING: [&str; 10] = [
 /// Words that, before `to`, are no field: the resource referred back to.
 const NOT_FIELDS: [&str; 8] = ["it", "its", "them", "this", "that", "one", "all", "both"];
 
+/// Words before a noun: "with a record" gives no value.
+const ARTICLES: [&str; 8] = ["a", "an", "the", "its", "their", "this", "that", "some"];
+
 /// Words that start a new clause, ending a `with` list.
 const CLAUSE_WORDS: [&str; 4] = ["then", "and", "a", "an"];
 
@@ -150,10 +153,16 @@ pub(crate) fn lift(target: &str, resources: &[String]) -> (String, Vec<Given>) {
                 index += 2;
                 continue;
             }
+            // The field is the word just before, as it was put out (not a value lifted, not
+            // an id: "move file 3 to trash" gives none).
+            let put_out = format!("{}{}", before.text, before.tail);
             if !refers_back
                 && field_like(before)
+                && before.text.chars().any(char::is_alphabetic)
                 && !CHANGING.contains(&before_lower.as_str())
                 && before.tail.is_empty()
+                && !before.quoted
+                && out.last() == Some(&put_out)
             {
                 out.pop();
                 push_value(&mut out, before.text.clone(), value);
@@ -175,7 +184,9 @@ pub(crate) fn lift(target: &str, resources: &[String]) -> (String, Vec<Given>) {
             let mut at = index + 1;
             let mut took = 0;
             while let Some(field) = tokens.get(at) {
-                if !field_like(field) && !field.text.contains('=') {
+                if (!field_like(field) && !field.text.contains('='))
+                    || ARTICLES.contains(&field.lower().as_str())
+                {
                     break;
                 }
                 // `title=hello`
@@ -305,6 +316,9 @@ mod tests {
             lifted("rename the file to \"a b\""),
             ("rename the file wlv0".to_owned(), pairs(&[("name", "a b")]))
         );
+        // "with a record" names a resource, and "move file 3 to trash" an id: no values.
+        assert_eq!(lifted("create a post with a file").1, pairs(&[]));
+        assert_eq!(lifted("move file 3 to trash").1, pairs(&[]));
         // `to` with no changing word is no value; a quoted command stays quoted.
         assert_eq!(
             lifted("add a post to the list, run `aws s3 ls`").1,

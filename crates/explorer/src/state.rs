@@ -232,7 +232,13 @@ impl ExploreState {
     /// inputs ever take.
     pub fn scoped(&self, resource: &str, field: &str) -> Option<Value> {
         let wanted = names::normalize(resource);
-        let last = field.rsplit('.').next().unwrap_or(field);
+        // A nested input (`cluster.displayName`) takes `cluster.displayName` as it is, and its
+        // last part only when it is nested under the scope itself: `cluster.name` is no
+        // `region.name` (a reference to a region that must exist).
+        let nested_under_scope = field
+            .rsplit_once('.')
+            .filter(|(prefix, _)| names::normalize(prefix) == wanted)
+            .map(|(_, last)| last);
         self.variables
             .iter()
             .filter(|(_, value)| !value.is_null())
@@ -241,7 +247,8 @@ impl ExploreState {
                     let scope = names::normalize(scope);
                     let singular = names::normalize(&wayline_registry::openapi::singular(&scope));
                     (scope == wanted || singular == wanted)
-                        && (names::same_name(rest, field) || names::same_name(rest, last))
+                        && (names::same_name(rest, field)
+                            || nested_under_scope.is_some_and(|last| names::same_name(rest, last)))
                 })
             })
             .map(|(_, value)| value.clone())
@@ -341,12 +348,31 @@ impl ExploreState {
             .collect();
         // The id as the API typed it (a number stays a number), and as text to compare.
         // With none in the body, a create's `Location` (`/posts/17`) names it.
-        let id_value = found.id.map(|(_, value)| value).or_else(|| {
-            (operation_verb(operation) == Verb::Create)
-                .then(|| location.and_then(crate::location::id_of))
-                .flatten()
-        });
+        let id_value = found
+            .id
+            .as_ref()
+            .map(|(_, value)| value.clone())
+            .or_else(|| {
+                (operation_verb(operation) == Verb::Create)
+                    .then(|| location.and_then(crate::location::id_of))
+                    .flatten()
+            });
         let id_of_output = id_value.as_ref().and_then(names::id_text);
+        // The answer names the resource by the field its item path takes (`path` of
+        // `/api/contents/{path}`), not by a generic `id` a job or an operation may answer.
+        let id_is_the_path_parameter = found
+            .id
+            .as_ref()
+            .and_then(|(at, _)| at.rsplit('.').next())
+            .zip(
+                operation
+                    .parameters
+                    .iter()
+                    .rfind(|parameter| parameter.location == ParameterLocation::Path),
+            )
+            .is_some_and(|(field, parameter)| {
+                names::normalize(field) != "id" && names::same_name(field, &parameter.name)
+            });
         // The id a call on an existing resource names: its last path parameter.
         let id_in_path = operation
             .parameters
@@ -418,6 +444,7 @@ impl ExploreState {
                     // An update that answers under another id moved it (a rename of a file
                     // whose path is its id): it is known by the new one from now on.
                     if verb == Verb::Update
+                        && id_is_the_path_parameter
                         && let (Some(new), Some(value)) = (&id_of_output, &id_value)
                         && *new != known.id
                     {
@@ -669,23 +696,30 @@ mod tests {
 
     #[test]
     fn an_update_that_answers_another_id_moves_the_resource() {
-        let spec = no_states();
-        let create = operation("POST", "/files", &[]);
-        let rename = operation("PATCH", "/files/{path}", &["path"]);
+        let ok = json!({"200": {"description": "ok"}});
+        let path = json!([{"name": "path", "in": "path", "required": true}]);
+        let spec = ApiSpec::parse(
+            &json!({"openapi": "3.0.0", "paths": {
+                "/files": {"post": {"operationId": "createFile", "responses": ok}},
+                "/files/{path}": {"patch": {"operationId": "renameFile", "parameters": path,
+                    "responses": ok}}}})
+            .to_string(),
+            Path::new("spec.json"),
+        )
+        .unwrap();
+        let (create, rename) = (&spec.operations[0], &spec.operations[1]);
         let mut state = ExploreState::default();
-        state.apply(
-            &spec,
-            &create,
-            &IndexMap::new(),
-            &json!({"id": "a.txt"}),
-            None,
-        );
+        let file = |path: &str| json!({"path": path, "type": "file"});
+        state.apply(&spec, create, &IndexMap::new(), &file("a.txt"), None);
         let mut inputs = IndexMap::new();
         inputs.insert("path".to_owned(), json!("a.txt"));
-        state.apply(&spec, &rename, &inputs, &json!({"id": "b.txt"}), None);
+        state.apply(&spec, rename, &inputs, &file("b.txt"), None);
         assert_eq!(state.resources["files"]["file_1"].id, "b.txt");
         assert_eq!(state.variables["file_1"], json!("b.txt"));
-        assert_eq!(state.value_for("fileId", "file"), Some(json!("b.txt")));
+        // An update answering a job's `id` moves nothing.
+        inputs.insert("path".to_owned(), json!("b.txt"));
+        state.apply(&spec, rename, &inputs, &json!({"id": "job-7"}), None);
+        assert_eq!(state.resources["files"]["file_1"].id, "b.txt");
     }
 
     /// A spec with a create and an item read for `a` and for `b`, each create taking `field`

@@ -56,7 +56,7 @@ pub(crate) fn verb_of(word: &str) -> Option<&'static str> {
                     let mut chars = stem.chars().rev();
                     let (last, before) = (chars.next()?, chars.next()?);
                     (last == before)
-                        .then(|| find(&stem[..stem.len() - 1]))
+                        .then(|| find(&stem[..stem.len() - last.len_utf8()]))
                         .flatten()
                 })
         })

@@ -128,7 +128,14 @@ impl Explorer {
                 .take(6)
                 .collect::<String>();
             for name in missing.iter().filter(|name| made_up_freely(name)) {
-                let value = Value::from(format!("wayline-{short}-{}", session.generated.len() + 1));
+                // Numbered by the values made up so far: a name made for one resource is
+                // never made again for the next.
+                let made = session
+                    .transcript
+                    .iter()
+                    .filter(|exchange| exchange.kind == "made_up")
+                    .count();
+                let value = Value::from(format!("wayline-{short}-{}", made + 1));
                 tracing::info!(field = %name, %value, "a value was made up for a required field");
                 // Made up for this resource alone: the next resource's name is its own.
                 let key = scoped_name(operation, name);
@@ -252,16 +259,18 @@ impl Explorer {
         } else {
             "the target is about one item"
         };
-        if self.thresholds.auto {
+        // Unattended (auto mode, an answers file, any answerer but a person): refused, for no
+        // rule written before the run can know what this collection holds now.
+        if self.thresholds.auto || self.interventor.answerer() != Answerer::Person {
             session.rejected_steps.push(RejectedStep {
                 operation_id: suggestion.operation.clone(),
                 error: format!("{why}; {context}"),
-                user_action: "not run: auto mode never runs a collection-wide write unasked"
+                user_action: "not run: a collection-wide write never runs unattended unasked"
                     .to_owned(),
             });
             session.end(
                 ExplorationStatus::Failed,
-                format!("{why}; {context}: auto mode never runs it unasked"),
+                format!("{why}; {context}: it never runs unattended unasked"),
             );
             return Asked::Stop;
         }
@@ -306,6 +315,10 @@ impl Explorer {
                 Some(option) => format!("option {index} ({option})"),
                 None => format!("option {index}"),
             },
+            // Credentials are never taken from an answer; whatever was typed is not kept.
+            Answer::Text(_) if question.kind == QuestionKind::Credentials => {
+                "[not kept: credentials come from the SUT's environment]".to_owned()
+            }
             Answer::Text(text) => match serde_json::from_str::<Value>(text) {
                 Ok(value @ Value::Object(_)) => crate::state::redact(&value).to_string(),
                 // A bare text answers the one input asked for: masked when that is a secret.

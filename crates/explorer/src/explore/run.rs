@@ -306,6 +306,10 @@ impl Explorer {
                 {
                     Asked::Go(_) => {}
                     Asked::Skip => {
+                        if self.strike(session, &mut pass.counts.strikes, &operation.id, "declined")
+                        {
+                            return Ok(Then::Stop);
+                        }
                         session.save(&self.session_dir, Utc::now())?;
                         return Ok(Then::Next);
                     }
@@ -426,6 +430,13 @@ impl Explorer {
                 ran.location.as_deref(),
             )
         };
+        // A made-up value is spent by the create it was made for: the next one makes its own
+        // (two posts do not get one title).
+        if intent::operation_verb(operation) == intent::Verb::Create {
+            for key in session.generated.keys() {
+                session.current_state.variables.shift_remove(key);
+            }
+        }
         if let Some(goal) = &suggestion.goal
             && !session.goals_done.contains(goal)
         {

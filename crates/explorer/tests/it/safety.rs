@@ -244,6 +244,17 @@ impl Api {
 }
 
 async fn explore(api: &Api, target: &str, allow: bool) -> Exploration {
+    explore_answered(api, target, allow, "default: abort\n", true).await
+}
+
+/// Explores `target`, answering from `answers` (YAML), in auto mode or not.
+async fn explore_answered(
+    api: &Api,
+    target: &str,
+    allow: bool,
+    answers: &str,
+    auto: bool,
+) -> Exploration {
     let base = api.server.url("");
     let sut = SutConfig::parse(
         &format!(
@@ -256,7 +267,7 @@ async fn explore(api: &Api, target: &str, allow: bool) -> Exploration {
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let answers = Arc::new(ScriptedInterventor::parse("default: abort\n", "a.yaml").unwrap());
+    let answers = Arc::new(ScriptedInterventor::parse(answers, "a.yaml").unwrap());
     let mut explorer = Explorer::new(
         sut,
         spec(&base),
@@ -264,8 +275,10 @@ async fn explore(api: &Api, target: &str, allow: bool) -> Exploration {
         answers,
     )
     .unwrap()
-    .session_dir(dir.path())
-    .auto();
+    .session_dir(dir.path());
+    if auto {
+        explorer = explorer.auto();
+    }
     if allow {
         explorer = explorer.allow_collection_writes();
     }
@@ -319,4 +332,19 @@ async fn a_whole_collection_write_runs_unattended_only_when_asked_and_allowed() 
     );
     assert_eq!(api.calls(), ["DELETE /buckets/main/records"]);
     assert!(api.ids().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answers_file_never_approves_a_collection_wide_write() {
+    let api = api().await;
+    // Not auto mode, and the file says yes to everything: still no collection-wide write.
+    let session =
+        explore_answered(&api, "delete all records", false, "default: yes\n", false).await;
+    assert_eq!(
+        session.session.status,
+        ExplorationStatus::Failed,
+        "{session:#?}"
+    );
+    assert!(api.calls().is_empty(), "{:?}", api.calls());
+    assert_eq!(api.ids(), ["before"]);
 }

@@ -279,7 +279,7 @@ fn explore_reaches_targets_in_a_users_words_on_kinto() {
     assert!(rejected.contains("whole collection"), "{}", run.session);
     let why = run.summary["stop_reason"].as_str().unwrap_or_default();
     assert!(
-        why.contains("auto mode never runs it unasked"),
+        why.contains("never runs unattended unasked"),
         "{}",
         run.summary
     );
