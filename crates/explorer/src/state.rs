@@ -61,6 +61,24 @@ pub fn owner_of(operation: &Operation, parameter: &Parameter) -> String {
     operation_resource(operation)
 }
 
+/// The latest resource filed in `filed` (type, plural → name → resource) whose type is `kind`
+/// in any naming convention, with its name.
+fn latest_filed<'a>(
+    filed: &'a IndexMap<String, IndexMap<String, Resource>>,
+    kind: &str,
+) -> Option<(&'a str, &'a Resource)> {
+    let (singular, plural_kind) = (names::normalize(kind), names::normalize(&plural(kind)));
+    filed
+        .iter()
+        .filter(|(plural_type, _)| {
+            // Either way round: `aliases` is `alias`, though `singular` makes it `aliase`.
+            names::normalize(plural_type) == plural_kind
+                || names::normalize(&wayline_registry::openapi::singular(plural_type)) == singular
+        })
+        .find_map(|(_, named)| named.iter().next_back())
+        .map(|(name, found)| (name.as_str(), found))
+}
+
 /// True for a query parameter the operation can do without.
 fn is_optional_query(parameter: &Parameter) -> bool {
     parameter.location == ParameterLocation::Query && !parameter.required
@@ -121,32 +139,13 @@ impl ExploreState {
     /// The latest resource whose type is `kind` in any naming convention (`special-event`,
     /// `specialEvent`), with the name it is known by.
     fn latest_of_kind(&self, kind: &str) -> Option<(&str, &Resource)> {
-        let (singular, plural_kind) = (names::normalize(kind), names::normalize(&plural(kind)));
-        self.resources
-            .iter()
-            .filter(|(plural_type, _)| {
-                // Either way round: `aliases` is `alias`, though `singular` makes it `aliase`.
-                names::normalize(plural_type) == plural_kind
-                    || names::normalize(&wayline_registry::openapi::singular(plural_type))
-                        == singular
-            })
-            .find_map(|(_, named)| named.iter().next_back())
-            .map(|(name, found)| (name.as_str(), found))
+        latest_filed(&self.resources, kind)
     }
 
     /// The id of the latest resource of `kind` (in any naming convention) this session
     /// deleted.
     pub fn gone_id(&self, kind: &str) -> Option<Value> {
-        let (singular, plural_kind) = (names::normalize(kind), names::normalize(&plural(kind)));
-        self.gone
-            .iter()
-            .filter(|(plural_type, _)| {
-                names::normalize(plural_type) == plural_kind
-                    || names::normalize(&wayline_registry::openapi::singular(plural_type))
-                        == singular
-            })
-            .find_map(|(_, named)| named.values().next_back())
-            .map(|found| Value::from(found.id.clone()))
+        latest_filed(&self.gone, kind).map(|(_, found)| Value::from(found.id.clone()))
     }
 
     /// The id of the latest resource of `kind`, with the JSON type the API gave it.

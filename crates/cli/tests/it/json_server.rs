@@ -86,7 +86,7 @@ impl Server {
     fn logged(&self) -> Vec<String> {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         text.lines()
-            .map(strip_colours)
+            .map(super::services::strip_colours)
             .filter_map(|line| {
                 let mut words = line.split_whitespace();
                 let (method, target, status) = (words.next()?, words.next()?, words.next()?);
@@ -114,24 +114,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// `line` without ANSI colour codes (json-server colours its log even into a file).
-fn strip_colours(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(character) = chars.next() {
-        if character == '\u{1b}' {
-            for code in chars.by_ref() {
-                if code.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(character);
-        }
-    }
-    out
 }
 
 /// The OpenAPI description of json-server's `posts`, written by the test: what json-server

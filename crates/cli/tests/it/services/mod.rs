@@ -93,8 +93,9 @@ impl Drop for Service {
     }
 }
 
-/// `text` without ANSI colour codes.
-fn strip_colours(text: &str) -> String {
+/// `text` without ANSI colour codes (json-server and Kinto colour their logs even into a
+/// file).
+pub(super) fn strip_colours(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(character) = chars.next() {
